@@ -1,0 +1,111 @@
+/**
+ * The Backend interface: the only way the service layer reaches an isolation engine.
+ * Backends import nothing from services/, http/ or mcp/.
+ */
+
+export const PROFILES = ['permissive', 'moderate', 'restrictive'] as const;
+export type Profile = (typeof PROFILES)[number];
+
+/** Role of an instance the backend manages (stored as a label on Docker). */
+export type InstanceRole = 'sandbox' | 'pool';
+
+/** What the service asks a backend to make. */
+export interface SandboxSpec {
+  name: string;
+  uuid: string;
+  image: string;
+  vcpus: number;
+  memoryMb: number;
+  profile: Profile;
+  /** Environment of every process in the sandbox (never the server's own environment). */
+  env: Record<string, string>;
+  /** A git repository cloned into /workspace before the sandbox is handed out. */
+  source?: { url: string; ref?: string };
+  role?: InstanceRole;
+}
+
+/** What a backend observes of one instance. */
+export interface InstanceState {
+  /** Backend-side identifier (the Docker container id). */
+  id: string;
+  name: string;
+  uuid: string;
+  role: InstanceRole;
+  status: 'running' | 'stopped';
+  /** Bridge address, only while running and networked. */
+  ip?: string;
+  /** The OCI runtime in use (runc, runsc). */
+  runtime?: string;
+}
+
+export interface ExecRequest {
+  command: string[];
+  workdir?: string;
+  env?: Record<string, string>;
+  /** User to run as; undefined means the image's default user. `root` for sudo. */
+  user?: string;
+  stdin?: Buffer;
+  timeoutMs: number;
+  /** Output kept per exec (stdout + stderr); beyond it the output is cut and `truncated` set. */
+  maxOutputBytes?: number;
+}
+
+export interface OutputChunk {
+  stream: 'stdout' | 'stderr';
+  data: Buffer;
+}
+
+export interface ExecOptions {
+  /** Called for every chunk as it arrives, in arrival order. */
+  onOutput?: (chunk: OutputChunk) => void;
+  /** Aborting kills the command (its whole process tree) and resolves with what it printed. */
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr interleaved in arrival order. */
+  output: string;
+  timedOut: boolean;
+  truncated: boolean;
+  durationMs: number;
+}
+
+export interface BackendCapabilities {
+  snapshot: boolean;
+  resize: boolean;
+  archive: boolean;
+  browser: boolean;
+  /** OCI runtimes available (e.g. ['runc', 'runsc']). */
+  runtimes: string[];
+}
+
+export interface Backend {
+  readonly name: string;
+  capabilities(): BackendCapabilities;
+  /** Throws BACKEND_UNAVAILABLE when the engine cannot be reached. */
+  ping(): Promise<void>;
+  /** Makes sure an image is present (pulling it if possible); IMAGE_UNAVAILABLE otherwise. */
+  ensureImage(image: string): Promise<void>;
+  /** Creates and starts an instance; it is running when this resolves. */
+  create(spec: SandboxSpec): Promise<InstanceState>;
+  start(id: string): Promise<InstanceState>;
+  stop(id: string): Promise<void>;
+  /** Removes the instance and everything it holds; a missing instance is not an error. */
+  remove(id: string): Promise<void>;
+  /** null when the instance no longer exists. */
+  inspect(id: string): Promise<InstanceState | null>;
+  /** Every instance this backend manages for this service, for reconciliation. */
+  list(): Promise<InstanceState[]>;
+  exec(id: string, request: ExecRequest, options?: ExecOptions): Promise<ExecResult>;
+  /** NOT_FOUND for a missing file, BAD_REQUEST for a directory. */
+  readFile(id: string, path: string): Promise<Buffer>;
+  /** Creates parent directories; the file is owned by the sandbox's default user. */
+  writeFile(id: string, path: string, content: Buffer): Promise<void>;
+  /** NOT_FOUND for a missing file. */
+  deleteFile(id: string, path: string): Promise<void>;
+  /** Releases connections and timers. */
+  close(): Promise<void>;
+}

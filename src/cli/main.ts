@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { VERSION } from '../paths.js';
+import { registerImagesCommand } from './images-command.js';
+import { serveCommand } from './serve-command.js';
+
+const program = new Command('sandboxd')
+  .description('isolated sandboxes for untrusted commands: HTTP/JSON API, MCP tool server, CLI')
+  .version(VERSION);
+program.addCommand(serveCommand());
+registerImagesCommand(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,66 @@
+import { Command, Option } from 'commander';
+import type { OptionName } from '../config/config-schema.js';
+import { ConfigError, loadConfig } from '../config/load-config.js';
+import { startRuntime } from '../runtime.js';
+import { DataDirLockedError } from '../state/data-dir-lock.js';
+import { createLogger } from '../telemetry/logger.js';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Flags of `serve`; each has a SERVICE_* twin (see README) and a TOML key. */
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('serve the HTTP/JSON API (default 127.0.0.1:18888)')
+    .option('--config <file>', 'TOML configuration file')
+    .option('--host <address>', 'bind address (SERVICE_HOST)')
+    .option('--port <port>', 'listen port (SERVICE_PORT)')
+    .option('--data-dir <dir>', 'state directory (SERVICE_DATA_DIR)')
+    .option('--api-key <key>', 'an accepted API key; repeatable (SERVICE_API_KEY)', collect)
+    .option('--api-key-file <file>', 'file of keys, one per line, # comments')
+    .option('--tls', 'serve HTTPS; without --tls-cert/--tls-key a self-signed certificate is kept in the data directory')
+    .option('--tls-cert <file>', 'TLS certificate, PEM (SERVICE_TLS_CERT)')
+    .option('--tls-key <file>', 'TLS private key, PEM (SERVICE_TLS_KEY)')
+    .option('--allow-sudo-exec', 'accept exec requests with sudo: true ([api].allow_sudo_exec)')
+    .option('--max-sandboxes <n>', 'most sandboxes that may exist at once, 0 = unlimited')
+    .addOption(new Option('--backend <name>', 'isolation backend').choices(['docker', 'fake']))
+    .option('--default-image <image>', 'image of sandboxes that name none')
+    .option('--pids-limit <n>', 'process limit of every sandbox')
+    .option('--events', 'turn the event bus on without a webhook or OTLP endpoint')
+    .option('--webhook-url <url>', 'URL that receives POSTed events; repeatable', collect)
+    .option('--otel-endpoint <url>', 'OTLP/HTTP endpoint for trace export')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
+    .action(async (opts: Record<string, unknown>) => {
+      const { config: configFile, apiKey, ...rest } = opts;
+      const flags: Partial<Record<OptionName, unknown>> = { ...rest, apiKeys: apiKey };
+      let config;
+      try {
+        config = loadConfig({ ...(typeof configFile === 'string' ? { configFile } : {}), flags });
+      } catch (err) {
+        if (err instanceof ConfigError) return fail(err.message);
+        throw err;
+      }
+      const logger = createLogger(config.logLevel);
+      let runtime;
+      try {
+        runtime = await startRuntime(config, logger, { listen: true });
+      } catch (err) {
+        if (err instanceof DataDirLockedError) return fail(err.message);
+        if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);
+        throw err;
+      }
+      let closing = false;
+      const shutdown = (signal: string) => {
+        if (closing) return;
+        closing = true;
+        logger.info(`${signal}: shutting down`);
+        void runtime.close().finally(() => process.exit(0));
+      };
+      process.once('SIGINT', () => shutdown('SIGINT'));
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+    });
+}
+
+function fail(message: string): void {
+  process.stderr.write(`sandboxd: ${message}\n`);
+  process.exitCode = 2;
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+/**
+ * The one typed configuration of `sandboxd serve`. Every option has a TOML key, an
+ * environment twin and a start flag; `loadConfig` merges them as
+ * defaults < TOML file < SERVICE_* environment < flags.
+ */
+export const OPTIONS = {
+  host: { toml: 'server.host', env: 'SERVICE_HOST', flag: '--host' },
+  port: { toml: 'server.port', env: 'SERVICE_PORT', flag: '--port' },
+  dataDir: { toml: 'server.data_dir', env: 'SERVICE_DATA_DIR', flag: '--data-dir' },
+  tls: { toml: 'server.tls', env: 'SERVICE_TLS', flag: '--tls' },
+  tlsCert: { toml: 'server.tls_cert', env: 'SERVICE_TLS_CERT', flag: '--tls-cert' },
+  tlsKey: { toml: 'server.tls_key', env: 'SERVICE_TLS_KEY', flag: '--tls-key' },
+  apiKeys: { toml: 'api.api_key', env: 'SERVICE_API_KEY', flag: '--api-key' },
+  apiKeyFile: { toml: 'api.api_key_file', env: 'SERVICE_API_KEY_FILE', flag: '--api-key-file' },
+  allowSudoExec: { toml: 'api.allow_sudo_exec', env: 'SERVICE_ALLOW_SUDO_EXEC', flag: '--allow-sudo-exec' },
+  maxSandboxes: { toml: 'api.max_sandboxes', env: 'SERVICE_MAX_SANDBOXES', flag: '--max-sandboxes' },
+  backend: { toml: 'sandboxes.backend', env: 'SERVICE_BACKEND', flag: '--backend' },
+  defaultImage: { toml: 'sandboxes.default_image', env: 'SERVICE_DEFAULT_IMAGE', flag: '--default-image' },
+  pidsLimit: { toml: 'sandboxes.pids_limit', env: 'SERVICE_PIDS_LIMIT', flag: '--pids-limit' },
+  events: { toml: 'events.enabled', env: 'SERVICE_EVENTS', flag: '--events' },
+  webhookUrls: { toml: 'events.webhook_urls', env: 'SERVICE_WEBHOOK_URL', flag: '--webhook-url' },
+  otelEndpoint: { toml: 'events.otel_endpoint', env: 'SERVICE_OTEL_ENDPOINT', flag: '--otel-endpoint' },
+  logLevel: { toml: 'server.log_level', env: 'SERVICE_LOG_LEVEL', flag: '--log-level' },
+} as const;
+
+export type OptionName = keyof typeof OPTIONS;
+
+const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+export const configSchema = z.object({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(18888),
+  dataDir: z.string().min(1),
+  tls: z.boolean().default(false),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+  apiKeys: z.array(z.string().min(8, 'an API key must be at least 8 characters')).default([]),
+  apiKeyFile: z.string().min(1).optional(),
+  allowSudoExec: z.boolean().default(false),
+  maxSandboxes: z.coerce.number().int().min(0).default(0),
+  backend: z.enum(['docker', 'fake']).default('docker'),
+  defaultImage: z.string().min(1).default('sandboxd/base:bookworm'),
+  pidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
+  events: z.boolean().default(false),
+  webhookUrls: z.array(url).default([]),
+  otelEndpoint: url.optional(),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema>;

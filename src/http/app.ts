@@ -1,0 +1,84 @@
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { VERSION } from '../paths.js';
+import type { Services } from '../services/services.js';
+import type { Logger } from '../telemetry/logger.js';
+import { registerAuth } from './auth.js';
+import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
+import type { App } from './route-types.js';
+import { execRoutes } from './routes/exec-routes.js';
+import { fileRoutes } from './routes/file-routes.js';
+import { sandboxRoutes } from './routes/sandbox-routes.js';
+import { serviceRoutes } from './routes/service-routes.js';
+import { zodValidatorCompiler } from './validation.js';
+
+export interface AppOptions {
+  services: Services;
+  apiKeys: string[];
+  logger: Logger;
+  /** Passed to Fastify for HTTPS. */
+  https?: { cert: string; key: string };
+}
+
+/**
+ * The HTTP face: envelope, error table, auth, 16 MiB body limit, JSON 404s, OpenAPI 3.1
+ * generated from the zod schemas that validate the requests.
+ */
+export async function buildApp({ services, apiKeys, logger, https }: AppOptions): Promise<App> {
+  const options: FastifyServerOptions = {
+    // Per-request lines would cost more than an exec; errors still log.
+    loggerInstance: logger.child({ part: 'http' }, { level: 'warn' }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Large exec and file replies stream out over slow links; requests can take long (exec timeouts).
+    requestTimeout: 0,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  };
+  // The HTTPS server type differs only in its raw server; routes never touch it.
+  const server = https ? Fastify({ ...options, https } as FastifyServerOptions) : Fastify(options);
+  const app = server.withTypeProvider<ZodTypeProvider>() as App;
+
+  app.setValidatorCompiler(zodValidatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app);
+  registerAuth(app, apiKeys);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'sandboxd',
+        version: VERSION,
+        description: 'Isolated sandboxes for untrusted commands: HTTP/JSON API. Paths carry no version prefix.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer' },
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        },
+      },
+      security: apiKeys.length ? [{ bearer: [] }, { apiKeyHeader: [] }] : [],
+    },
+    transform: (input) => {
+      const { schema, url } = jsonSchemaTransform(input);
+      // The wildcard of the file routes is the file path.
+      if (!url.includes('*')) return { schema, url };
+      const params = schema.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+      if (params?.properties?.['*']) {
+        params.properties = { ...params.properties, path: params.properties['*'] };
+        delete params.properties['*'];
+        params.required = params.required?.map((r) => (r === '*' ? 'path' : r));
+      }
+      return { schema, url: url.replace('*', ':path') };
+    },
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  const context = { services };
+  await app.register(serviceRoutes, context);
+  await app.register(sandboxRoutes, context);
+  await app.register(execRoutes, context);
+  await app.register(fileRoutes, context);
+  return app;
+}

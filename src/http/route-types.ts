@@ -1,0 +1,24 @@
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { errorEnvelope } from '../schemas/common.js';
+import type { Services } from '../services/services.js';
+
+/** The Fastify instance type routes are registered on: zod schemas, typed requests. */
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+export interface RouteContext {
+  services: Services;
+}
+
+/** `{success: true, data}`. */
+export const ok = <T>(data: T) => ({ success: true as const, data });
+
+/** Error replies documented on every route (the handler in errors.ts produces them). */
+export const errors = (...statuses: number[]) =>
+  Object.fromEntries([401, 500, ...statuses].map((status) => [status, errorEnvelope]));

@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { envelope, message } from '../../schemas/common.js';
+import {
+  createSandboxBody,
+  listSandboxesQuery,
+  patchSandboxBody,
+  sandboxDetail,
+  sandboxNameParams,
+  sandboxSummary,
+  sandboxUuidParams,
+} from '../../schemas/sandbox-schemas.js';
+import { auditEntry } from '../../schemas/service-schemas.js';
+import { errors, ok, type App, type RouteContext } from '../route-types.js';
+
+const tags = ['sandboxes'];
+
+/** Sandbox CRUD, start/stop and the audit log. */
+export async function sandboxRoutes(app: App, { services }: RouteContext): Promise<void> {
+  const sandboxes = services.sandboxes;
+
+  app.get(
+    '/sandboxes',
+    {
+      schema: {
+        tags,
+        summary: 'List sandboxes, optionally by labels (label=key:value, repeatable, ANDed)',
+        querystring: listSandboxesQuery,
+        response: { 200: envelope(z.array(sandboxSummary)), ...errors(400) },
+      },
+    },
+    async (request) => {
+      const label = request.query.label;
+      return ok(await sandboxes.list(label === undefined ? [] : [label].flat()));
+    },
+  );
+
+  app.post(
+    '/sandboxes',
+    {
+      schema: {
+        tags,
+        summary: 'Create and start a sandbox',
+        body: createSandboxBody,
+        response: { 201: envelope(sandboxDetail), ...errors(400, 409, 413, 422, 429, 503) },
+      },
+    },
+    async (request, reply) => reply.status(201).send(ok(await sandboxes.create(request.body))),
+  );
+
+  app.get(
+    '/sandboxes/by-uuid/:uuid',
+    {
+      schema: { tags, summary: 'Get a sandbox by its UUID', params: sandboxUuidParams, response: { 200: envelope(sandboxDetail), ...errors(400, 404) } },
+    },
+    async (request) => ok(await sandboxes.getByUuid(request.params.uuid)),
+  );
+
+  app.get(
+    '/sandboxes/:name',
+    { schema: { tags, summary: 'Get a sandbox', params: sandboxNameParams, response: { 200: envelope(sandboxDetail), ...errors(400, 404) } } },
+    async (request) => ok(await sandboxes.get(request.params.name)),
+  );
+
+  app.patch(
+    '/sandboxes/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Update labels (replaced whole), description or lifecycle (null clears)',
+        params: sandboxNameParams,
+        body: patchSandboxBody,
+        response: { 200: envelope(sandboxSummary), ...errors(400, 404) },
+      },
+    },
+    async (request) => ok(await sandboxes.update(request.params.name, request.body ?? {})),
+  );
+
+  app.post(
+    '/sandboxes/:name/start',
+    { schema: { tags, summary: 'Start a stopped sandbox (idempotent)', params: sandboxNameParams, response: { 200: envelope(sandboxDetail), ...errors(404, 409) } } },
+    async (request) => ok(await sandboxes.start(request.params.name)),
+  );
+
+  app.post(
+    '/sandboxes/:name/stop',
+    {
+      schema: { tags, summary: 'Stop a sandbox, keeping its files (idempotent)', params: sandboxNameParams, response: { 200: envelope(sandboxDetail), ...errors(404) } },
+    },
+    async (request) => ok(await sandboxes.stop(request.params.name)),
+  );
+
+  app.delete(
+    '/sandboxes/:name',
+    { schema: { tags, summary: 'Remove a sandbox and everything in it', params: sandboxNameParams, response: { 200: message, ...errors(404) } } },
+    async (request) => ok(await sandboxes.remove(request.params.name)),
+  );
+
+  app.get(
+    '/sandboxes/:name/logs',
+    {
+      schema: { tags, summary: 'Audit log of a sandbox, oldest first', params: sandboxNameParams, response: { 200: envelope(z.array(auditEntry)), ...errors(404) } },
+    },
+    async (request) => ok(await services.logs(request.params.name)),
+  );
+}

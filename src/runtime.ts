@@ -1,0 +1,92 @@
+import { writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Backend } from './backends/backend.js';
+import { createBackend } from './backends/registry.js';
+import type { Config } from './config/config-schema.js';
+import { isServiceError } from './errors.js';
+import { buildApp } from './http/app.js';
+import type { App } from './http/route-types.js';
+import { loadTls } from './http/tls.js';
+import { buildHint } from './images/catalog.js';
+import { Services } from './services/services.js';
+import { openStore } from './state/store.js';
+import type { Logger } from './telemetry/logger.js';
+
+/** A running service: state, backend, services and (when listening) the HTTP app. */
+export interface Runtime {
+  services: Services;
+  backend: Backend;
+  app: App;
+  /** Base URL while listening. */
+  url?: string;
+  close(): Promise<void>;
+}
+
+const RECOVERY_RETRY_MS = 10_000;
+
+/**
+ * The composition root: opens the data directory, makes the backend, wires the services,
+ * reconciles the store with the engine and builds the HTTP app. With `listen`, it serves
+ * and writes `<data-dir>/server.json` so that other local tools can find the server.
+ */
+export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean }): Promise<Runtime> {
+  const store = await openStore(config.dataDir);
+  const backend = createBackend(config.backend, {
+    instanceId: store.instanceId,
+    logger: logger.child({ part: 'backend' }),
+    pidsLimit: config.pidsLimit,
+    imageHint: buildHint,
+  });
+  const services = new Services({
+    settings: {
+      defaultImage: config.defaultImage,
+      maxSandboxes: config.maxSandboxes,
+      allowSudoExec: config.allowSudoExec,
+      apiKeyConfigured: config.apiKeys.length > 0,
+    },
+    store,
+    backend,
+    logger,
+  });
+
+  let recoveryTimer: NodeJS.Timeout | undefined;
+  const recover = async (): Promise<void> => {
+    try {
+      await services.recovery.reconcile();
+    } catch (err) {
+      if (!isServiceError(err) || err.code !== 'BACKEND_UNAVAILABLE') throw err;
+      logger.warn(`${err.message}; retrying in ${RECOVERY_RETRY_MS / 1000} s`);
+      recoveryTimer = setTimeout(() => void recover().catch((e) => logger.error({ err: e }, 'recovery failed')), RECOVERY_RETRY_MS);
+    }
+  };
+  await recover();
+  void backend.ensureImage(config.defaultImage).catch((err: Error) => logger.warn(`default image: ${err.message}`));
+
+  const https = config.tls ? await loadTls({ cert: config.tlsCert, key: config.tlsKey, dataDir: config.dataDir }) : undefined;
+  const app = await buildApp({ services, apiKeys: config.apiKeys, logger, ...(https ? { https } : {}) });
+  let url: string | undefined;
+  const serverFile = join(config.dataDir, 'server.json');
+  if (options.listen) {
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    url = `${https ? 'https' : 'http'}://${host}:${port}`;
+    writeFileSync(serverFile, JSON.stringify({ url, pid: process.pid }) + '\n');
+    logger.info({ url, backend: backend.name, dataDir: config.dataDir, auth: config.apiKeys.length > 0 }, 'sandboxd listening');
+  }
+
+  return {
+    services,
+    backend,
+    app,
+    ...(url ? { url } : {}),
+    async close() {
+      clearTimeout(recoveryTimer);
+      await app.close();
+      if (options.listen) rmSync(serverFile, { force: true });
+      await backend.close();
+      await store.close();
+    },
+  };
+}

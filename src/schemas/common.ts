@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { PROFILES } from '../backends/backend.js';
+
+/** Sandbox and snapshot names (DECISIONS.md). */
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
+export const resourceName = z
+  .string({ error: 'must be a string' })
+  .regex(NAME_PATTERN, 'must match ^[a-z0-9][a-z0-9_.-]{0,62}$ (lowercase letters, digits, _ . -; at most 63)');
+
+/** Durations such as 30s, 30m, 2h, 1d. */
+export const DURATION_PATTERN = /^([1-9][0-9]{0,8})([smhd])$/;
+export const duration = z
+  .string({ error: 'must be a string' })
+  .regex(DURATION_PATTERN, 'must be a duration like 30m, 2h or 1d (<integer><s|m|h|d>)');
+
+export const profile = z.enum(PROFILES, { error: `must be one of ${PROFILES.join(', ')}` });
+
+/** The record-level message for a non-object; key and value problems keep their own. */
+function objectOfStrings(issue: { code: string }): string | undefined {
+  return issue.code === 'invalid_type' ? 'must be an object of string values' : undefined;
+}
+
+const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9_./-]{0,62}$/;
+export const labels = z.record(
+  z.string().regex(LABEL_KEY, 'label keys are 1-63 of A-Z a-z 0-9 _ . / - (no colon)'),
+  z.string({ error: 'label values must be strings' }).max(256, 'label values are at most 256 characters'),
+  { error: objectOfStrings },
+);
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const envObject = z.record(
+  z.string().regex(ENV_NAME, 'environment variable names are [A-Za-z_][A-Za-z0-9_]*'),
+  z.string({ error: 'environment values must be strings' }),
+  { error: objectOfStrings },
+);
+
+/** env as an object or an array of K=V strings; always an object after parsing. */
+export const envInput = z.union(
+  [
+    envObject,
+    z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*=/, 'entries must look like NAME=value'))
+      .transform((items) => Object.fromEntries(items.map((item) => [item.slice(0, item.indexOf('=')), item.slice(item.indexOf('=') + 1)]))),
+  ],
+  { error: 'must be an object of strings or an array of NAME=value strings' },
+);
+
+export const lifecycle = z
+  .strictObject({
+    auto_stop_after_seconds: z.int().positive().optional(),
+    auto_archive_after_seconds: z.int().positive().optional(),
+    auto_delete_after_seconds: z.int().positive().optional(),
+  })
+  .meta({ description: 'Lifecycle policy; thresholds in seconds' });
+
+export const timestamp = z.string().meta({ description: 'RFC 3339 timestamp in UTC' });
+
+/** The success envelope around a data schema. */
+export const envelope = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
+
+export const errorEnvelope = z
+  .object({ success: z.literal(false), error: z.string(), code: z.string() })
+  .meta({ id: 'Error' });
+
+/** A plain confirmation message such as "sandbox 'x' removed". */
+export const message = envelope(z.string());

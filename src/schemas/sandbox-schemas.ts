@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { duration, envObject, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
+
+export const sandboxNameParams = z.object({ name: resourceName });
+export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
+
+export const createSandboxBody = z
+  .strictObject({
+    name: resourceName,
+    image: z.string().min(1).max(255).optional().meta({ description: 'Container image; the server default when omitted' }),
+    vcpus: z.int({ error: 'must be an integer' }).min(1).optional().meta({ description: 'CPU cores, default 1' }),
+    memory_mb: z.int({ error: 'must be an integer' }).min(32).optional().meta({ description: 'Memory limit in MiB, default 512' }),
+    profile: profile.optional().meta({ description: 'Security profile, default moderate' }),
+    labels: labels.optional(),
+    description: z.string().max(1024).optional(),
+    lifecycle: lifecycle.optional(),
+    env: envObject.optional().meta({ description: 'Environment of every process in the sandbox' }),
+    ttl: duration.optional().meta({ description: 'Time to live (sets expires_at), e.g. 2h' }),
+    source_url: z.string().min(1).max(2048).optional().meta({ description: 'git repository (https, ssh or git URL) cloned into /workspace' }),
+    source_ref: z.string().min(1).max(255).optional().meta({ description: 'Branch, tag or commit of source_url' }),
+  })
+  .meta({ id: 'CreateSandbox' });
+
+export const patchSandboxBody = z
+  .strictObject({
+    labels: labels.optional().meta({ description: 'Replaces all labels' }),
+    description: z.string().max(1024).optional(),
+    lifecycle: lifecycle.nullable().optional().meta({ description: 'null clears the policy' }),
+  })
+  .meta({ id: 'PatchSandbox' });
+
+export const listSandboxesQuery = z.object({
+  label: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .meta({ description: 'key:value, repeatable; several are ANDed' }),
+});
+
+export const sandboxStatus = z.enum(['running', 'stopped', 'archived']);
+
+export const sandboxSummary = z
+  .object({
+    name: z.string(),
+    uuid: z.string(),
+    status: sandboxStatus,
+    backend: z.string(),
+    ip: z.string().optional(),
+  })
+  .meta({ id: 'SandboxSummary' });
+
+export const sandboxDetail = sandboxSummary
+  .extend({
+    image: z.string(),
+    vcpus: z.int(),
+    memory_mb: z.int(),
+    profile: profile,
+    labels: z.record(z.string(), z.string()),
+    description: z.string().optional(),
+    lifecycle: lifecycle.optional(),
+    created_at: timestamp,
+    last_activity_at: timestamp.optional(),
+    expires_at: timestamp.optional(),
+    archived_at: timestamp.optional(),
+    archived_reason: z.string().optional(),
+    source_url: z.string().optional(),
+    source_ref: z.string().optional(),
+    runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
+  })
+  .meta({ id: 'Sandbox' });
+
+export type CreateSandboxInput = z.infer<typeof createSandboxBody>;
+export type PatchSandboxInput = z.infer<typeof patchSandboxBody>;
+export type SandboxSummary = z.infer<typeof sandboxSummary>;
+export type SandboxDetail = z.infer<typeof sandboxDetail>;

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { timestamp } from './common.js';
+
+export const health = z.object({ status: z.string(), success: z.boolean(), data: z.string() });
+
+export const serverStatus = z
+  .object({ version: z.string(), backend: z.string(), api_key_configured: z.boolean() })
+  .meta({ id: 'ServerStatus' });
+
+export const serverStats = z
+  .object({
+    sandbox_count: z.int(),
+    sandbox_limit: z.int().meta({ description: 'Most sandboxes that may exist at once; 0 = unlimited' }),
+    backend: z.string(),
+    uptime_seconds: z.int(),
+    version: z.string(),
+    resource_usage: z.object({
+      cpu_percent: z.number(),
+      memory_used_mb: z.int(),
+      memory_total_mb: z.int(),
+      disk_used_mb: z.int(),
+      disk_total_mb: z.int(),
+    }),
+  })
+  .meta({ id: 'ServerStats' });
+
+export const auditEntry = z
+  .looseObject({ timestamp, event: z.string(), sandbox: z.string() })
+  .meta({ id: 'AuditEntry' });

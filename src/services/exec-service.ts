@@ -1,0 +1,75 @@
+import type { Backend, ExecOptions } from '../backends/backend.js';
+import { badRequest, forbidden, isServiceError } from '../errors.js';
+import type { ExecInput, ExecResultBody } from '../schemas/exec-schemas.js';
+import type { AuditService } from './audit-service.js';
+import type { SandboxService } from './sandbox-service.js';
+
+export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
+
+export interface ExecServiceOptions {
+  allowSudoExec: boolean;
+}
+
+/** Runs commands in persistent sandboxes. */
+export class ExecService {
+  constructor(
+    private readonly sandboxes: SandboxService,
+    private readonly backend: Backend,
+    private readonly audit: AuditService,
+    private readonly options: ExecServiceOptions,
+  ) {}
+
+  /**
+   * Runs one command and waits for it. A non-zero exit is a normal result; a timeout
+   * kills the process tree and returns the partial output with exit code 124.
+   */
+  async exec(name: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
+    const sandbox = await this.sandboxes.require(name);
+    if (input.sudo && !this.options.allowSudoExec) {
+      throw forbidden('sudo exec is disabled: set allow_sudo_exec = true in the [api] section of the config file');
+    }
+    if (input.workdir !== undefined && !input.workdir.startsWith('/')) {
+      throw badRequest(`workdir: '${input.workdir}' must be an absolute path`);
+    }
+    const running = await this.sandboxes.requireRunning(name);
+    let result;
+    try {
+      result = await this.backend.exec(
+        running.backendId,
+        {
+          command: input.command,
+          ...(input.workdir ? { workdir: input.workdir } : {}),
+          ...(input.env ? { env: input.env } : {}),
+          ...(input.sudo ? { user: 'root' } : {}),
+          ...(input.stdin !== undefined ? { stdin: Buffer.from(input.stdin, 'utf8') } : {}),
+          timeoutMs: input.timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS,
+        },
+        options,
+      );
+    } catch (err) {
+      if (isServiceError(err) && err.code === 'CONFLICT') {
+        // The container stopped behind the service's back: say so the same way as for a stopped sandbox.
+        await this.sandboxes.markStopped(sandbox);
+        await this.sandboxes.requireRunning(name);
+      }
+      throw err;
+    }
+    await this.sandboxes.touch(sandbox);
+    await this.audit.record('command_executed', sandbox, {
+      command: input.command,
+      exit_code: result.exitCode,
+      duration_ms: result.durationMs,
+      timed_out: result.timedOut,
+      ...(input.sudo ? { sudo: true } : {}),
+    });
+    return {
+      output: result.output,
+      exit_code: result.exitCode,
+      stdout: result.stdout,
+      stderr: result.stderr,
+      duration_ms: result.durationMs,
+      timed_out: result.timedOut,
+      truncated: result.truncated,
+    };
+  }
+}

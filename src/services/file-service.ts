@@ -1,0 +1,96 @@
+import type { Backend } from '../backends/backend.js';
+import { badRequest } from '../errors.js';
+import type { AuditService } from './audit-service.js';
+import type { SandboxService } from './sandbox-service.js';
+
+export type Encoding = 'utf8' | 'base64';
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The absolute, normalised path inside a sandbox for a client-given path. `..` segments
+ * and NUL bytes are refused rather than resolved, so a path always means what it says.
+ * Relative paths are taken from /workspace.
+ */
+export function sandboxPath(raw: string, field = 'path'): string {
+  if (raw.includes('\0')) throw badRequest(`${field}: must not contain NUL bytes`);
+  const segments = raw.split('/').filter((s) => s !== '' && s !== '.');
+  if (segments.includes('..')) throw badRequest(`${field}: '${raw}' must not contain '..' segments`);
+  if (segments.length === 0) throw badRequest(`${field}: a file path is required`);
+  return (raw.startsWith('/') ? '/' : '/workspace/') + segments.join('/');
+}
+
+/** Bytes of client content in the given encoding. */
+export function decodeContent(content: string, encoding: Encoding = 'utf8', field = 'content'): Buffer {
+  if (encoding === 'utf8') return Buffer.from(content, 'utf8');
+  if (!BASE64.test(content)) throw badRequest(`${field}: is not valid base64`);
+  return Buffer.from(content, 'base64');
+}
+
+/** Reads, writes and deletes files inside running sandboxes. */
+export class FileService {
+  constructor(
+    private readonly sandboxes: SandboxService,
+    private readonly backend: Backend,
+    private readonly audit: AuditService,
+  ) {}
+
+  async write(name: string, rawPath: string, content: string, encoding?: Encoding): Promise<string> {
+    const path = sandboxPath(rawPath);
+    const bytes = decodeContent(content, encoding);
+    const sandbox = await this.sandboxes.requireRunning(name);
+    await this.backend.writeFile(sandbox.backendId, path, bytes);
+    await this.sandboxes.touch(sandbox);
+    await this.audit.record('file_written', sandbox, { path, bytes: bytes.length });
+    return `wrote ${bytes.length} bytes to ${path}`;
+  }
+
+  /** Writes several files; every path and content is checked before the first is written. */
+  async writeMany(name: string, files: Record<string, string>, encoding?: Encoding): Promise<{ written: number }> {
+    const prepared = Object.entries(files).map(([raw, content]) => ({
+      path: sandboxPath(raw, `files['${raw}']`),
+      bytes: decodeContent(content, encoding, `files['${raw}']`),
+    }));
+    if (prepared.length === 0) throw badRequest('files: must name at least one file');
+    const sandbox = await this.sandboxes.requireRunning(name);
+    for (const file of prepared) {
+      await this.backend.writeFile(sandbox.backendId, file.path, file.bytes);
+      await this.audit.record('file_written', sandbox, { path: file.path, bytes: file.bytes.length });
+    }
+    await this.sandboxes.touch(sandbox);
+    return { written: prepared.length };
+  }
+
+  /** The file's content: utf8 when it is text, base64 otherwise. */
+  async read(name: string, rawPath: string): Promise<{ content: string; encoding: Encoding; size: number }> {
+    const path = sandboxPath(rawPath);
+    const sandbox = await this.sandboxes.requireRunning(name);
+    const bytes = await this.backend.readFile(sandbox.backendId, path);
+    await this.sandboxes.touch(sandbox);
+    await this.audit.record('file_read', sandbox, { path, bytes: bytes.length });
+    const text = asText(bytes);
+    return text === undefined
+      ? { content: bytes.toString('base64'), encoding: 'base64', size: bytes.length }
+      : { content: text, encoding: 'utf8', size: bytes.length };
+  }
+
+  async delete(name: string, rawPath: string): Promise<string> {
+    const path = sandboxPath(rawPath);
+    const sandbox = await this.sandboxes.requireRunning(name);
+    await this.backend.deleteFile(sandbox.backendId, path);
+    await this.sandboxes.touch(sandbox);
+    await this.audit.record('file_deleted', sandbox, { path });
+    return `deleted ${path}`;
+  }
+}
+
+/** The bytes as a string when they are valid UTF-8 text without NUL bytes. */
+function asText(bytes: Buffer): string | undefined {
+  if (bytes.includes(0)) return undefined;
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,298 @@
+import { cpus, totalmem } from 'node:os';
+import { v7 as uuidv7 } from 'uuid';
+import type { Backend, InstanceState, SandboxSpec } from '../backends/backend.js';
+import { badRequest, conflict, notFound, ServiceError } from '../errors.js';
+import type { CreateSandboxInput, PatchSandboxInput, SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
+import type { SandboxRecord, SandboxRepository } from '../state/sandbox-repository.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { AuditService } from './audit-service.js';
+import { isoNow, type Clock } from './clock.js';
+import { addDuration } from './durations.js';
+import { KeyedMutex } from './keyed-mutex.js';
+import { validateSourceUrl } from './source-url.js';
+
+export interface SandboxServiceOptions {
+  defaultImage: string;
+  /** 0 = unlimited. */
+  maxSandboxes: number;
+  /** Host limits that vcpus and memory_mb are checked against. */
+  hostCpus?: number;
+  hostMemoryMb?: number;
+}
+
+/** States from which an operation may act on the container. */
+const VISIBLE = ['running', 'stopped', 'archived'] as const;
+
+/**
+ * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle
+ * operations on one sandbox are serialised by name; statuses are read from the engine so
+ * that they stay true when a container stops or vanishes behind the service's back.
+ */
+export class SandboxService {
+  private readonly locks = new KeyedMutex();
+  private readonly hostCpus: number;
+  private readonly hostMemoryMb: number;
+
+  constructor(
+    private readonly repo: SandboxRepository,
+    private readonly backend: Backend,
+    private readonly audit: AuditService,
+    private readonly options: SandboxServiceOptions,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    this.hostCpus = options.hostCpus ?? cpus().length;
+    this.hostMemoryMb = options.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
+  }
+
+  get backendName(): string {
+    return this.backend.name;
+  }
+
+  async create(input: CreateSandboxInput): Promise<SandboxDetail> {
+    const vcpus = input.vcpus ?? 1;
+    const memoryMb = input.memory_mb ?? 512;
+    if (vcpus > this.hostCpus) throw badRequest(`vcpus: at most ${this.hostCpus} on this host`);
+    if (memoryMb > this.hostMemoryMb) throw badRequest(`memory_mb: at most ${this.hostMemoryMb} on this host`);
+    if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
+    if (input.source_url) validateSourceUrl(input.source_url);
+
+    const now = isoNow(this.clock);
+    const record: SandboxRecord = {
+      uuid: uuidv7(),
+      name: input.name,
+      status: 'creating',
+      backend: this.backend.name,
+      backendId: null,
+      image: input.image ?? this.options.defaultImage,
+      vcpus,
+      memoryMb,
+      profile: input.profile ?? 'moderate',
+      labels: input.labels ?? {},
+      description: input.description ?? null,
+      lifecycle: input.lifecycle ?? null,
+      env: input.env ?? {},
+      sourceUrl: input.source_url ?? null,
+      sourceRef: input.source_ref ?? null,
+      createdAt: now,
+      updatedAt: now,
+      lastActivityAt: now,
+      expiresAt: input.ttl ? addDuration(this.clock(), input.ttl).toISOString() : null,
+      archivedAt: null,
+      archivedReason: null,
+    };
+
+    return this.locks.run(record.name, async () => {
+      if (!(await this.repo.insert(record))) throw conflict(`sandbox '${record.name}' already exists`);
+      let state: InstanceState;
+      try {
+        await this.checkLimit();
+        state = await this.backend.create(specOf(record));
+      } catch (err) {
+        await this.repo.delete(record.uuid);
+        throw err;
+      }
+      const created: SandboxRecord = { ...record, status: 'running', backendId: state.id };
+      await this.repo.update(record.uuid, { status: 'running', backendId: state.id });
+      await this.audit.record('sandbox_created', record, {
+        image: record.image,
+        profile: record.profile,
+        vcpus,
+        memory_mb: memoryMb,
+      });
+      this.logger.info({ sandbox: record.name, uuid: record.uuid }, 'sandbox created');
+      return detailOf(created, state);
+    });
+  }
+
+  /** Sandboxes whose labels include every `key:value` given. */
+  async list(labelFilters: string[] = []): Promise<SandboxSummary[]> {
+    const wanted = labelFilters.map(parseLabelFilter);
+    const records = (await this.repo.all()).filter(
+      (r) => isVisible(r) && wanted.every(([k, v]) => r.labels[k] === v),
+    );
+    const observed = new Map((await this.backend.list()).map((s) => [s.uuid, s]));
+    return Promise.all(records.map(async (r) => summaryOf(await this.reconcile(r, observed.get(r.uuid) ?? null), observed.get(r.uuid))));
+  }
+
+  async get(name: string): Promise<SandboxDetail> {
+    const record = await this.require(name);
+    const state = await this.observe(record);
+    return detailOf(await this.reconcile(record, state), state ?? undefined);
+  }
+
+  async getByUuid(uuid: string): Promise<SandboxDetail> {
+    const record = await this.repo.byUuid(uuid);
+    if (!record || !isVisible(record)) throw notFound(`sandbox with uuid '${uuid}' not found`);
+    return this.get(record.name);
+  }
+
+  async update(name: string, patch: PatchSandboxInput): Promise<SandboxSummary> {
+    return this.locks.run(name, async () => {
+      const record = await this.require(name);
+      const changes: Partial<SandboxRecord> = { updatedAt: isoNow(this.clock) };
+      if (patch.labels !== undefined) changes.labels = patch.labels;
+      if (patch.description !== undefined) changes.description = patch.description;
+      if (patch.lifecycle !== undefined) changes.lifecycle = patch.lifecycle;
+      await this.repo.update(record.uuid, changes);
+      await this.audit.record('sandbox_updated', record, { fields: Object.keys(patch) });
+      const state = await this.observe(record);
+      return summaryOf({ ...record, ...changes }, state ?? undefined);
+    });
+  }
+
+  async start(name: string): Promise<SandboxDetail> {
+    return this.locks.run(name, async () => {
+      const record = await this.require(name);
+      if (record.status === 'archived') {
+        throw conflict(`sandbox '${name}' is archived: recover it first with POST /sandboxes/${name}/recover`);
+      }
+      let state = await this.observe(record);
+      const wasRunning = state?.status === 'running';
+      if (!state) {
+        // The container is gone (removed behind our back): make a new one from the settings.
+        state = await this.backend.create(specOf(record));
+      } else if (!wasRunning) {
+        state = await this.backend.start(state.id);
+      }
+      const now = isoNow(this.clock);
+      const started = { ...record, status: 'running' as const, backendId: state.id, lastActivityAt: now, updatedAt: now };
+      await this.repo.update(record.uuid, { status: 'running', backendId: state.id, lastActivityAt: now, updatedAt: now });
+      if (!wasRunning) await this.audit.record('sandbox_started', record);
+      return detailOf(started, state);
+    });
+  }
+
+  async stop(name: string): Promise<SandboxDetail> {
+    return this.locks.run(name, async () => {
+      const record = await this.require(name);
+      if (record.status === 'archived') return detailOf(record);
+      const state = await this.observe(record);
+      if (state?.status === 'running') await this.backend.stop(state.id);
+      const now = isoNow(this.clock);
+      await this.repo.update(record.uuid, { status: 'stopped', updatedAt: now });
+      if (record.status !== 'stopped' || state?.status === 'running') await this.audit.record('sandbox_stopped', record);
+      return detailOf({ ...record, status: 'stopped', updatedAt: now }, state ? { ...state, status: 'stopped' } : undefined);
+    });
+  }
+
+  async remove(name: string): Promise<string> {
+    return this.locks.run(name, async () => {
+      const record = await this.require(name);
+      await this.repo.update(record.uuid, { status: 'removing' });
+      if (record.backendId) await this.backend.remove(record.backendId);
+      await this.repo.delete(record.uuid);
+      await this.audit.record('sandbox_removed', record);
+      this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
+      return `sandbox '${name}' removed`;
+    });
+  }
+
+  /** The stored record of a visible sandbox, or NOT_FOUND. */
+  async require(name: string): Promise<SandboxRecord> {
+    const record = await this.repo.byName(name);
+    if (!record || !isVisible(record)) throw notFound(`sandbox '${name}' not found`);
+    return record;
+  }
+
+  /**
+   * The record of a sandbox that must be running for an operation (exec, files).
+   * CONFLICT with a message saying how to start it otherwise.
+   */
+  async requireRunning(name: string): Promise<SandboxRecord & { backendId: string }> {
+    const record = await this.require(name);
+    if (record.status === 'running' && record.backendId) return record as SandboxRecord & { backendId: string };
+    throw conflict(
+      record.status === 'archived'
+        ? `sandbox '${name}' is archived: recover it with POST /sandboxes/${name}/recover, then start it`
+        : `sandbox '${name}' is ${record.status}: start it with POST /sandboxes/${name}/start`,
+    );
+  }
+
+  /** Marks a sandbox stopped after the engine reported its container not running. */
+  async markStopped(record: SandboxRecord): Promise<void> {
+    await this.repo.update(record.uuid, { status: 'stopped', updatedAt: isoNow(this.clock) }, ['running']);
+  }
+
+  /** Records activity (exec, files) on a sandbox. */
+  async touch(record: SandboxRecord): Promise<void> {
+    await this.repo.update(record.uuid, { lastActivityAt: isoNow(this.clock) });
+  }
+
+  private async checkLimit(): Promise<void> {
+    const max = this.options.maxSandboxes;
+    if (max > 0 && (await this.repo.count()) > max) {
+      throw new ServiceError('LIMIT_REACHED', `sandbox limit reached (${max}): remove a sandbox or raise --max-sandboxes`);
+    }
+  }
+
+  private async observe(record: SandboxRecord): Promise<InstanceState | null> {
+    return record.backendId ? this.backend.inspect(record.backendId) : null;
+  }
+
+  /** Brings the stored status in line with what the engine observed. */
+  private async reconcile(record: SandboxRecord, state: InstanceState | null): Promise<SandboxRecord> {
+    if (record.status === 'archived') return record;
+    const status = state?.status ?? 'stopped';
+    if (status === record.status) return record;
+    await this.repo.update(record.uuid, { status }, [record.status]);
+    return { ...record, status };
+  }
+}
+
+const isVisible = (r: SandboxRecord) => (VISIBLE as readonly string[]).includes(r.status);
+
+function parseLabelFilter(filter: string): [string, string] {
+  const at = filter.indexOf(':');
+  if (at <= 0) throw badRequest(`label: '${filter}' must look like key:value`);
+  return [filter.slice(0, at), filter.slice(at + 1)];
+}
+
+/** The backend spec that (re)creates a sandbox's container. */
+export function specOf(record: SandboxRecord): SandboxSpec {
+  return {
+    name: record.name,
+    uuid: record.uuid,
+    image: record.image,
+    vcpus: record.vcpus,
+    memoryMb: record.memoryMb,
+    profile: record.profile,
+    env: record.env,
+    ...(record.sourceUrl ? { source: { url: record.sourceUrl, ...(record.sourceRef ? { ref: record.sourceRef } : {}) } } : {}),
+  };
+}
+
+function summaryOf(record: SandboxRecord, state?: InstanceState): SandboxSummary {
+  const status = record.status as SandboxSummary['status'];
+  return {
+    name: record.name,
+    uuid: record.uuid,
+    status,
+    backend: record.backend,
+    ...(status === 'running' && state?.ip ? { ip: state.ip } : {}),
+  };
+}
+
+function detailOf(record: SandboxRecord, state?: InstanceState): SandboxDetail {
+  const optional = {
+    description: record.description,
+    lifecycle: record.lifecycle,
+    last_activity_at: record.lastActivityAt,
+    expires_at: record.expiresAt,
+    archived_at: record.archivedAt,
+    archived_reason: record.archivedReason,
+    source_url: record.sourceUrl,
+    source_ref: record.sourceRef,
+    runtime: state?.runtime,
+  };
+  return {
+    ...summaryOf(record, state),
+    image: record.image,
+    vcpus: record.vcpus,
+    memory_mb: record.memoryMb,
+    profile: record.profile,
+    labels: record.labels,
+    created_at: record.createdAt,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null && v !== undefined)),
+  };
+}

@@ -1,0 +1,79 @@
+import type { Backend } from '../backends/backend.js';
+import { VERSION } from '../paths.js';
+import { AuditRepository } from '../state/audit-repository.js';
+import { SandboxRepository } from '../state/sandbox-repository.js';
+import type { Store } from '../state/store.js';
+import type { Logger } from '../telemetry/logger.js';
+import { AuditService } from './audit-service.js';
+import { systemClock, type Clock } from './clock.js';
+import { ExecService } from './exec-service.js';
+import { FileService } from './file-service.js';
+import { HostStats } from './host-stats.js';
+import { RecoveryService } from './recovery-service.js';
+import { SandboxService } from './sandbox-service.js';
+
+export interface ServiceSettings {
+  defaultImage: string;
+  maxSandboxes: number;
+  allowSudoExec: boolean;
+  apiKeyConfigured: boolean;
+}
+
+export interface ServicesInput {
+  settings: ServiceSettings;
+  store: Store;
+  backend: Backend;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/** The service layer, wired once and shared by every face (HTTP, MCP). */
+export class Services {
+  readonly sandboxes: SandboxService;
+  readonly exec: ExecService;
+  readonly files: FileService;
+  readonly audit: AuditService;
+  readonly recovery: RecoveryService;
+  readonly backend: Backend;
+  private readonly hostStats: HostStats;
+  private readonly startedAt = Date.now();
+  private readonly settings: ServiceSettings;
+
+  constructor({ settings, store, backend, logger, clock = systemClock }: ServicesInput) {
+    const sandboxRepo = new SandboxRepository(store.db);
+    this.settings = settings;
+    this.backend = backend;
+    this.audit = new AuditService(new AuditRepository(store.db), clock);
+    this.sandboxes = new SandboxService(sandboxRepo, backend, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
+    this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
+    this.files = new FileService(this.sandboxes, backend, this.audit);
+    this.recovery = new RecoveryService(sandboxRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
+    this.hostStats = new HostStats(store.dataDir);
+    this.sandboxRepo = sandboxRepo;
+  }
+
+  private readonly sandboxRepo: SandboxRepository;
+
+  /** GET /status. */
+  status() {
+    return { version: VERSION, backend: this.backend.name, api_key_configured: this.settings.apiKeyConfigured };
+  }
+
+  /** GET /stats: counts and host-level resource figures. */
+  async stats() {
+    return {
+      sandbox_count: await this.sandboxRepo.count(),
+      sandbox_limit: this.settings.maxSandboxes,
+      backend: this.backend.name,
+      uptime_seconds: Math.floor((Date.now() - this.startedAt) / 1000),
+      version: VERSION,
+      resource_usage: this.hostStats.usage(),
+    };
+  }
+
+  /** Audit entries of one sandbox, oldest first. */
+  async logs(name: string) {
+    const sandbox = await this.sandboxes.require(name);
+    return this.audit.entries(sandbox.uuid);
+  }
+}

@@ -1,0 +1,47 @@
+import type { Generated } from 'kysely';
+
+/** Row shapes of the state store. JSON columns hold serialised objects. */
+export interface SandboxTable {
+  uuid: string;
+  name: string;
+  /** creating | running | stopped | archived | removing */
+  status: string;
+  backend: string;
+  backend_id: string | null;
+  image: string;
+  vcpus: number;
+  memory_mb: number;
+  profile: string;
+  labels: string;
+  description: string | null;
+  lifecycle: string | null;
+  env: string;
+  source_url: string | null;
+  source_ref: string | null;
+  created_at: string;
+  updated_at: string;
+  last_activity_at: string | null;
+  expires_at: string | null;
+  archived_at: string | null;
+  archived_reason: string | null;
+}
+
+export interface AuditTable {
+  id: Generated<number>;
+  timestamp: string;
+  event: string;
+  sandbox: string;
+  sandbox_uuid: string | null;
+  details: string;
+}
+
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  sandboxes: SandboxTable;
+  audit_log: AuditTable;
+  meta: MetaTable;
+}

@@ -1,0 +1,59 @@
+import Sqlite from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, type MigrationProvider } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DataDirLock } from './data-dir-lock.js';
+import { MIGRATIONS } from './migrations.js';
+import type { Database } from './schema.js';
+
+/** The opened state store of one data directory. */
+export interface Store {
+  db: Kysely<Database>;
+  /** Stable id of this data directory; labels every container it makes. */
+  instanceId: string;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+/**
+ * Opens the data directory: takes its lock, opens SQLite in WAL mode and applies pending
+ * migrations. A second process on the same directory gets DataDirLockedError.
+ */
+export async function openStore(dataDir: string): Promise<Store> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = DataDirLock.acquire(dataDir);
+  try {
+    const sqlite = new Sqlite(join(dataDir, 'sandboxd.db'));
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('foreign_keys = ON');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const { error } = await new Migrator({ db, provider }).migrateToLatest();
+    if (error) throw error;
+    const instanceId = await ensureInstanceId(db);
+    return {
+      db,
+      instanceId,
+      dataDir,
+      async close() {
+        await db.destroy();
+        lock.release();
+      },
+    };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function ensureInstanceId(db: Kysely<Database>): Promise<string> {
+  const row = await db.selectFrom('meta').select('value').where('key', '=', 'instance_id').executeTakeFirst();
+  if (row) return row.value;
+  const id = randomUUID().slice(0, 12);
+  await db.insertInto('meta').values({ key: 'instance_id', value: id }).execute();
+  return id;
+}

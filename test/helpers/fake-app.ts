@@ -1,0 +1,57 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
+import { buildApp } from '../../src/http/app.js';
+import type { App } from '../../src/http/route-types.js';
+import type { Clock } from '../../src/services/clock.js';
+import { Services, type ServiceSettings } from '../../src/services/services.js';
+import { openStore, type Store } from '../../src/state/store.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+
+export interface FakeHarness {
+  app: App;
+  services: Services;
+  backend: FakeBackend;
+  store: Store;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/** The whole service over the fake backend and a real SQLite store in a temporary folder. */
+export async function fakeHarness(
+  settings: Partial<ServiceSettings> & { apiKeys?: string[] } = {},
+  clock?: Clock,
+): Promise<FakeHarness> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
+  const store = await openStore(dataDir);
+  const backend = new FakeBackend();
+  const logger = silentLogger();
+  const apiKeys = settings.apiKeys ?? [];
+  const services = new Services({
+    settings: {
+      defaultImage: 'sandboxd/base:bookworm',
+      maxSandboxes: 0,
+      allowSudoExec: false,
+      apiKeyConfigured: apiKeys.length > 0,
+      ...settings,
+    },
+    store,
+    backend,
+    logger,
+    ...(clock ? { clock } : {}),
+  });
+  const app = await buildApp({ services, apiKeys, logger });
+  return {
+    app,
+    services,
+    backend,
+    store,
+    dataDir,
+    async close() {
+      await app.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load-config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sandboxd-config-'));
+const file = (name: string, text: string) => {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+};
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({ env: {}, flags: { dataDir: dir } });
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 18888,
+      apiKeys: [],
+      allowSudoExec: false,
+      maxSandboxes: 0,
+      tls: false,
+      backend: 'docker',
+      defaultImage: 'sandboxd/base:bookworm',
+    });
+  });
+
+  it('layers defaults < TOML < environment < flags', () => {
+    const configFile = file('layers.toml', '[server]\nport = 1111\nhost = "0.0.0.0"\n[api]\nmax_sandboxes = 3\n');
+    const fromFile = loadConfig({ configFile, env: {}, flags: { dataDir: dir } });
+    expect([fromFile.port, fromFile.host, fromFile.maxSandboxes]).toEqual([1111, '0.0.0.0', 3]);
+    const fromEnv = loadConfig({ configFile, env: { SERVICE_PORT: '2222' }, flags: { dataDir: dir } });
+    expect([fromEnv.port, fromEnv.host]).toEqual([2222, '0.0.0.0']);
+    const fromFlags = loadConfig({ configFile, env: { SERVICE_PORT: '2222' }, flags: { dataDir: dir, port: '3333' } });
+    expect(fromFlags.port).toBe(3333);
+  });
+
+  it('takes API keys from every source, the key file included', () => {
+    const keyFile = file('keys.txt', '# ops keys\nkey-from-file-1\n\n  key-from-file-2  \n');
+    const configFile = file('keys.toml', `[api]\napi_key = "key-from-toml"\napi_key_file = "${keyFile}"\nallow_sudo_exec = true\n`);
+    const config = loadConfig({
+      configFile,
+      env: { SERVICE_API_KEY: 'key-from-env' },
+      flags: { dataDir: dir, apiKeys: ['key-from-flag-a', 'key-from-flag-b'] },
+    });
+    expect(config.apiKeys.sort()).toEqual(
+      ['key-from-env', 'key-from-file-1', 'key-from-file-2', 'key-from-flag-a', 'key-from-flag-b', 'key-from-toml'].sort(),
+    );
+    expect(config.allowSudoExec).toBe(true);
+  });
+
+  it.each([
+    [{ env: { SERVICE_PORT: '99999' } }, /SERVICE_PORT: .*65535/],
+    [{ env: { SERVICE_PORT: 'abc' } }, /SERVICE_PORT/],
+    [{ flags: { maxSandboxes: '-1' } }, /--max-sandboxes/],
+    [{ env: { SERVICE_ALLOW_SUDO_EXEC: 'maybe' } }, /SERVICE_ALLOW_SUDO_EXEC: 'maybe' is not a boolean/],
+    [{ flags: { apiKeys: ['short'] } }, /--api-key: an API key must be at least 8 characters/],
+    [{ flags: { tlsCert: '/x.pem' } }, /--tls-cert and --tls-key must be given together/],
+    [{ flags: { webhookUrls: ['ftp://x'] } }, /--webhook-url: must be an http\(s\) URL/],
+    [{ flags: { apiKeyFile: '/nonexistent/keys' } }, /cannot read API key file \/nonexistent\/keys/],
+  ])('refuses %j with a message that says what to fix', (sources, message) => {
+    expect(() => loadConfig({ env: {}, ...sources, flags: { dataDir: dir, ...(sources.flags ?? {}) } })).toThrow(message);
+  });
+
+  it('names unknown TOML keys, bad TOML and a missing file', () => {
+    expect(() => loadConfig({ configFile: file('u.toml', '[api]\napi_kee = "x"\n'), env: {} })).toThrow(/unknown key \[api\]\.api_kee/);
+    expect(() => loadConfig({ configFile: file('b.toml', '[api\n'), env: {} })).toThrow(/not valid TOML/);
+    expect(() => loadConfig({ configFile: join(dir, 'missing.toml'), env: {} })).toThrow(ConfigError);
+    const typed = file('t.toml', '[api]\nallow_sudo_exec = "yes"\n');
+    expect(() => loadConfig({ configFile: typed, env: {} })).toThrow(/\[api\]\.allow_sudo_exec in .*: /);
+  });
+
+  it('turns TLS on with a certificate pair or --tls alone', () => {
+    expect(loadConfig({ env: { SERVICE_TLS_CERT: '/c.pem', SERVICE_TLS_KEY: '/k.pem' }, flags: { dataDir: dir } }).tls).toBe(true);
+    expect(loadConfig({ env: {}, flags: { dataDir: dir, tls: true } }).tls).toBe(true);
+  });
+});
