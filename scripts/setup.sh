@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Prepares this machine for sandboxd: Debian packages, Docker with the gVisor runtime,
+# node_modules, the TypeScript build and the sandbox images. Idempotent; on a machine that
+# already has everything it only checks (a few seconds), so `npm test` runs it every time.
+#
+# Usage: bash scripts/setup.sh [--quiet] [--images "base python node"]
+#   --quiet     print only what is being changed, not what is already in place
+#   --images    catalog images to build when absent or stale (default: base);
+#               the environment variable SANDBOXD_SETUP_IMAGES does the same
+#   SANDBOXD_SETUP_SKIP_IMAGES=1 skips the image phase (e.g. a machine without a mirror)
+set -euo pipefail
+
+QUIET=0
+IMAGES="${SANDBOXD_SETUP_IMAGES:-base}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quiet | -q) QUIET=1 ;;
+    --images) IMAGES="${2:?--images needs a list, e.g. --images \"base python\"}"; shift ;;
+    --images=*) IMAGES="${1#--images=}" ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "setup: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# g++, make and python3: npm compiles native addons (better-sqlite3) from source when their
+# prebuilt binaries cannot be downloaded, as on hosts that reach only the npm registry.
+PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3)
+RUNSC_ARGS='["--network=none"]' # gVisor's own netstack does not work on this kind of host
+DAEMON_JSON=/etc/docker/daemon.json
+DOCKERD_LOG=/var/log/dockerd.log
+
+say() { [ "$QUIET" = 1 ] || echo "setup: $*"; }  # state that needs no action
+act() { echo "setup: $*"; }                        # a change, always shown
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ "$(id -u)" != 0 ]; then
+  die "run as root (it installs Debian packages and configures dockerd): sudo bash scripts/setup.sh"
+fi
+command -v node >/dev/null || die "Node.js >= 20.19 is required and not on PATH (Debian's nodejs is too old; install Node 20 or 22)"
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' ||
+  die "Node.js >= 20.19 is required, found $(node --version)"
+
+# --- Debian packages: install only what is missing, refreshing the index once. -------------
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  act "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  say "packages present: ${PACKAGES[*]}"
+fi
+
+# --- daemon.json: merge the runsc runtime in, keeping everything else. ---------------------
+runsc_path="$(command -v runsc)"
+mkdir -p "$(dirname "$DAEMON_JSON")"
+daemon_change="$(DAEMON_JSON="$DAEMON_JSON" RUNSC_PATH="$runsc_path" RUNSC_ARGS="$RUNSC_ARGS" node -e '
+  const fs = require("node:fs");
+  const file = process.env.DAEMON_JSON;
+  let text = "";
+  try { text = fs.readFileSync(file, "utf8"); } catch (e) { if (e.code !== "ENOENT") throw e; }
+  let config;
+  try { config = text.trim() ? JSON.parse(text) : {}; }
+  catch (e) { console.error(`setup: error: ${file} is not valid JSON (${e.message}); fix it and rerun`); process.exit(1); }
+  const wanted = JSON.parse(process.env.RUNSC_ARGS);
+  const runtime = config.runtimes?.runsc ?? {};
+  // Keep any other runsc flags the admin chose; replace only the network mode.
+  const args = (runtime.runtimeArgs ?? []).filter((a) => !a.startsWith("--network"));
+  const next = { ...config, runtimes: { ...config.runtimes, runsc: { ...runtime, path: process.env.RUNSC_PATH, runtimeArgs: [...args, ...wanted] } } };
+  if (JSON.stringify(next) !== JSON.stringify(config)) {
+    fs.writeFileSync(file, JSON.stringify(next, null, 2) + "\n");
+    console.log("changed");
+  }
+')"
+if [ "$daemon_change" = changed ]; then act "registered the runsc runtime in $DAEMON_JSON"; else say "$DAEMON_JSON has runsc"; fi
+
+# --- dockerd: running, and aware of runsc. -------------------------------------------------
+has_systemd() { [ "$(ps -p 1 -o comm= 2>/dev/null)" = systemd ]; }
+wait_for_docker() {
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
+  die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"
+}
+# dockerd must list runsc with exactly the flags daemon.json gives it.
+runsc_registered() {
+  docker info --format '{{json .Runtimes.runsc}}' 2>/dev/null | node -e '
+    const fs = require("node:fs");
+    const live = JSON.parse(fs.readFileSync(0, "utf8").trim() || "null");
+    const want = JSON.parse(fs.readFileSync(process.argv[1], "utf8")).runtimes.runsc;
+    const same = live && live.path === want.path && JSON.stringify(live.runtimeArgs ?? []) === JSON.stringify(want.runtimeArgs);
+    process.exit(same ? 0 : 1);
+  ' "$DAEMON_JSON"
+}
+
+started=0
+if ! docker info >/dev/null 2>&1; then
+  if has_systemd; then
+    act "starting docker (systemctl)"
+    systemctl start docker
+  else
+    act "starting dockerd (log: ${DOCKERD_LOG})"
+    # setsid: dockerd must outlive this script and whatever process group runs it.
+    setsid nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  fi
+  wait_for_docker
+  started=1
+else
+  say "dockerd is running"
+fi
+if ! runsc_registered; then
+  [ "$started" = 0 ] || die "dockerd started without the runsc runtime of ${DAEMON_JSON}; see ${DOCKERD_LOG}"
+  act "reloading dockerd to pick up the runsc runtime"
+  if has_systemd; then
+    systemctl reload docker
+  else
+    # SIGHUP makes dockerd re-read daemon.json; runtimes are among the reloadable options.
+    pid="$(cat /var/run/docker.pid 2>/dev/null || pidof dockerd || true)"
+    [ -n "$pid" ] || die "dockerd answers but its pid is unknown; restart it to load ${DAEMON_JSON}"
+    kill -HUP $pid
+  fi
+  for _ in $(seq 1 20); do runsc_registered && break; sleep 0.5; done
+  runsc_registered || die "dockerd does not list the runsc runtime of ${DAEMON_JSON} after a reload; restart dockerd"
+else
+  say "dockerd lists the runsc runtime"
+fi
+
+# --- node_modules: reinstall when missing or older than the lockfile. ----------------------
+if [ -f package-lock.json ]; then
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    act "npm ci"
+    npm ci --no-audit --no-fund --no-update-notifier --loglevel=error
+  else
+    say "node_modules is up to date"
+  fi
+elif [ ! -d node_modules ]; then
+  act "npm install (no package-lock.json)"
+  npm install --no-audit --no-fund --no-update-notifier --loglevel=error
+fi
+
+# --- TypeScript build: when a source or config file is newer than the last build. ----------
+stamp=dist/.setup-build-stamp
+if [ ! -f "$stamp" ] || [ -n "$(find src bench tsconfig.json package.json -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+  act "npm run build"
+  npm run --silent build
+  touch "$stamp"
+else
+  say "dist is up to date"
+fi
+
+# --- Images: build the ones that are absent or stale (the CLI skips fresh ones). ----------
+if [ "${SANDBOXD_SETUP_SKIP_IMAGES:-0}" = 1 ]; then
+  say "skipping images (SANDBOXD_SETUP_SKIP_IMAGES=1)"
+elif [ ! -f dist/src/cli/main.js ]; then
+  act "warning: dist/src/cli/main.js is missing, cannot build images ($IMAGES)"
+else
+  # Progress goes to stderr as it happens; stdout has one result line per image.
+  # shellcheck disable=SC2086 # IMAGES is a space-separated list of names
+  out="$(node dist/src/cli/main.js images build $IMAGES)" || die "building images ($IMAGES) failed, see above"
+  while IFS= read -r line; do
+    case "$line" in
+      built\ *) act "$line" ;;
+      *) say "$line" ;;
+    esac
+  done <<<"$out"
+fi

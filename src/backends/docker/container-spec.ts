@@ -1,0 +1,156 @@
+import type Docker from 'dockerode';
+import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
+
+/** Labels every container of this service carries; reconciliation finds its containers by them. */
+export const LABEL = {
+  managed: 'sandboxd.managed',
+  instance: 'sandboxd.instance',
+  name: 'sandboxd.name',
+  uuid: 'sandboxd.uuid',
+  role: 'sandboxd.role',
+  profile: 'sandboxd.profile',
+  /** Kept as a label so that `list()` needs no inspect per container. */
+  runtime: 'sandboxd.runtime',
+} as const;
+
+/** Where a sandbox's work tree lives, in every profile. */
+export const WORKSPACE = '/workspace';
+
+interface ProfileSettings {
+  network: 'bridge' | 'none';
+  readonlyRootfs: boolean;
+  capDrop: string[];
+  noNewPrivileges: boolean;
+  /** Runs under the restrictive runtime (gVisor when available). */
+  restrictiveRuntime: boolean;
+}
+
+/** The security profiles, exactly as DECISIONS.md "Security profiles" lays them out. */
+export const PROFILE_SETTINGS: Record<Profile, ProfileSettings> = {
+  permissive: { network: 'bridge', readonlyRootfs: false, capDrop: [], noNewPrivileges: false, restrictiveRuntime: false },
+  moderate: {
+    network: 'bridge',
+    readonlyRootfs: false,
+    capDrop: ['NET_RAW', 'MKNOD', 'AUDIT_WRITE'],
+    noNewPrivileges: true,
+    restrictiveRuntime: false,
+  },
+  restrictive: { network: 'none', readonlyRootfs: true, capDrop: ['ALL'], noNewPrivileges: true, restrictiveRuntime: true },
+};
+
+/** Numeric owner of the image's default user. */
+export interface UserIds {
+  uid: number;
+  gid: number;
+}
+
+export interface ContainerContext {
+  instanceId: string;
+  /** OCI runtime for this sandbox (already resolved for its profile). */
+  runtime: string;
+  pidsLimit: number;
+  /** Owner of the tmpfs /workspace on a read-only root filesystem. */
+  workspaceOwner: UserIds;
+}
+
+/** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
+export function containerName(spec: Pick<SandboxSpec, 'name' | 'uuid'>): string {
+  return `sandboxd-${spec.name}-${spec.uuid.slice(-8)}`;
+}
+
+/** Label filter that selects every container of one service instance. */
+export function instanceFilter(instanceId: string): string[] {
+  return [`${LABEL.managed}=true`, `${LABEL.instance}=${instanceId}`];
+}
+
+/**
+ * The Engine API create body for a sandbox. The container idles under docker-init with
+ * `sleep infinity` (the image's entrypoint is overridden) so that commands arrive through exec.
+ * Nothing from the host is mounted and the environment is the spec's alone.
+ */
+export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
+  const profile = PROFILE_SETTINGS[spec.profile];
+  const memoryBytes = spec.memoryMb * 1024 * 1024;
+  const hostConfig: Docker.HostConfig = {
+    Init: true,
+    Runtime: ctx.runtime,
+    NetworkMode: profile.network,
+    ReadonlyRootfs: profile.readonlyRootfs,
+    CapDrop: profile.capDrop,
+    SecurityOpt: profile.noNewPrivileges ? ['no-new-privileges'] : [],
+    NanoCpus: Math.round(spec.vcpus * 1e9),
+    Memory: memoryBytes,
+    // Equal to Memory: no swap, so the memory limit is a hard one.
+    MemorySwap: memoryBytes,
+    PidsLimit: ctx.pidsLimit,
+  };
+  if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memoryMb, ctx.workspaceOwner);
+  return {
+    name: containerName(spec),
+    Image: spec.image,
+    Entrypoint: [],
+    Cmd: ['sleep', 'infinity'],
+    Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
+    Labels: {
+      [LABEL.managed]: 'true',
+      [LABEL.instance]: ctx.instanceId,
+      [LABEL.name]: spec.name,
+      [LABEL.uuid]: spec.uuid,
+      [LABEL.role]: spec.role ?? 'sandbox',
+      [LABEL.profile]: spec.profile,
+      [LABEL.runtime]: ctx.runtime,
+    },
+    HostConfig: hostConfig,
+  };
+}
+
+/**
+ * The writable places of a read-only sandbox. Both are sized like the sandbox's memory: tmpfs
+ * pages are charged to its memory cgroup anyway, so the memory limit is what really bounds them.
+ * They allow exec (agents run what they build); /workspace belongs to the default user so that
+ * tools that check ownership (git's safe.directory) accept it.
+ */
+function writableTmpfs(memoryMb: number, owner: UserIds): Record<string, string> {
+  const base = `rw,exec,nosuid,nodev,size=${memoryMb}m`;
+  return {
+    '/tmp': `${base},mode=1777`,
+    [WORKSPACE]: `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`,
+  };
+}
+
+/** The InstanceState of an inspected container. */
+export function instanceFromInspect(info: Docker.ContainerInspectInfo): InstanceState {
+  const labels = info.Config.Labels ?? {};
+  const running = info.State.Running;
+  return {
+    id: info.Id,
+    name: labels[LABEL.name] ?? '',
+    uuid: labels[LABEL.uuid] ?? '',
+    role: roleOf(labels),
+    status: running ? 'running' : 'stopped',
+    ip: running ? bridgeAddress(info.NetworkSettings.Networks) : undefined,
+    runtime: info.HostConfig.Runtime ?? labels[LABEL.runtime],
+  };
+}
+
+/** The InstanceState of a `docker ps` row. */
+export function instanceFromSummary(row: Docker.ContainerInfo): InstanceState {
+  const labels = row.Labels ?? {};
+  const running = row.State === 'running';
+  return {
+    id: row.Id,
+    name: labels[LABEL.name] ?? '',
+    uuid: labels[LABEL.uuid] ?? '',
+    role: roleOf(labels),
+    status: running ? 'running' : 'stopped',
+    ip: running ? bridgeAddress(row.NetworkSettings?.Networks) : undefined,
+    runtime: labels[LABEL.runtime],
+  };
+}
+
+const roleOf = (labels: Record<string, string>): InstanceRole => (labels[LABEL.role] === 'pool' ? 'pool' : 'sandbox');
+
+function bridgeAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
+  const address = networks?.bridge?.IPAddress;
+  return address ? address : undefined;
+}

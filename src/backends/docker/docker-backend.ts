@@ -1,0 +1,334 @@
+import Docker from 'dockerode';
+import { ServiceError, badRequest, conflict, notFound } from '../../errors.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type {
+  Backend,
+  BackendCapabilities,
+  ExecOptions,
+  ExecRequest,
+  ExecResult,
+  InstanceState,
+  Profile,
+  SandboxSpec,
+} from '../backend.js';
+import { OutputCollector } from '../output-collector.js';
+import {
+  PROFILE_SETTINGS,
+  WORKSPACE,
+  createOptions,
+  instanceFilter,
+  instanceFromInspect,
+  instanceFromSummary,
+  type UserIds,
+} from './container-spec.js';
+import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
+import { runExec, type RawExec, type RawExecOutcome } from './docker-exec.js';
+import * as files from './docker-files.js';
+import { DockerImages } from './docker-images.js';
+import { cloneSource, validateSource, type ClonedSource } from './git-source.js';
+
+export interface DockerBackendOptions {
+  /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
+  instanceId: string;
+  logger: Logger;
+  /** Default: DOCKER_HOST when it is a unix:// address, else /var/run/docker.sock. */
+  socketPath?: string;
+  /** Most processes one sandbox may hold; default 512. */
+  pidsLimit?: number;
+  /** Runtime of the restrictive profile; `auto` picks runsc when the engine lists it. */
+  restrictiveRuntime?: 'auto' | 'runsc' | 'runc';
+  /** An extra sentence for IMAGE_UNAVAILABLE, e.g. how to build the image locally. */
+  imageHint?: (image: string) => string;
+}
+
+const DEFAULT_SOCKET = '/var/run/docker.sock';
+const STOP_TIMEOUT_S = 5;
+const ROOT: UserIds = { uid: 0, gid: 0 };
+
+/**
+ * Sandboxes as Docker containers. Each container idles under docker-init; commands and file
+ * operations arrive through the Engine API's exec, so no host path (and no agent binary) is
+ * ever mounted into a sandbox.
+ */
+export class DockerBackend implements Backend {
+  readonly name = 'docker';
+  private readonly docker: Docker;
+  private readonly socketPath: string;
+  private readonly logger: Logger;
+  private readonly images: DockerImages;
+  /** Runtimes the engine offers; `runc` until `detectRuntimes` has asked the engine. */
+  private runtimes: string[] = ['runc'];
+  private detecting?: Promise<string[]>;
+
+  constructor(private readonly options: DockerBackendOptions) {
+    this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
+    this.docker = new Docker({ socketPath: this.socketPath });
+    this.logger = options.logger.child({ backend: 'docker' });
+    this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
+  }
+
+  /** Runtimes are known once `ping()` (or any create) has reached the engine. */
+  capabilities(): BackendCapabilities {
+    return { snapshot: false, resize: false, archive: false, browser: false, runtimes: [...this.runtimes] };
+  }
+
+  async ping(): Promise<void> {
+    await this.engine(async () => {
+      await this.docker.ping();
+      await this.detectRuntimes();
+    });
+  }
+
+  async ensureImage(image: string): Promise<void> {
+    await this.engine(() => this.images.ensure(image));
+  }
+
+  async create(spec: SandboxSpec): Promise<InstanceState> {
+    if (spec.source) validateSource(spec.source);
+    const [image, source] = await settleBoth(
+      this.engine(() => this.images.ensure(spec.image)),
+      spec.source ? cloneSource(spec.source) : Promise.resolve(undefined),
+      (cloned) => cloned?.dispose(),
+    );
+    try {
+      return await this.engine(() => this.createRunning(spec, image, source));
+    } finally {
+      await source?.dispose();
+    }
+  }
+
+  async start(id: string): Promise<InstanceState> {
+    return this.engine(async () => {
+      const container = this.docker.getContainer(id);
+      // 304: already running, which is what the caller wants.
+      await container.start().catch(ignoreStatus(304));
+      return instanceFromInspect(await container.inspect());
+    }, id);
+  }
+
+  async stop(id: string): Promise<void> {
+    await this.engine(() => this.docker.getContainer(id).stop({ t: STOP_TIMEOUT_S }).catch(ignoreStatus(304)), id);
+  }
+
+  async remove(id: string): Promise<void> {
+    // 404: already gone; 409: a removal is already under way.
+    await this.engine(() => this.docker.getContainer(id).remove({ force: true, v: true }).catch(ignoreStatus(404, 409)));
+  }
+
+  async inspect(id: string): Promise<InstanceState | null> {
+    return this.engine(async () => {
+      try {
+        return instanceFromInspect(await this.docker.getContainer(id).inspect());
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    });
+  }
+
+  async list(): Promise<InstanceState[]> {
+    const rows = await this.engine(() =>
+      this.docker.listContainers({ all: true, filters: { label: instanceFilter(this.options.instanceId) } }),
+    );
+    return rows.map(instanceFromSummary);
+  }
+
+  async exec(id: string, request: ExecRequest, options: ExecOptions = {}): Promise<ExecResult> {
+    if (request.command.length === 0) throw badRequest('command: must be a non-empty array of strings');
+    const started = Date.now();
+    const collector = new OutputCollector(request.maxOutputBytes, options.onOutput);
+    const outcome = await this.run(id, {
+      cmd: request.command,
+      user: request.user,
+      env: request.env && Object.entries(request.env).map(([key, value]) => `${key}=${value}`),
+      workdir: request.workdir,
+      stdin: request.stdin,
+      timeoutMs: request.timeoutMs,
+      signal: options.signal,
+      onFrame: (stream, data) => collector.push({ stream, data }),
+    });
+    return {
+      exitCode: outcome.exitCode,
+      ...collector.result(),
+      timedOut: outcome.timedOut,
+      durationMs: Date.now() - started,
+    };
+  }
+
+  readFile(id: string, path: string): Promise<Buffer> {
+    return files.readFile((request) => this.run(id, request), path);
+  }
+
+  writeFile(id: string, path: string, content: Buffer): Promise<void> {
+    return files.writeFile((request) => this.run(id, request), path, content);
+  }
+
+  deleteFile(id: string, path: string): Promise<void> {
+    return files.deleteFile((request) => this.run(id, request), path);
+  }
+
+  /** Nothing to release: every Engine API call opens and closes its own connection. */
+  async close(): Promise<void> {}
+
+  /** One exec in a container, with the engine's refusals turned into service errors. */
+  private run(id: string, request: RawExec): Promise<RawExecOutcome> {
+    return this.engine(() => runExec(this.docker.getContainer(id), request, this.logger), id);
+  }
+
+  /**
+   * Runs an Engine API call and maps its failures: an unreachable engine, and, when `id` names
+   * the container the call is about, 404 (gone) and 409 (not running).
+   */
+  private async engine<T>(call: () => Promise<T>, id?: string): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      if (err instanceof ServiceError) throw err;
+      if (id !== undefined && dockerStatus(err) === 404) throw notFound(`container '${id}' not found`);
+      if (id !== undefined && dockerStatus(err) === 409) {
+        throw conflict(`container '${id}' is not running: start the sandbox first`);
+      }
+      throw unreachableOr(err, this.socketPath);
+    }
+  }
+
+  private detectRuntimes(): Promise<string[]> {
+    this.detecting ??= this.docker.info().then(
+      (info: { Runtimes?: Record<string, unknown> }) => {
+        // Containerd's shim names are not runtimes a sandbox can ask for.
+        this.runtimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
+        return this.runtimes;
+      },
+      (err: unknown) => {
+        this.detecting = undefined;
+        throw err;
+      },
+    );
+    return this.detecting;
+  }
+
+  private async runtimeFor(profile: Profile): Promise<string> {
+    if (!PROFILE_SETTINGS[profile].restrictiveRuntime) return 'runc';
+    const wanted = this.options.restrictiveRuntime ?? 'auto';
+    if (wanted === 'runc') return 'runc';
+    const available = (await this.detectRuntimes()).includes('runsc');
+    if (available) return 'runsc';
+    if (wanted === 'runsc') {
+      throw new ServiceError(
+        'BACKEND_UNAVAILABLE',
+        'the runsc (gVisor) runtime is not registered with Docker: install gVisor and add runsc to /etc/docker/daemon.json',
+      );
+    }
+    return 'runc';
+  }
+
+  /** Creates the container, copies the source in, starts it; removes it again if any step fails. */
+  private async createRunning(
+    spec: SandboxSpec,
+    image: Docker.ImageInspectInfo,
+    source: ClonedSource | undefined,
+  ): Promise<InstanceState> {
+    const runtime = await this.runtimeFor(spec.profile);
+    const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs;
+    // Only a tmpfs /workspace and a copied source need the default user's ids (it may cost a probe).
+    const owner = readOnly || source ? await this.images.defaultUser(image) : ROOT;
+    const options = createOptions(spec, {
+      instanceId: this.options.instanceId,
+      runtime,
+      pidsLimit: this.options.pidsLimit ?? 512,
+      workspaceOwner: owner,
+    });
+    const container = await this.docker.createContainer(options).catch((err: unknown) => {
+      throw createError(err, spec.image, options.name ?? spec.name, this.options.imageHint);
+    });
+    try {
+      if (source && !readOnly) await copyIntoCreated(container, source, owner);
+      await container.start();
+      if (source && readOnly) await this.copyIntoRunning(container, source, owner);
+      const state = instanceFromInspect(await container.inspect());
+      this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');
+      return state;
+    } catch (err) {
+      await container.remove({ force: true, v: true }).catch((removeErr: unknown) => {
+        this.logger.error({ err: removeErr, container: container.id }, 'could not remove a failed sandbox');
+      });
+      throw err;
+    }
+  }
+
+  /** A tmpfs /workspace exists only once the container runs: unpack through exec as its user. */
+  private async copyIntoRunning(container: Docker.Container, source: ClonedSource, owner: UserIds): Promise<void> {
+    const { stream, done } = source.archive(owner);
+    const stderr: Buffer[] = [];
+    try {
+      const outcome = await runExec(
+        container,
+        {
+          cmd: ['tar', '-x', '--no-same-owner', '--strip-components=1', '-C', WORKSPACE, '-f', '-'],
+          stdin: stream,
+          onFrame: (kind, data) => void (kind === 'stderr' && stderr.push(data)),
+        },
+        this.logger,
+      );
+      if (outcome.exitCode !== 0) {
+        const reason = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0];
+        throw new ServiceError('INTERNAL', `copying the source into ${WORKSPACE} failed: ${reason || outcome.exitCode}`);
+      }
+      await done;
+    } finally {
+      // If the extraction stopped reading, the host tar would block on its pipe forever.
+      stream.destroy();
+    }
+  }
+}
+
+/** A writable root filesystem takes an archive before start: no tool is needed in the image. */
+async function copyIntoCreated(container: Docker.Container, source: ClonedSource, owner: UserIds): Promise<void> {
+  const { stream, done } = source.archive(owner);
+  try {
+    await container.putArchive(stream, { path: '/' });
+    await done;
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** Maps a failed container create: missing image, taken name, or whatever else the engine said. */
+function createError(err: unknown, image: string, name: string, hint?: (image: string) => string): unknown {
+  const status = dockerStatus(err);
+  if (status === 404) {
+    const extra = hint?.(image);
+    return new ServiceError('IMAGE_UNAVAILABLE', `image '${image}' is not available: ${dockerMessage(err)}${extra ? `; ${extra}` : ''}`);
+  }
+  if (status === 409) return conflict(`a container named '${name}' already exists`);
+  if (status === 400) return badRequest(`the engine refused the sandbox: ${dockerMessage(err)}`);
+  return err;
+}
+
+/** A catch handler that swallows the engine's answers with these statuses. */
+const ignoreStatus =
+  (...statuses: number[]) =>
+  (err: unknown): void => {
+    if (!statuses.includes(dockerStatus(err) ?? 0)) throw err;
+  };
+
+/** The socket of a `unix://` DOCKER_HOST; other schemes are not supported by this backend. */
+function socketFromEnv(): string | undefined {
+  const host = process.env.DOCKER_HOST;
+  return host?.startsWith('unix://') ? host.slice('unix://'.length) : undefined;
+}
+
+/**
+ * Awaits two independent steps; if either fails, the other's result is cleaned up before the
+ * failure is thrown (a clone must not outlive a missing image).
+ */
+async function settleBoth<A, B>(
+  first: Promise<A>,
+  second: Promise<B>,
+  cleanupSecond: (value: B) => Promise<void> | undefined,
+): Promise<[A, B]> {
+  const [a, b] = await Promise.allSettled([first, second]);
+  if (a.status === 'fulfilled' && b.status === 'fulfilled') return [a.value, b.value];
+  if (b.status === 'fulfilled') await cleanupSecond(b.value);
+  throw a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason;
+}

@@ -1,0 +1,88 @@
+/**
+ * The sandbox image catalog, as data. Every image is a Debian bookworm `minbase` tree plus a
+ * package list, built locally by `sandboxd images build NAME` (no registry is assumed). To add
+ * an image, add one `defineImage` line below; the builder, the CLI and the staleness check
+ * (`sandboxd.image.version`) follow from the entry.
+ */
+
+/** One image the builder knows how to make. */
+export interface CatalogEntry {
+  /** Short name used on the command line: `sandboxd images build <name>`. */
+  readonly name: string;
+  /** The Docker tag the image is imported under. */
+  readonly tag: string;
+  /** One line for `sandboxd images list`. */
+  readonly description: string;
+  /** Debian suite the tree is bootstrapped from. */
+  readonly suite: string;
+  /** Every package installed on top of `minbase` (their dependencies come along). */
+  readonly packages: readonly string[];
+  /** Environment variables baked into the image, beyond the ones every image has. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+const SUITE = 'bookworm';
+
+/**
+ * What every sandbox gets. Kept lean: a shell, the tools agents reach for first (git, curl,
+ * python3), `ps`/`kill` (procps) for process handling, `less` and `xz-utils` because pagers and
+ * `.tar.xz` archives are common enough that their absence confuses agents.
+ */
+const BASE_PACKAGES = [
+  'bash',
+  'ca-certificates',
+  'coreutils',
+  'curl',
+  'git',
+  'less',
+  'procps',
+  'python3',
+  'tar',
+  'xz-utils',
+] as const;
+
+function defineImage(
+  name: string,
+  description: string,
+  extra: { packages?: readonly string[]; env?: Record<string, string> } = {},
+): CatalogEntry {
+  return {
+    name,
+    tag: `sandboxd/${name}:${SUITE}`,
+    description,
+    suite: SUITE,
+    packages: [...BASE_PACKAGES, ...(extra.packages ?? [])],
+    env: extra.env ?? {},
+  };
+}
+
+/** All images, in the order `images list` shows them. */
+export const CATALOG: readonly CatalogEntry[] = [
+  defineImage('base', 'Debian bookworm with bash, git, curl and python3'),
+  defineImage('python', 'base + pip and venv', {
+    packages: ['python3-pip', 'python3-venv'],
+    // Debian marks its Python externally managed (PEP 668), so a bare `pip install` fails; in a
+    // throwaway sandbox it should just install, into ~/.local as the sandbox user.
+    env: { PIP_BREAK_SYSTEM_PACKAGES: '1' },
+  }),
+  defineImage('node', 'base + Node.js and npm (Debian packages)', { packages: ['nodejs', 'npm'] }),
+];
+
+/** The image a sandbox gets when its creator names none. */
+export const DEFAULT_IMAGE = 'sandboxd/base:bookworm';
+
+/** The catalog entry for a short name (`base`) or a full tag (`sandboxd/base:bookworm`), if any. */
+export function catalogEntryFor(nameOrTag: string): CatalogEntry | undefined {
+  const wanted = nameOrTag.trim();
+  return CATALOG.find((entry) => entry.name === wanted || entry.tag === wanted);
+}
+
+/**
+ * How to get an image that is not present, phrased to follow "image X is not available: ".
+ * Catalog images are built locally; anything else has to come from a registry or a tarball.
+ */
+export function buildHint(image: string): string {
+  const entry = catalogEntryFor(image);
+  if (entry) return `build it with \`sandboxd images build ${entry.name}\``;
+  return `pull it (\`docker pull ${image}\`) or load it from a tarball (\`docker load -i FILE.tar\`)`;
+}

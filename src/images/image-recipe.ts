@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import type { CatalogEntry } from './catalog.js';
+
+/**
+ * Bump when the build changes in a way the recipe below does not capture (for example how
+ * the tarball is produced); every image built before then becomes stale.
+ */
+export const BUILDER_VERSION = 1;
+
+/** The account sandboxes run as; the Docker backend and the agent rely on uid/gid 1000. */
+export const SANDBOX_USER = { name: 'sandbox', uid: 1000, gid: 1000, home: '/home/sandbox', shell: '/bin/bash' } as const;
+
+/** The default working directory of every image, owned by the sandbox user. */
+export const WORKSPACE_DIR = '/workspace';
+
+/** Image labels the builder sets; the version label tells setup whether an image is stale. */
+export const LABEL_IMAGE = 'sandboxd.image';
+export const LABEL_VERSION = 'sandboxd.image.version';
+
+/**
+ * Documentation, man pages and translations weigh tens of megabytes and no sandbox reads
+ * them; dpkg drops them at unpack time (copyright files stay, as in Debian's slim images).
+ * mmdebstrap also writes these to /etc/dpkg/dpkg.cfg.d, so packages a sandbox installs later
+ * stay slim too.
+ */
+const DPKG_OPTIONS = [
+  'path-exclude=/usr/share/man/*',
+  'path-exclude=/usr/share/info/*',
+  'path-exclude=/usr/share/locale/*',
+  'path-include=/usr/share/locale/locale.alias',
+  'path-exclude=/usr/share/doc/*',
+  'path-include=/usr/share/doc/*/copyright',
+];
+
+/**
+ * Runs on the host after packages are installed, with the tree's root as `$1`. The account is
+ * written into the databases directly because `useradd` (package `passwd`) is not part of
+ * minbase and a sandbox has no use for it otherwise. Apt's package lists and caches need no
+ * step here: mmdebstrap's cleanup stage removes them after the hooks.
+ */
+const { name: user, uid, gid, home, shell } = SANDBOX_USER;
+export const CUSTOMIZE_HOOK = `#!/bin/sh
+set -eu
+root="$1"
+echo '${user}:x:${uid}:${gid}:${user}:${home}:${shell}' >> "$root/etc/passwd"
+echo '${user}:x:${gid}:' >> "$root/etc/group"
+echo '${user}:*:19000:0:99999:7:::' >> "$root/etc/shadow"
+echo '${user}:*::' >> "$root/etc/gshadow"
+mkdir -p "$root${home}" "$root${WORKSPACE_DIR}"
+cp -a "$root/etc/skel/." "$root${home}/"
+chown -R ${uid}:${gid} "$root${home}" "$root${WORKSPACE_DIR}"
+chmod 0755 "$root${home}" "$root${WORKSPACE_DIR}"
+`;
+
+/** Dockerfile instructions applied by `docker import` (labels are added per build). */
+export const IMPORT_CHANGES: readonly string[] = [
+  `USER ${SANDBOX_USER.name}`,
+  `WORKDIR ${WORKSPACE_DIR}`,
+  'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  `ENV HOME=${SANDBOX_USER.home}`,
+  // Python and many CLIs misbehave on non-ASCII under the POSIX locale; C.UTF-8 ships with libc.
+  'ENV LANG=C.UTF-8',
+  'CMD ["/bin/bash"]',
+];
+
+/**
+ * A content hash of everything that shapes the image: packages, dpkg filters, the hook, the
+ * import changes, the image's environment and the builder version. Equal hashes mean an up-to-date image.
+ */
+export function imageVersion(entry: CatalogEntry): string {
+  const recipe = {
+    builder: BUILDER_VERSION,
+    suite: entry.suite,
+    variant: 'minbase',
+    packages: [...entry.packages].sort(),
+    dpkg: DPKG_OPTIONS,
+    hook: CUSTOMIZE_HOOK,
+    changes: IMPORT_CHANGES,
+    env: entry.env,
+  };
+  return createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 16);
+}
+
+/** The `docker import` changes for one build, labels included. */
+export function importChanges(entry: CatalogEntry): string[] {
+  return [
+    ...IMPORT_CHANGES,
+    ...Object.entries(entry.env).map(([key, value]) => `ENV ${key}=${value}`),
+    `LABEL ${LABEL_IMAGE}=${entry.name} ${LABEL_VERSION}=${imageVersion(entry)}`,
+  ];
+}
+
+/**
+ * mmdebstrap's argument list. `hookPath` is an executable holding {@link CUSTOMIZE_HOOK}
+ * (mmdebstrap runs a file directly; inline it would echo the whole script into the log).
+ * `mirrors` are one-line apt sources; when empty, mmdebstrap uses deb.debian.org and adds
+ * the updates and security suites itself.
+ */
+export function mmdebstrapArgs(
+  entry: CatalogEntry,
+  target: string,
+  hookPath: string,
+  mirrors: readonly string[] = [],
+): string[] {
+  return [
+    '--variant=minbase',
+    `--include=${entry.packages.join(',')}`,
+    ...DPKG_OPTIONS.map((option) => `--dpkgopt=${option}`),
+    `--customize-hook=${hookPath}`,
+    entry.suite,
+    target,
+    ...mirrors,
+  ];
+}

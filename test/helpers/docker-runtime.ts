@@ -1,0 +1,61 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/load-config.js';
+import type { OptionName } from '../../src/config/config-schema.js';
+import { startRuntime, type Runtime } from '../../src/runtime.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+
+export const BASE_IMAGE = 'sandboxd/base:bookworm';
+
+export interface DockerRuntime extends Runtime {
+  url: string;
+  dataDir: string;
+  /** Closes the runtime, removes every sandbox it made and its data directory. */
+  dispose(): Promise<void>;
+}
+
+/** A real service on the Docker backend, listening on a free loopback port. */
+export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}): Promise<DockerRuntime> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-it-'));
+  const config = loadConfig({ env: {}, flags: { dataDir, port: 0, ...flags } });
+  const runtime = await startRuntime(config, silentLogger(), { listen: true });
+  return {
+    ...runtime,
+    url: runtime.url!,
+    dataDir,
+    async dispose() {
+      for (const sandbox of await runtime.services.sandboxes.list()) {
+        await runtime.services.sandboxes.remove(sandbox.name).catch(() => undefined);
+      }
+      await runtime.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A unique sandbox name per test run. */
+export const uniqueName = (prefix: string) => `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** JSON request to a running server; returns status and parsed body. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // non-JSON bodies stay text
+  }
+  return { status: res.status, body: parsed };
+}

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+
+let rt: DockerRuntime;
+let sudoRt: DockerRuntime;
+const name = uniqueName('exec');
+const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body);
+const exec = async (body: object) => {
+  const res = await api('POST', `/sandboxes/${name}/exec`, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data;
+};
+
+beforeAll(async () => {
+  rt = await dockerRuntime();
+  sudoRt = await dockerRuntime({ allowSudoExec: true });
+  expect((await api('POST', '/sandboxes', { name, env: { FROM_CREATE: 'c' } })).status).toBe(201);
+});
+afterAll(async () => {
+  await rt?.dispose();
+  await sudoRt?.dispose();
+});
+
+/** A request sent byte for byte, so `..` reaches the server unnormalised. */
+function rawRequest(method: string, path: string, body?: string): Promise<{ status: number; body: any }> {
+  const url = new URL(rt.url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, method, path, headers: body ? { 'content-type': 'application/json' } : {} },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('exec', () => {
+  it('returns output, exit codes and the arrival order of stdout and stderr', async () => {
+    expect(await exec({ command: ['echo', 'hi'] })).toMatchObject({
+      output: 'hi\n',
+      stdout: 'hi\n',
+      stderr: '',
+      exit_code: 0,
+      timed_out: false,
+      truncated: false,
+    });
+    expect((await exec({ command: ['sh', '-c', 'exit 7'] })).exit_code).toBe(7);
+    const ordered = await exec({ command: ['sh', '-c', 'echo 1; sleep 0.05; echo 2 >&2; sleep 0.05; echo 3; sleep 0.05; echo 4 >&2'] });
+    expect(ordered).toMatchObject({ output: '1\n2\n3\n4\n', stdout: '1\n3\n', stderr: '2\n4\n' });
+    const missing = await exec({ command: ['no-such-command'] });
+    expect(missing.exit_code).toBe(127);
+    expect(typeof missing.duration_ms).toBe('number');
+  });
+
+  it('feeds stdin, sets env (object or K=V array, over the create env) and workdir', async () => {
+    expect((await exec({ command: ['cat'], stdin: 'from stdin\n' })).output).toBe('from stdin\n');
+    expect((await exec({ command: ['wc', '-c'], stdin: '' })).output.trim()).toBe('0');
+    expect((await exec({ command: ['sh', '-c', 'echo $A-$FROM_CREATE'], env: { A: 'obj' } })).output).toBe('obj-c\n');
+    expect((await exec({ command: ['sh', '-c', 'echo $A $B'], env: ['A=x=y', 'B='] })).output).toBe('x=y\n');
+    expect((await exec({ command: ['pwd'] })).output).toBe('/workspace\n');
+    expect((await exec({ command: ['pwd'], workdir: '/tmp' })).output).toBe('/tmp\n');
+  });
+
+  it('runs as the sandbox user, and as root with sudo only when the server allows it', async () => {
+    expect((await exec({ command: ['id', '-un'] })).output).toBe('sandbox\n');
+    const refused = await api('POST', `/sandboxes/${name}/exec`, { command: ['id', '-u'], sudo: true });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toContain('allow_sudo_exec');
+    const sudoName = uniqueName('sudo');
+    await call(sudoRt.url, 'POST', '/sandboxes', { name: sudoName });
+    const asRoot = await call(sudoRt.url, 'POST', `/sandboxes/${sudoName}/exec`, { command: ['id', '-u'], sudo: true });
+    expect(asRoot.body.data.output).toBe('0\n');
+    const logs = (await call(sudoRt.url, 'GET', `/sandboxes/${sudoName}/logs`)).body.data;
+    expect(logs.at(-1)).toMatchObject({ event: 'command_executed', sudo: true });
+  });
+
+  it('kills a command at its timeout and returns the partial output', async () => {
+    const started = Date.now();
+    const result = await exec({ command: ['sh', '-c', 'echo before; sleep 30 & sleep 30; echo never'], timeout_ms: 1500 });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(result).toMatchObject({ output: 'before\n', exit_code: 124, timed_out: true });
+    const left = await exec({ command: ['sh', '-c', 'ps -eo args= | grep -c "^sleep 30$" || true'] });
+    expect(left.output.trim()).toBe('0');
+  });
+
+  it('keeps a runaway writer from flooding the server', async () => {
+    const result = await exec({ command: ['sh', '-c', 'head -c 20000000 /dev/zero | tr "\\0" x'], timeout_ms: 60_000 });
+    expect(result.truncated).toBe(true);
+    expect(result.output.length).toBeLessThanOrEqual(8 * 1024 * 1024);
+  });
+
+  it('refuses bad exec bodies with 400', async () => {
+    for (const [body, message] of [
+      [{}, 'command: is required'],
+      [{ command: 'ls' }, 'command: must be a non-empty array of strings'],
+      [{ command: [] }, 'command: must be a non-empty array of strings'],
+      [{ command: [1] }, 'command[0]: must be a non-empty array of strings'],
+      [{ command: ['ls'], timeout_ms: 0 }, 'timeout_ms'],
+      [{ command: ['ls'], env: 'A=1' }, 'env: must be an object of strings or an array of NAME=value strings'],
+      [{ command: ['ls'], workdir: 'relative' }, "workdir: 'relative' must be an absolute path"],
+      [{ command: ['ls'], sudo: 'yes' }, 'sudo'],
+    ] as const) {
+      const res = await api('POST', `/sandboxes/${name}/exec`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toContain(message);
+    }
+  });
+});
+
+describe('files', () => {
+  it('round-trips text and every byte value, and reports sizes', async () => {
+    const put = await api('PUT', `/sandboxes/${name}/files/workspace/deep/dir/hello.txt`, { content: 'héllo wörld\n' });
+    expect(put.body.data).toBe('wrote 14 bytes to /workspace/deep/dir/hello.txt');
+    expect((await api('GET', `/sandboxes/${name}/files/workspace/deep/dir/hello.txt`)).body.data).toEqual({
+      content: 'héllo wörld\n',
+      encoding: 'utf8',
+      size: 14,
+    });
+    const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(100_000)]);
+    await api('PUT', `/sandboxes/${name}/files/tmp/blob.bin`, { content: bytes.toString('base64'), encoding: 'base64' });
+    const back = (await api('GET', `/sandboxes/${name}/files/tmp/blob.bin`)).body.data;
+    expect(back.encoding).toBe('base64');
+    expect(back.size).toBe(bytes.length);
+    expect(Buffer.from(back.content, 'base64').equals(bytes)).toBe(true);
+    const owner = await exec({ command: ['stat', '-c', '%U', '/workspace/deep/dir/hello.txt', '/workspace/deep'] });
+    expect(owner.output).toBe('sandbox\nsandbox\n');
+  });
+
+  it('writes several files at once and deletes files and directories', async () => {
+    const res = await api('POST', `/sandboxes/${name}/files`, { files: { 'multi/a.py': 'print(1)', '/workspace/multi/b.txt': 'b' } });
+    expect(res.body.data).toEqual({ written: 2 });
+    expect((await exec({ command: ['python3', 'multi/a.py'] })).output).toBe('1\n');
+    expect((await api('DELETE', `/sandboxes/${name}/files/workspace/multi/b.txt`)).body.data).toBe('deleted /workspace/multi/b.txt');
+    expect((await api('GET', `/sandboxes/${name}/files/workspace/multi/b.txt`)).status).toBe(404);
+    expect((await api('DELETE', `/sandboxes/${name}/files/workspace/multi`)).status).toBe(200);
+    expect((await api('GET', `/sandboxes/${name}/files/workspace/multi/a.py`)).status).toBe(404);
+  });
+
+  it('answers 404 for missing files, 400 for directories and 403 where the sandbox user may not write', async () => {
+    const missing = await api('GET', `/sandboxes/${name}/files/workspace/nope.txt`);
+    expect(missing).toMatchObject({ status: 404, body: { success: false, code: 'NOT_FOUND' } });
+    expect((await api('DELETE', `/sandboxes/${name}/files/workspace/nope.txt`)).status).toBe(404);
+    expect((await api('GET', `/sandboxes/${name}/files/workspace`)).status).toBe(400);
+    expect((await api('PUT', `/sandboxes/${name}/files/etc/forbidden`, { content: 'x' })).status).toBe(403);
+    expect((await api('GET', `/sandboxes/${name}/files/etc/shadow`)).status).toBe(403);
+  });
+
+  it('refuses path traversal however it is spelled', async () => {
+    for (const path of ['/workspace/../etc/passwd', '/workspace/%2e%2e/etc/passwd', '/..%2f..%2fetc/passwd', '/a/%00b']) {
+      const res = await rawRequest('GET', `/sandboxes/${name}/files${path}`);
+      expect(res.status, path).toBe(400);
+      expect(res.body.success).toBe(false);
+    }
+    const put = await rawRequest('PUT', `/sandboxes/${name}/files/workspace/../../tmp/x`, JSON.stringify({ content: 'x' }));
+    expect(put.status).toBe(400);
+    const multi = await api('POST', `/sandboxes/${name}/files`, { files: { '../../etc/x': 'x' } });
+    expect(multi.status).toBe(400);
+  });
+
+  it('refuses bad file bodies and bodies over 16 MiB', async () => {
+    expect((await api('PUT', `/sandboxes/${name}/files/tmp/x`, {})).body.error).toContain('content: is required');
+    expect((await api('PUT', `/sandboxes/${name}/files/tmp/x`, { content: 'x', encoding: 'hex' })).status).toBe(400);
+    expect((await api('PUT', `/sandboxes/${name}/files/tmp/x`, { content: '!!', encoding: 'base64' })).body.error).toContain('base64');
+    const big = await api('PUT', `/sandboxes/${name}/files/tmp/big`, { content: 'x'.repeat(16 * 1024 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('round-trips a file of nearly 16 MiB of binary', async () => {
+    const bytes = randomBytes(11 * 1024 * 1024);
+    const put = await api('PUT', `/sandboxes/${name}/files/tmp/large.bin`, { content: bytes.toString('base64'), encoding: 'base64' });
+    expect(put.status).toBe(200);
+    const back = (await api('GET', `/sandboxes/${name}/files/tmp/large.bin`)).body.data;
+    expect(Buffer.from(back.content, 'base64').equals(bytes)).toBe(true);
+  });
+});
