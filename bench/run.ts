@@ -1,35 +1,55 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchCreate, benchExec } from './core-bench.js';
+import { benchApiOverhead, benchCreate, benchExec } from './core-bench.js';
 
-/**
- * `npm run bench`: starts a real server on a temporary data directory and prints each
- * figure beside the plain alternative measured in the same run. Never part of npm test.
- */
-async function main(): Promise<void> {
+interface Server {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** A `sandboxd serve` child on a temporary data directory and a free port. */
+async function startServer(extraArgs: string[] = []): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-bench-'));
   const cli = resolve(import.meta.dirname, '../src/cli/main.js');
-  const server = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--port', '0', '--log-level', 'warn'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [cli, 'serve', '--data-dir', dataDir, '--port', '0', '--log-level', 'warn', ...extraArgs],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const serverFile = join(dataDir, 'server.json');
+  const deadline = Date.now() + 60_000;
+  while (!existsSync(serverFile)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: (JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string }).url,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * `npm run bench`: real servers on temporary data directories; each figure is printed beside
+ * the plain alternative measured in the same run, interleaved. Never part of npm test.
+ */
+async function main(): Promise<void> {
+  const n = Number(process.env.BENCH_N ?? 20);
+  const docker = await startServer();
+  const fake = await startServer(['--backend', 'fake']);
   try {
-    const serverFile = join(dataDir, 'server.json');
-    const deadline = Date.now() + 60_000;
-    while (!existsSync(serverFile)) {
-      if (Date.now() > deadline || server.exitCode !== null) throw new Error('server did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const api = { url: (JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string }).url };
-    const n = Number(process.env.BENCH_N ?? 20);
-    process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N), server ${api.url}\n`);
-    await benchCreate(api, Math.max(5, Math.round(n / 2)));
-    await benchExec(api, n * 3);
+    process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
+    await benchCreate(docker, Math.max(5, Math.round(n / 2)));
+    await benchExec(docker, n * 3);
+    await benchApiOverhead(fake, n * 20);
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
-    rmSync(dataDir, { recursive: true, force: true });
+    await docker.stop();
+    await fake.stop();
   }
 }
 

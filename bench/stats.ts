@@ -12,16 +12,38 @@ export function summarize(samples: number[]): Summary {
   return { n: samples.length, p50: pick(0.5), p95: pick(0.95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
 
-/** Times `work` `n` times (after `warmup` untimed runs), one at a time. */
-export async function time(n: number, work: (i: number) => Promise<unknown>, warmup = 2): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await work(-1 - i);
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const started = performance.now();
-    await work(i);
-    samples.push(performance.now() - started);
+async function timed(work: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return performance.now() - started;
+}
+
+/**
+ * Times two alternatives `n` times each, interleaved and alternating which goes first, so
+ * that both see the same engine, cache and load conditions (after `warmup` untimed rounds).
+ */
+export async function timePaired(
+  n: number,
+  ours: (i: number) => Promise<unknown>,
+  plain: (i: number) => Promise<unknown>,
+  warmup = 2,
+): Promise<{ ours: Summary; plain: Summary }> {
+  for (let i = 0; i < warmup; i++) {
+    await ours(-1 - i);
+    await plain(-1 - i);
   }
-  return samples;
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (i % 2 === 0) {
+      a.push(await timed(() => ours(i)));
+      b.push(await timed(() => plain(i)));
+    } else {
+      b.push(await timed(() => plain(i)));
+      a.push(await timed(() => ours(i)));
+    }
+  }
+  return { ours: summarize(a), plain: summarize(b) };
 }
 
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;

@@ -31,7 +31,7 @@ export class ExecService {
     if (input.workdir !== undefined && !input.workdir.startsWith('/')) {
       throw badRequest(`workdir: '${input.workdir}' must be an absolute path`);
     }
-    const running = await this.sandboxes.requireRunning(name);
+    const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {
       result = await this.backend.exec(
@@ -50,7 +50,7 @@ export class ExecService {
       if (isServiceError(err) && err.code === 'CONFLICT') {
         // The container stopped behind the service's back: say so the same way as for a stopped sandbox.
         await this.sandboxes.markStopped(sandbox);
-        await this.sandboxes.requireRunning(name);
+        this.sandboxes.assertRunning({ ...sandbox, status: 'stopped' });
       }
       throw err;
     }

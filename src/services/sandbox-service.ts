@@ -200,7 +200,12 @@ export class SandboxService {
    * CONFLICT with a message saying how to start it otherwise.
    */
   async requireRunning(name: string): Promise<SandboxRecord & { backendId: string }> {
-    const record = await this.require(name);
+    return this.assertRunning(await this.require(name));
+  }
+
+  /** The record itself when it is running; CONFLICT saying how to start it otherwise. */
+  assertRunning(record: SandboxRecord): SandboxRecord & { backendId: string } {
+    const name = record.name;
     if (record.status === 'running' && record.backendId) return record as SandboxRecord & { backendId: string };
     throw conflict(
       record.status === 'archived'
