@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_IMAGE } from '../images/catalog.js';
 
 /**
  * The one typed configuration of `sandboxd serve`. Every option has a TOML key, an
@@ -41,7 +42,7 @@ export const configSchema = z.object({
   allowSudoExec: z.boolean().default(false),
   maxSandboxes: z.coerce.number().int().min(0).default(0),
   backend: z.enum(['docker', 'fake']).default('docker'),
-  defaultImage: z.string().min(1).default('sandboxd/base:bookworm'),
+  defaultImage: z.string().min(1).default(DEFAULT_IMAGE),
   pidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
   events: z.boolean().default(false),
   webhookUrls: z.array(url).default([]),

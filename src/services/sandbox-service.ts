@@ -1,6 +1,7 @@
 import { cpus, totalmem } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, SandboxSpec } from '../backends/backend.js';
+import { validateSource } from '../backends/source-validation.js';
 import { badRequest, conflict, notFound, ServiceError } from '../errors.js';
 import type { CreateSandboxInput, PatchSandboxInput, SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
 import type { SandboxRecord, SandboxRepository } from '../state/sandbox-repository.js';
@@ -9,7 +10,6 @@ import type { AuditService } from './audit-service.js';
 import { isoNow, type Clock } from './clock.js';
 import { addDuration } from './durations.js';
 import { KeyedMutex } from './keyed-mutex.js';
-import { validateSourceUrl } from './source-url.js';
 
 export interface SandboxServiceOptions {
   defaultImage: string;
@@ -55,7 +55,7 @@ export class SandboxService {
     if (vcpus > this.hostCpus) throw badRequest(`vcpus: at most ${this.hostCpus} on this host`);
     if (memoryMb > this.hostMemoryMb) throw badRequest(`memory_mb: at most ${this.hostMemoryMb} on this host`);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
-    if (input.source_url) validateSourceUrl(input.source_url);
+    if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
 
     const now = isoNow(this.clock);
     const record: SandboxRecord = {

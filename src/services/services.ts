@@ -35,12 +35,14 @@ export class Services {
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
   readonly backend: Backend;
+  private readonly sandboxRepo: SandboxRepository;
   private readonly hostStats: HostStats;
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
   constructor({ settings, store, backend, logger, clock = systemClock }: ServicesInput) {
     const sandboxRepo = new SandboxRepository(store.db);
+    this.sandboxRepo = sandboxRepo;
     this.settings = settings;
     this.backend = backend;
     this.audit = new AuditService(new AuditRepository(store.db), clock);
@@ -49,10 +51,7 @@ export class Services {
     this.files = new FileService(this.sandboxes, backend, this.audit);
     this.recovery = new RecoveryService(sandboxRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
     this.hostStats = new HostStats(store.dataDir);
-    this.sandboxRepo = sandboxRepo;
   }
-
-  private readonly sandboxRepo: SandboxRepository;
 
   /** GET /status. */
   status() {

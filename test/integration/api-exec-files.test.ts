@@ -89,6 +89,23 @@ describe('exec', () => {
     expect(left.output.trim()).toBe('0');
   });
 
+  it('kills the command of a client that disconnects', async () => {
+    const abort = new AbortController();
+    const pending = fetch(`${rt.url}/sandboxes/${name}/exec`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: ['sh', '-c', 'sleep 41; echo done'] }),
+      signal: abort.signal,
+    }).catch((err: Error) => err.name);
+    const count = async () => (await exec({ command: ['sh', '-c', 'ps -eo args= | grep -c "^sleep 41$" || true'] })).output.trim();
+    for (let i = 0; i < 50 && (await count()) !== '1'; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await count()).toBe('1');
+    abort.abort();
+    expect(await pending).toBe('AbortError');
+    for (let i = 0; i < 50 && (await count()) !== '0'; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await count()).toBe('0');
+  });
+
   it('keeps a runaway writer from flooding the server', async () => {
     const result = await exec({ command: ['sh', '-c', 'head -c 20000000 /dev/zero | tr "\\0" x'], timeout_ms: 60_000 });
     expect(result.truncated).toBe(true);

@@ -25,7 +25,8 @@ import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker
 import { runExec, type RawExec, type RawExecOutcome } from './docker-exec.js';
 import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
-import { cloneSource, validateSource, type ClonedSource } from './git-source.js';
+import { validateSource } from '../source-validation.js';
+import { cloneSource, type ClonedSource } from './git-source.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */

@@ -4,16 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { badRequest } from '../../errors.js';
+import { validateSource } from '../source-validation.js';
 import type { UserIds } from './container-spec.js';
 
 const CLONE_TIMEOUT_MS = 120_000;
 
-const NETWORK_URL = /^(https?|ssh|git):\/\//i;
-/** scp-like `user@host:path`; neither part may look like an option. */
-const SCP_LIKE = /^(?!-)[A-Za-z0-9._-]+@(?!-)[A-Za-z0-9.-]+:(?!\/\/)\S+$/;
 /** A full or abbreviated commit id, which `--branch` cannot take. */
 const COMMIT_SHA = /^[0-9a-f]{7,40}$/i;
-const SAFE_REF = /^(?!-)[^\s\0-\x1f\\]{1,255}$/;
 
 /** A repository cloned on the host, ready to be copied into a sandbox's /workspace. */
 export interface ClonedSource {
@@ -24,24 +21,6 @@ export interface ClonedSource {
   archive(owner: UserIds): { stream: Readable; done: Promise<void> };
   /** Deletes the clone from the host. */
   dispose(): Promise<void>;
-}
-
-/**
- * Rejects anything but a network git URL: `file://`, host paths and option-like strings would
- * let a client read the server's own files into a sandbox.
- */
-export function validateSource(source: { url: string; ref?: string }): void {
-  const { url, ref } = source;
-  if (!isNetworkUrl(url) && !SCP_LIKE.test(url)) {
-    throw badRequest('source_url: must be an https://, http://, ssh:// or git:// URL or git@host:path');
-  }
-  if (ref !== undefined && !SAFE_REF.test(ref)) throw badRequest(`source_ref: '${ref}' is not a valid git ref`);
-}
-
-function isNetworkUrl(url: string): boolean {
-  if (!NETWORK_URL.test(url) || !URL.canParse(url)) return false;
-  const { hostname, username } = new URL(url);
-  return hostname !== '' && !hostname.startsWith('-') && !username.startsWith('-');
 }
 
 /**

@@ -9,6 +9,7 @@ import type {
   InstanceState,
   SandboxSpec,
 } from '../backend.js';
+import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
 
 interface FakeInstance {
@@ -36,7 +37,7 @@ export class FakeBackend implements Backend {
   readonly name = 'fake';
   readonly instances = new Map<string, FakeInstance>();
   readonly calls: { op: Operation; id?: string }[] = [];
-  images = new Set<string>(['sandboxd/base:bookworm']);
+  images = new Set<string>([DEFAULT_IMAGE]);
   onExec: (request: ExecRequest, spec: SandboxSpec) => FakeExecScript = (request) => ({
     chunks: [{ stream: 'stdout', text: `${request.command.join(' ')}\n` }],
   });
