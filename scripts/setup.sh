@@ -152,6 +152,16 @@ else
   say "dist is up to date"
 fi
 
+# --- The in-sandbox agent: a static Go binary (standard library only, built offline). --------
+agent_bin=dist/agent/sandboxd-agent
+if [ ! -f "$agent_bin" ] || [ -n "$(find agent -newer "$agent_bin" -print -quit)" ]; then
+  act "building the sandbox agent ($agent_bin)"
+  mkdir -p dist/agent
+  (cd agent && CGO_ENABLED=0 GOFLAGS=-mod=mod GOPROXY=off go build -trimpath -ldflags '-s -w' -o "../$agent_bin" .)
+else
+  say "the sandbox agent is up to date"
+fi
+
 # --- Images: build the ones that are absent or stale (the CLI skips fresh ones). ----------
 if [ "${SANDBOXD_SETUP_SKIP_IMAGES:-0}" = 1 ]; then
   say "skipping images (SANDBOXD_SETUP_SKIP_IMAGES=1)"

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as `sandboxd-agent file ...`, which the agent runs as
+// os.Executable() for file operations.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 2 && os.Args[1] == "file" {
+		os.Exit(fileCommand(os.Args[2:]))
+	}
+	go children.run()
+	os.Exit(m.Run())
+}
+
+// client talks HTTP to an agent serving on a fresh Unix socket.
+func startAgent(t *testing.T) *http.Client {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "agent.sock")
+	listener, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{started: time.Now(), detached: newDetachedTable()}
+	server := &http.Server{Handler: a.routes()}
+	go server.Serve(listener)
+	t.Cleanup(func() { server.Close() })
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+}
+
+type frame struct {
+	kind byte
+	data []byte
+}
+
+type runResult struct {
+	frames []frame
+	exit   exitStatus
+	stdout string
+	stderr string
+	output string
+}
+
+func execute(t *testing.T, c *http.Client, req execRequest) runResult {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	res, err := c.Post("http://agent/v1/exec", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out runResult
+	for {
+		var header [5]byte
+		if _, err := io.ReadFull(res.Body, header[:]); err != nil {
+			break
+		}
+		payload := make([]byte, binary.BigEndian.Uint32(header[1:]))
+		io.ReadFull(res.Body, payload)
+		out.frames = append(out.frames, frame{header[0], payload})
+		switch header[0] {
+		case frameStdout:
+			out.stdout += string(payload)
+			out.output += string(payload)
+		case frameStderr:
+			out.stderr += string(payload)
+			out.output += string(payload)
+		case frameExit:
+			json.Unmarshal(payload, &out.exit)
+		case frameError:
+			t.Fatalf("error frame: %s", payload)
+		}
+	}
+	return out
+}
+
+func sh(script string) execRequest {
+	return execRequest{spec: spec{Argv: []string{"sh", "-c", script}}}
+}
+
+func TestExecOutputOrderAndExitCode(t *testing.T) {
+	c := startAgent(t)
+	r := execute(t, c, sh("echo 1; sleep 0.02; echo 2 >&2; sleep 0.02; echo 3; exit 7"))
+	if r.output != "1\n2\n3\n" || r.stdout != "1\n3\n" || r.stderr != "2\n" || r.exit.ExitCode != 7 {
+		t.Fatalf("got %+v", r)
+	}
+	if last := r.frames[len(r.frames)-1]; last.kind != frameExit {
+		t.Fatalf("last frame is %d, want exit", last.kind)
+	}
+}
+
+func TestExecStdinEnvCwd(t *testing.T) {
+	c := startAgent(t)
+	req := sh("cat; echo \"$A\"; pwd")
+	req.Stdin = []byte("in\n")
+	req.Env = []string{"A=from-env"}
+	req.Cwd = "/tmp"
+	if r := execute(t, c, req); r.stdout != "in\nfrom-env\n/tmp\n" {
+		t.Fatalf("got %q", r.stdout)
+	}
+}
+
+func TestExecMissingCommandsAreShellStyle(t *testing.T) {
+	c := startAgent(t)
+	if r := execute(t, c, execRequest{spec: spec{Argv: []string{"no-such-command-x"}}}); r.exit.ExitCode != 127 || !strings.Contains(r.stderr, "command not found") {
+		t.Fatalf("got %+v", r)
+	}
+	if r := execute(t, c, execRequest{spec: spec{Argv: []string{"/etc/passwd"}}}); r.exit.ExitCode != 126 {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func TestExecTimeoutKillsTheWholeTree(t *testing.T) {
+	c := startAgent(t)
+	req := sh("echo before; setsid sleep 31 & sleep 31; echo never")
+	req.TimeoutMs = 300
+	started := time.Now()
+	r := execute(t, c, req)
+	if r.exit.ExitCode != 124 || !r.exit.TimedOut || r.stdout != "before\n" {
+		t.Fatalf("got %+v", r)
+	}
+	if elapsed := time.Since(started); elapsed > 3*time.Second {
+		t.Fatalf("took %v", elapsed)
+	}
+	if left := execute(t, c, sh("ps -eo args= | grep -c '^sleep 31$' || true")).stdout; left != "0\n" {
+		t.Fatalf("%s sleeps left", left)
+	}
+}
+
+func TestExecReturnsWhenTheCommandExitsDespiteBackgroundChildren(t *testing.T) {
+	c := startAgent(t)
+	started := time.Now()
+	r := execute(t, c, sh("sleep 3 & echo started"))
+	if r.stdout != "started\n" || time.Since(started) > 2*time.Second {
+		t.Fatalf("got %q after %v", r.stdout, time.Since(started))
+	}
+	execute(t, c, sh("pkill -f '^sleep 3$' || true"))
+}
+
+func TestExecClientDisconnectKillsTheCommand(t *testing.T) {
+	c := startAgent(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	body, _ := json.Marshal(sh("sleep 32"))
+	request, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://agent/v1/exec", bytes.NewReader(body))
+	started := time.Now()
+	res, err := c.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(started); waited > 2*time.Second {
+		t.Fatalf("the response started only after %v: headers must not wait for output", waited)
+	}
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	res.Body.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if execute(t, c, sh("ps -eo args= | grep -c '^sleep 32$' || true")).stdout == "0\n" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the command outlived its client")
+}
+
+func TestExecAsAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	c := startAgent(t)
+	req := execRequest{spec: spec{Argv: []string{"id", "-u"}, User: "nobody"}}
+	if r := execute(t, c, req); r.stdout != "65534\n" {
+		t.Fatalf("got %+v", r)
+	}
+	req.User = "no-such-user"
+	if r := execute(t, c, req); r.exit.ExitCode != 126 || !strings.Contains(r.stderr, "unknown user") {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func fileRequest(t *testing.T, c *http.Client, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	request, _ := http.NewRequest(method, "http://agent/v1/files?path="+path, bytes.NewReader(body))
+	res, err := c.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, data
+}
+
+func TestFiles(t *testing.T) {
+	c := startAgent(t)
+	dir := t.TempDir()
+	content := make([]byte, 3<<20)
+	for i := range content {
+		content[i] = byte(i * 7)
+	}
+	path := filepath.Join(dir, "a", "b", "blob.bin")
+	if status, body := fileRequest(t, c, http.MethodPut, path, content); status != 200 {
+		t.Fatalf("write: %d %s", status, body)
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, path, nil); status != 200 || !bytes.Equal(body, content) {
+		t.Fatalf("read: %d, %d bytes", status, len(body))
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, filepath.Join(dir, "missing"), nil); status != 404 || !strings.Contains(string(body), "not found") {
+		t.Fatalf("missing: %d %s", status, body)
+	}
+	if status, _ := fileRequest(t, c, http.MethodGet, dir, nil); status != 400 {
+		t.Fatalf("directory: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodPut, filepath.Join(path, "under-a-file"), []byte("x")); status != 400 {
+		t.Fatalf("parent is a file: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodGet, "relative/path", nil); status != 400 {
+		t.Fatalf("relative: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodGet, dir+"/a/../a/b/blob.bin", nil); status != 400 {
+		t.Fatalf("unnormalised: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodDelete, filepath.Join(dir, "a"), nil); status != 200 {
+		t.Fatalf("delete: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodDelete, filepath.Join(dir, "a"), nil); status != 404 {
+		t.Fatalf("delete again: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodPost, filepath.Join(dir, "made")+"&op=mkdir", nil); status != 200 {
+		t.Fatalf("mkdir: %d", status)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "made")); err != nil || !info.IsDir() {
+		t.Fatalf("mkdir made nothing: %v", err)
+	}
+}
+
+func TestFilesRespectTheUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	c := startAgent(t)
+	dir := t.TempDir() // owned by root, 0700
+	request, _ := http.NewRequest(http.MethodPut, "http://agent/v1/files?user=nobody&path="+filepath.Join(dir, "x"), strings.NewReader("x"))
+	res, err := c.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("nobody wrote into a root directory: %d", res.StatusCode)
+	}
+}
+
+func TestDetached(t *testing.T) {
+	c := startAgent(t)
+	body, _ := json.Marshal(spec{Argv: []string{"sh", "-c", "echo out; echo err >&2; sleep 33"}})
+	res, err := c.Post("http://agent/v1/detached", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started detachedProcess
+	json.NewDecoder(res.Body).Decode(&started)
+	res.Body.Close()
+	if started.Status != "running" || started.Pid == 0 {
+		t.Fatalf("got %+v", started)
+	}
+	get := func(path string) (int, []byte) {
+		res, err := c.Get("http://agent/v1/detached/" + started.ID + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		return res.StatusCode, data
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, logs := get("/logs?stream=stdout"); string(logs) != "out\n" {
+		t.Fatalf("stdout %q", logs)
+	}
+	if _, logs := get("/logs?stream=stderr"); string(logs) != "err\n" {
+		t.Fatalf("stderr %q", logs)
+	}
+	if status, _ := get("/logs?stream=both"); status != 400 {
+		t.Fatalf("bad stream: %d", status)
+	}
+	request, _ := http.NewRequest(http.MethodDelete, "http://agent/v1/detached/"+started.ID, nil)
+	killed, _ := c.Do(request)
+	killed.Body.Close()
+	time.Sleep(200 * time.Millisecond)
+	var after detachedProcess
+	_, data := get("")
+	json.Unmarshal(data, &after)
+	if after.Status != "failed" || after.ExitCode == nil || *after.ExitCode != 137 {
+		t.Fatalf("after kill: %+v", after)
+	}
+	if status, _ := get("/../99"); status != 404 {
+		t.Fatalf("unknown id: %d", status)
+	}
+	res, _ = c.Get("http://agent/v1/detached")
+	var list []detachedProcess
+	json.NewDecoder(res.Body).Decode(&list)
+	res.Body.Close()
+	if len(list) != 1 || list[0].ID != started.ID {
+		t.Fatalf("list: %+v", list)
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// execRequest is the body of POST /v1/exec.
+type execRequest struct {
+	spec
+	// Stdin is fed to the command, then closed (base64 in JSON).
+	Stdin     []byte `json:"stdin,omitempty"`
+	TimeoutMs int64  `json:"timeout_ms,omitempty"`
+}
+
+// exitStatus is the last frame of a run.
+type exitStatus struct {
+	ExitCode   int   `json:"exit_code"`
+	TimedOut   bool  `json:"timed_out"`
+	DurationMs int64 `json:"duration_ms"`
+}
+
+// outputGrace is how long output may keep flowing after the command exits: background children
+// that inherited stdout would otherwise hold the run open forever.
+const outputGrace = 100 * time.Millisecond
+
+const maxRequestBytes = 64 << 20
+
+// handleExec runs one command and streams its output as frames while it runs. A timeout or a
+// client that goes away kills the command's whole process tree.
+func (a *agent) handleExec(w http.ResponseWriter, r *http.Request) {
+	var req execRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "exec request: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.sandboxd.frames")
+	w.WriteHeader(http.StatusOK)
+	frames := newFrameWriter(w)
+	// The client learns at once that the command started, even if it prints nothing for long.
+	frames.flush()
+	started := time.Now()
+	status := a.run(req, frames, r.Context().Done())
+	status.DurationMs = time.Since(started).Milliseconds()
+	frames.writeJSON(frameExit, status)
+}
+
+// run starts the command and waits for it, for its timeout, or for cancel.
+func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}) exitStatus {
+	stdout, stdoutW, err := os.Pipe()
+	if err != nil {
+		frames.writeJSON(frameError, map[string]string{"error": err.Error()})
+		return exitStatus{ExitCode: 126}
+	}
+	stderr, stderrW, err := os.Pipe()
+	if err != nil {
+		stdout.Close()
+		stdoutW.Close()
+		frames.writeJSON(frameError, map[string]string{"error": err.Error()})
+		return exitStatus{ExitCode: 126}
+	}
+	var stdin io.Reader
+	if req.Stdin != nil {
+		stdin = bytes.NewReader(req.Stdin)
+	}
+	proc, err := startProcess(req.spec, a.defaultUser, stdin, stdoutW, stderrW)
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdout.Close()
+		stderr.Close()
+		var start *startError
+		if errors.As(err, &start) {
+			frames.write(frameStderr, []byte("sandboxd-agent: "+start.msg+"\n"))
+			return exitStatus{ExitCode: start.code}
+		}
+		frames.writeJSON(frameError, map[string]string{"error": err.Error()})
+		return exitStatus{ExitCode: 126}
+	}
+
+	var readers sync.WaitGroup
+	for _, pipe := range []struct {
+		file *os.File
+		kind byte
+	}{{stdout, frameStdout}, {stderr, frameStderr}} {
+		readers.Add(1)
+		go func(file *os.File, kind byte) {
+			defer readers.Done()
+			io.Copy(streamWriter{frames, kind}, file)
+		}(pipe.file, pipe.kind)
+	}
+
+	var timeout <-chan time.Time
+	if req.TimeoutMs > 0 {
+		timer := time.NewTimer(time.Duration(req.TimeoutMs) * time.Millisecond)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	var result exitStatus
+	var wait syscall.WaitStatus
+	select {
+	case wait = <-proc.done:
+	case <-timeout:
+		proc.killTree()
+		wait = <-proc.done
+		result.TimedOut = true
+	case <-cancel:
+		proc.killTree()
+		wait = <-proc.done
+	}
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(outputGrace):
+		stdout.Close()
+		stderr.Close()
+		<-drained
+	}
+	stdout.Close()
+	stderr.Close()
+	result.ExitCode = exitCode(wait)
+	if result.TimedOut {
+		result.ExitCode = 124
+	}
+	return result
+}

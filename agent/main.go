@@ -1,0 +1,117 @@
+// Command sandboxd-agent runs inside every sandbox as PID 1. It reaps zombies and serves exec,
+// files and detached processes over a Unix socket, so that the service reaches a sandbox in
+// about the cost of a process spawn instead of an Engine API exec.
+//
+// Usage: sandboxd-agent serve --socket PATH [--user USER]
+//
+//	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
+//	                                                     calling user, started by the agent)
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+const version = "1"
+
+type agent struct {
+	defaultUser string
+	started     time.Time
+	detached    *detachedTable
+}
+
+func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "file" {
+		os.Exit(fileCommand(os.Args[2:]))
+	}
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER]")
+		os.Exit(2)
+	}
+	flags := flag.NewFlagSet("serve", flag.ExitOnError)
+	socket := flags.String("socket", "/run/sandboxd/agent.sock", "Unix socket to serve on")
+	user := flags.String("user", "", "default user of commands and file operations (name, uid or uid:gid)")
+	flags.Parse(os.Args[2:])
+	if err := serve(*socket, *user); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
+		os.Exit(1)
+	}
+}
+
+// serve listens on the socket (owner-only: the sandbox's unprivileged user cannot use the agent
+// to act as another user) and handles requests until the process is killed.
+func serve(socket, user string) error {
+	go children.run()
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		return err
+	}
+	os.Remove(socket)
+	old := syscall.Umask(0o177)
+	listener, err := net.Listen("unix", socket)
+	syscall.Umask(old)
+	if err != nil {
+		return err
+	}
+	a := &agent{defaultUser: user, started: time.Now(), detached: newDetachedTable()}
+	return http.Serve(listener, a.routes())
+}
+
+func (a *agent) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/health", a.handleHealth)
+	mux.HandleFunc("/v1/exec", post(a.handleExec))
+	mux.HandleFunc("/v1/files", a.handleFiles)
+	mux.HandleFunc("/v1/detached", a.handleDetachedList)
+	mux.HandleFunc("/v1/detached/", a.handleDetachedItem)
+	return mux
+}
+
+func (a *agent) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]interface{}{
+		"version":        version,
+		"pid":            os.Getpid(),
+		"default_user":   a.defaultUser,
+		"uptime_seconds": int(time.Since(a.started).Seconds()),
+	})
+}
+
+// post restricts a handler to POST.
+func post(handler http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		handler(w, r)
+	}
+}
+
+// decodeBody reads a JSON body to its end: Go's server notices a client that went away only
+// once the request body is consumed, and exec relies on that to kill the command.
+func decodeBody(w http.ResponseWriter, r *http.Request, value interface{}) error {
+	body := http.MaxBytesReader(w, r.Body, maxRequestBytes)
+	if err := json.NewDecoder(body).Decode(value); err != nil {
+		return err
+	}
+	_, err := io.Copy(io.Discard, body)
+	return err
+}
+
+func writeJSON(w http.ResponseWriter, status int, value interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(value)
+}
+
+func writeError(w http.ResponseWriter, status int, message string) {
+	writeJSON(w, status, map[string]string{"error": message})
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// tagVar marks every process of one command: children inherit it, so the whole tree is found
+// again even after processes leave the group (setsid) or are re-parented to the agent.
+const tagVar = "SANDBOXD_EXEC_TAG"
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// spec is one command to start.
+type spec struct {
+	Argv []string `json:"argv"`
+	// Env adds to (and overrides) the sandbox's base environment.
+	Env  []string `json:"env,omitempty"`
+	Cwd  string   `json:"cwd,omitempty"`
+	User string   `json:"user,omitempty"`
+}
+
+// process is a started command.
+type process struct {
+	pid  int
+	tag  string
+	done <-chan syscall.WaitStatus
+}
+
+// startError is a command that could not start; code is what a shell would exit with.
+type startError struct {
+	code int
+	msg  string
+}
+
+func (e *startError) Error() string { return e.msg }
+
+// startProcess starts argv as the requested user in its own process group, with stdin, stdout
+// and stderr as given (nil means /dev/null), in the sandbox's environment plus spec.Env.
+func startProcess(s spec, defaultUser string, stdin io.Reader, stdout, stderr *os.File) (*process, error) {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return nil, &startError{code: 127, msg: "argv is empty"}
+	}
+	id, err := resolveUser(s.User, defaultUser)
+	if err != nil {
+		return nil, &startError{code: 126, msg: err.Error()}
+	}
+	tag := newTag()
+	env := mergeEnv(os.Environ(), []string{"HOME=" + id.home, "USER=" + id.name, "LOGNAME=" + id.name}, s.Env, []string{tagVar + "=" + tag})
+	path, err := lookPath(s.Argv[0], envValue(env, "PATH"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{Path: path, Args: s.Argv, Env: env, Dir: s.Cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:    true,
+		Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups, NoSetGroups: false},
+	}
+	pid, done, err := children.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT) {
+			return nil, &startError{code: 127, msg: fmt.Sprintf("%s: %v", s.Argv[0], err)}
+		}
+		return nil, &startError{code: 126, msg: fmt.Sprintf("%s: %v", s.Argv[0], err)}
+	}
+	return &process{pid: pid, tag: tag, done: done}, nil
+}
+
+// killTree SIGKILLs the process group and every process carrying the tag, repeating until a
+// pass finds none (children may fork while it runs).
+func (p *process) killTree() {
+	syscall.Kill(-p.pid, syscall.SIGKILL)
+	needle := []byte(tagVar + "=" + p.tag + "\x00")
+	for round := 0; round < 50; round++ {
+		found := false
+		entries, _ := os.ReadDir("/proc")
+		for _, entry := range entries {
+			pid, err := strconv.Atoi(entry.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			environ, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "environ"))
+			if err == nil && containsBytes(environ, needle) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				found = true
+			}
+		}
+		if !found {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// exitCode turns a wait status into a shell-style exit code (128+signal when killed).
+func exitCode(status syscall.WaitStatus) int {
+	if status.Signaled() {
+		return 128 + int(status.Signal())
+	}
+	return status.ExitStatus()
+}
+
+// lookPath finds a command in the command's own PATH (not the agent's).
+func lookPath(name, pathEnv string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, checkExecutable(name)
+	}
+	if pathEnv == "" {
+		pathEnv = defaultPath
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		candidate := filepath.Join(dir, name)
+		if err := checkExecutable(candidate); err == nil {
+			return candidate, nil
+		}
+	}
+	return "", &startError{code: 127, msg: name + ": command not found"}
+}
+
+func checkExecutable(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return &startError{code: 127, msg: path + ": no such file or directory"}
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return &startError{code: 126, msg: path + ": permission denied"}
+	}
+	return nil
+}
+
+// mergeEnv applies layers of K=V entries in order; later layers win.
+func mergeEnv(layers ...[]string) []string {
+	index := map[string]int{}
+	var out []string
+	for _, layer := range layers {
+		for _, kv := range layer {
+			key, _, _ := strings.Cut(kv, "=")
+			if key == "" || strings.HasPrefix(key, "SANDBOXD_AGENT_") {
+				continue
+			}
+			if i, ok := index[key]; ok {
+				out[i] = kv
+				continue
+			}
+			index[key] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func newTag() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func containsBytes(haystack, needle []byte) bool {
+	return strings.Contains(string(haystack), string(needle))
+}

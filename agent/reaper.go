@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// The agent runs as PID 1, so every orphan in the sandbox becomes its child. One reaper owns
+// all wait4 calls: it reaps orphans (no zombies pile up) and hands the status of the processes
+// the agent started to whoever waits for them. exec.Cmd.Wait is never used, because a wait4(-1)
+// in the reaper would race it.
+type reaper struct {
+	mu      sync.Mutex
+	waiters map[int]chan syscall.WaitStatus
+}
+
+var children = &reaper{waiters: map[int]chan syscall.WaitStatus{}}
+
+// start launches a process and registers it before the reaper can see its exit: the lock is
+// held from Start to registration, and the reaper needs the lock to deliver a status.
+func (r *reaper) start(start func() (int, error)) (int, <-chan syscall.WaitStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := start()
+	if err != nil {
+		return 0, nil, err
+	}
+	done := make(chan syscall.WaitStatus, 1)
+	r.waiters[pid] = done
+	return pid, done, nil
+}
+
+// run reaps every exited child on each SIGCHLD, forever.
+func (r *reaper) run() {
+	signals := make(chan os.Signal, 64)
+	signal.Notify(signals, syscall.SIGCHLD)
+	for range signals {
+		r.reapAll()
+	}
+}
+
+func (r *reaper) reapAll() {
+	for {
+		var status syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+		r.mu.Lock()
+		if done, ok := r.waiters[pid]; ok {
+			delete(r.waiters, pid)
+			done <- status
+		}
+		r.mu.Unlock()
+	}
+}
