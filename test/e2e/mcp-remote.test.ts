@@ -44,6 +44,12 @@ describe('sandboxd mcp through a running server', () => {
     const listed = JSON.parse(texts(await mcp.call('sandbox_list'))[0]!) as { name: string }[];
     expect(listed.map((s) => s.name).sort()).toEqual([fromHttp, fromMcp].sort());
 
+    // A run goes through the server's POST /run, and its sandbox is gone afterwards.
+    const run = await mcp.call('sandbox_run', { command: ['sh', '-c', 'echo ran; exit 7'], profile: 'restrictive' });
+    expect(texts(run)).toEqual([expect.stringMatching(/^exit_code: 7\n/), 'ran\n']);
+    const names = (await call(server.url, 'GET', '/sandboxes', undefined, auth)).body.data.map((s: { name: string }) => s.name);
+    expect(names.sort()).toEqual([fromHttp, fromMcp].sort());
+
     // The server's audit log shows the MCP calls: they went through its API.
     const audit = (await call(server.url, 'GET', `/sandboxes/${fromHttp}/logs`, undefined, auth)).body.data as { event: string }[];
     expect(audit.map((e) => e.event)).toContain('command_executed');
