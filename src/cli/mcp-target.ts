@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import type { Config } from '../config/config-schema.js';
 import { httpClient } from '../mcp/http-client.js';
 import type { ApiClient } from '../mcp/api-client.js';
@@ -30,7 +31,7 @@ export class McpTargetError extends Error {
  */
 export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: string): Promise<McpTarget> {
   const apiKey = config.apiKeys[0];
-  if (serverUrl) return { api: httpClient(serverUrl, apiKey), close: async () => undefined };
+  if (serverUrl) return { api: httpClient(serverUrl, { apiKey }), close: async () => undefined };
   try {
     const runtime = await startRuntime(config, logger, { listen: false });
     return { api: injectClient(runtime.app, `in-process (${config.dataDir})`, apiKey), close: () => runtime.close() };
@@ -44,7 +45,7 @@ export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: 
           ' that serves no HTTP API: stop it, point this one at a server with --server URL, or give it its own --data-dir',
       );
     }
-    return { api: httpClient(url, apiKey), close: async () => undefined };
+    return { api: httpClient(url, { apiKey, ...trustFor(url, config.dataDir) }), close: async () => undefined };
   }
 }
 
@@ -64,6 +65,13 @@ async function waitForServerUrl(dataDir: string, ownerPid: number | undefined): 
     if (Date.now() > deadline || (ownerPid !== undefined && !alive(ownerPid))) return undefined;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Over HTTPS, the self-signed certificate a server keeps in its data directory is trusted besides the usual roots. */
+function trustFor(url: string, dataDir: string): { ca?: string[] } {
+  const selfSigned = join(dataDir, 'tls', 'cert.pem');
+  if (!url.startsWith('https:') || !existsSync(selfSigned)) return {};
+  return { ca: [...rootCertificates, readFileSync(selfSigned, 'utf8')] };
 }
 
 function alive(pid: number): boolean {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, uniqueName } from '../helpers/docker-runtime.js';
-import { startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
+import { expectCancelKills, startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
 import { runCli, startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const KEY = 'mcp-remote-test-key';
@@ -55,6 +55,10 @@ describe('sandboxd mcp through a running server', () => {
     expect(audit.map((e) => e.event)).toContain('command_executed');
   });
 
+  it('kills a command when the client cancels its call (the connection to the server drops)', async () => {
+    await expectCancelKills(mcp, uniqueName('mcp-cancel'));
+  });
+
   it('says which key to give when the server refuses it, and what to check when it cannot be reached', async () => {
     const keyless = await startMcp(['--server', server.url]);
     try {
@@ -71,6 +75,23 @@ describe('sandboxd mcp through a running server', () => {
       expect(texts(unreachable)[0]).toMatch(/^cannot reach the sandboxd server at http:\/\/127\.0\.0\.1:9 .*check that `sandboxd serve` is running there$/);
     } finally {
       await nowhere.close();
+    }
+  });
+});
+
+describe('sandboxd mcp beside a server on HTTPS with a self-signed certificate', () => {
+  it('trusts the certificate the server keeps in the data directory', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-mcp-tls-'));
+    const server = await startServer(dataDir, ['--tls']);
+    const mcp = await startMcp(['--data-dir', dataDir]);
+    try {
+      const listed = await mcp.call('sandbox_list');
+      expect(listed.isError, texts(listed)[0]).toBeFalsy();
+      expect(texts(listed)).toEqual(['[]']);
+    } finally {
+      await mcp.close();
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

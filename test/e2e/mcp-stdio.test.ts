@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../helpers/docker-runtime.js';
-import { startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
+import { expectCancelKills, startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
 import { CLI } from '../helpers/server-process.js';
 
 const TOOLS: Record<string, string[]> = {
@@ -128,19 +128,7 @@ describe('sandboxd mcp (in-process, stdio)', () => {
   });
 
   it('kills a command when the client cancels its call', async () => {
-    const keeper = uniqueName('mcp-cancel');
-    await mcp.call('sandbox_create', { name: keeper });
-    try {
-      const abort = new AbortController();
-      const pending = mcp.call('sandbox_exec', { name: keeper, command: ['sleep', '300'] }, abort.signal);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      abort.abort();
-      await expect(pending).rejects.toThrow(/abort/i);
-      const count = async () => texts(await mcp.call('sandbox_exec', { name: keeper, command: ['pgrep', '-fc', 'sleep 300'] }))[1];
-      await expect.poll(count, { timeout: 10_000 }).toBe('0\n');
-    } finally {
-      await mcp.call('sandbox_remove', { name: keeper });
-    }
+    await expectCancelKills(mcp, uniqueName('mcp-cancel'));
   });
 });
 

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { expect } from 'vitest';
 import { CLI } from './server-process.js';
 
 export interface McpProcess {
@@ -41,3 +42,19 @@ export async function startMcp(args: string[], env: Record<string, string> = {})
 /** The text blocks of a result, in order. */
 export const texts = (result: CallToolResult): string[] =>
   result.content.flatMap((block) => (block.type === 'text' ? [block.text] : []));
+
+/** Cancels a long sandbox_exec in a new sandbox `name` and expects its command to be killed; removes the sandbox. */
+export async function expectCancelKills(mcp: McpProcess, name: string): Promise<void> {
+  await mcp.call('sandbox_create', { name });
+  try {
+    const abort = new AbortController();
+    const pending = mcp.call('sandbox_exec', { name, command: ['sleep', '300'] }, abort.signal);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    abort.abort();
+    await expect(pending).rejects.toThrow(/abort/i);
+    const count = async () => texts(await mcp.call('sandbox_exec', { name, command: ['pgrep', '-fc', 'sleep 300'] }))[1];
+    await expect.poll(count, { timeout: 10_000 }).toBe('0\n');
+  } finally {
+    await mcp.call('sandbox_remove', { name });
+  }
+}
