@@ -36,6 +36,8 @@ export interface SandboxdMcpServer {
  */
 export function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: McpServerOptions): SandboxdMcpServer {
   const server = new McpServer({ name: 'sandboxd', version: VERSION }, { instructions: INSTRUCTIONS });
+  // Malformed messages and transport failures are reported here, not to the client: log them.
+  server.server.onerror = (err) => logger.warn({ err }, 'MCP protocol error');
   const pending = new Set<Promise<unknown>>();
   for (const tool of tools) {
     server.registerTool(

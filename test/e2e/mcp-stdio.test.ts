@@ -148,6 +148,8 @@ describe('sandboxd mcp stdout', () => {
       { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'sandbox_get', arguments: { name: 'missing' } } },
       { jsonrpc: '2.0', id: 5, method: 'no/such/method' },
     ];
+    // A malformed line is logged on stderr and skipped; the session goes on.
+    child.stdin.write('this is not JSON\n');
     for (const message of messages) child.stdin.write(`${JSON.stringify(message)}\n`);
     try {
       await expect.poll(() => stdout.split('\n').filter(Boolean).length, { timeout: 60_000 }).toBe(5);
@@ -169,5 +171,6 @@ describe('sandboxd mcp stdout', () => {
     // The logs went to stderr, debug lines of the tool calls included.
     expect(stderr).toContain('"msg":"tool call"');
     expect(stderr).toContain('sandboxd mcp ready on stdio');
+    expect(stderr).toContain('"msg":"MCP protocol error"');
   });
 });
