@@ -7,7 +7,7 @@ import type { ExecService } from './exec-service.js';
 import type { SandboxService } from './sandbox-service.js';
 
 /** Label that marks the short-lived sandbox of a one-shot run. */
-export const RUN_LABEL = 'sandboxd.run';
+const RUN_LABEL = 'sandboxd.run';
 
 /**
  * One-shot runs: a fresh sandbox is created, runs one command and is removed, whatever the
