@@ -1,11 +1,8 @@
 import { Command, Option } from 'commander';
-import type { OptionName } from '../config/config-schema.js';
-import { ConfigError, loadConfig } from '../config/load-config.js';
 import { startRuntime } from '../runtime.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import { createLogger } from '../telemetry/logger.js';
-
-const collect = (value: string, previous: string[] = []) => [...previous, value];
+import { collect, configFromOptions, fail } from './cli-config.js';
 
 /** Flags of `serve`; each has a SERVICE_* twin (see README) and a TOML key. */
 export function serveCommand(): Command {
@@ -30,15 +27,8 @@ export function serveCommand(): Command {
     .option('--otel-endpoint <url>', 'OTLP/HTTP endpoint for trace export')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
-      const { config: configFile, apiKey, ...rest } = opts;
-      const flags: Partial<Record<OptionName, unknown>> = { ...rest, apiKeys: apiKey };
-      let config;
-      try {
-        config = loadConfig({ ...(typeof configFile === 'string' ? { configFile } : {}), flags });
-      } catch (err) {
-        if (err instanceof ConfigError) return fail(err.message);
-        throw err;
-      }
+      const config = configFromOptions(opts);
+      if (!config) return;
       const logger = createLogger(config.logLevel);
       let runtime;
       try {
@@ -58,9 +48,4 @@ export function serveCommand(): Command {
       process.once('SIGINT', () => shutdown('SIGINT'));
       process.once('SIGTERM', () => shutdown('SIGTERM'));
     });
-}
-
-function fail(message: string): void {
-  process.stderr.write(`sandboxd: ${message}\n`);
-  process.exitCode = 2;
 }

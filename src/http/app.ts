@@ -9,6 +9,7 @@ import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { runRoutes } from './routes/run-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
 import { zodValidatorCompiler } from './validation.js';
@@ -80,5 +81,6 @@ export async function buildApp({ services, apiKeys, logger, https }: AppOptions)
   await app.register(sandboxRoutes, context);
   await app.register(execRoutes, context);
   await app.register(fileRoutes, context);
+  await app.register(runRoutes, context);
   return app;
 }

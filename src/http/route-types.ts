@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorEnvelope } from '../schemas/common.js';
 import type { Services } from '../services/services.js';
@@ -22,3 +22,12 @@ export const ok = <T>(data: T) => ({ success: true as const, data });
 /** Error replies documented on every route (the handler in errors.ts produces them). */
 export const errors = (...statuses: number[]) =>
   Object.fromEntries([401, 500, ...statuses].map((status) => [status, errorEnvelope]));
+
+/** A signal that aborts when the client goes away before the reply is sent (its command is killed). */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const abort = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) abort.abort();
+  });
+  return abort.signal;
+}

@@ -19,18 +19,23 @@ export class ExecService {
     private readonly options: ExecServiceOptions,
   ) {}
 
-  /**
-   * Runs one command and waits for it. A non-zero exit is a normal result; a timeout
-   * kills the process tree and returns the partial output with exit code 124.
-   */
-  async exec(name: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
-    const sandbox = await this.sandboxes.require(name);
+  /** Refuses a request no sandbox would accept: sudo while it is disabled, a relative workdir. */
+  check(input: ExecInput): void {
     if (input.sudo && !this.options.allowSudoExec) {
       throw forbidden('sudo exec is disabled: set allow_sudo_exec = true in the [api] section of the config file');
     }
     if (input.workdir !== undefined && !input.workdir.startsWith('/')) {
       throw badRequest(`workdir: '${input.workdir}' must be an absolute path`);
     }
+  }
+
+  /**
+   * Runs one command and waits for it. A non-zero exit is a normal result; a timeout
+   * kills the process tree and returns the partial output with exit code 124.
+   */
+  async exec(name: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
+    const sandbox = await this.sandboxes.require(name);
+    this.check(input);
     const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {

@@ -10,6 +10,7 @@ import { ExecService } from './exec-service.js';
 import { FileService } from './file-service.js';
 import { HostStats } from './host-stats.js';
 import { RecoveryService } from './recovery-service.js';
+import { RunService } from './run-service.js';
 import { SandboxService } from './sandbox-service.js';
 
 export interface ServiceSettings {
@@ -32,6 +33,7 @@ export class Services {
   readonly sandboxes: SandboxService;
   readonly exec: ExecService;
   readonly files: FileService;
+  readonly runs: RunService;
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
   readonly backend: Backend;
@@ -49,6 +51,7 @@ export class Services {
     this.sandboxes = new SandboxService(sandboxRepo, backend, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
     this.files = new FileService(this.sandboxes, backend, this.audit);
+    this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }));
     this.recovery = new RecoveryService(sandboxRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
     this.hostStats = new HostStats(store.dataDir);
   }

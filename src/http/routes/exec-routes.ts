@@ -1,7 +1,7 @@
 import { envelope } from '../../schemas/common.js';
 import { execBody, execResult } from '../../schemas/exec-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
-import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { clientGone, errors, ok, type App, type RouteContext } from '../route-types.js';
 
 /** Command execution in persistent sandboxes. */
 export async function execRoutes(app: App, { services }: RouteContext): Promise<void> {
@@ -16,13 +16,6 @@ export async function execRoutes(app: App, { services }: RouteContext): Promise<
         response: { 200: envelope(execResult), ...errors(400, 403, 404, 409) },
       },
     },
-    async (request, reply) => {
-      // A client that goes away before the answer kills its command.
-      const abort = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) abort.abort();
-      });
-      return ok(await services.exec.exec(request.params.name, request.body, { signal: abort.signal }));
-    },
+    async (request, reply) => ok(await services.exec.exec(request.params.name, request.body, { signal: clientGone(reply) })),
   );
 }

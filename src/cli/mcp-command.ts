@@ -1,0 +1,61 @@
+import { Command, Option } from 'commander';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createMcpServer } from '../mcp/server.js';
+import { DataDirLockedError } from '../state/data-dir-lock.js';
+import { createLogger } from '../telemetry/logger.js';
+import { collect, configFromOptions, fail } from './cli-config.js';
+import { McpTargetError, openMcpTarget, type McpTarget } from './mcp-target.js';
+
+/**
+ * `sandboxd mcp`: the MCP tool server on stdio. Stdout carries JSON-RPC only; logs go to
+ * stderr. It hosts the service in-process on the data directory, or works through a running
+ * server's HTTP API (`--server`, or the `sandboxd serve` that owns the data directory).
+ */
+export function mcpCommand(): Command {
+  return new Command('mcp')
+    .description('serve the MCP tool server on stdio (JSON-RPC 2.0) for AI assistants')
+    .option('--config <file>', 'TOML configuration file')
+    .option('--data-dir <dir>', 'state directory (SERVICE_DATA_DIR)')
+    .addOption(new Option('--server <url>', 'work through this running sandboxd server instead of in-process').env('SERVICE_URL'))
+    .option('--api-key <key>', "key for the server's API; repeatable (SERVICE_API_KEY)", collect)
+    .option('--api-key-file <file>', 'file of keys, one per line, # comments')
+    .option('--allow-sudo-exec', 'in-process: accept exec requests with sudo: true')
+    .option('--max-sandboxes <n>', 'in-process: most sandboxes that may exist at once, 0 = unlimited')
+    .addOption(new Option('--backend <name>', 'in-process: isolation backend').choices(['docker', 'fake']))
+    .option('--default-image <image>', 'in-process: image of sandboxes that name none')
+    .option('--pids-limit <n>', 'in-process: process limit of every sandbox')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (logs go to stderr)')
+    .action(async (opts: Record<string, unknown>) => {
+      // Stdout is the protocol: whatever a library prints with console.log goes to stderr instead.
+      console.log = console.info = console.debug = console.error;
+      const { server: serverUrl, ...rest } = opts;
+      const config = configFromOptions(rest);
+      if (!config) return;
+      const logger = createLogger(config.logLevel);
+      let target: McpTarget;
+      try {
+        target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : undefined);
+      } catch (err) {
+        if (err instanceof DataDirLockedError || err instanceof McpTargetError) return fail(err.message);
+        throw err;
+      }
+      const mcp = createMcpServer({ api: target.api, logger });
+      await mcp.server.connect(new StdioServerTransport());
+      logger.info({ target: target.api.target }, 'sandboxd mcp ready on stdio');
+
+      let closing = false;
+      const shutdown = (reason: string) => {
+        if (closing) return;
+        closing = true;
+        logger.info(`${reason}: shutting down`);
+        void mcp
+          .close()
+          .then(() => target.close())
+          .finally(() => process.exit(0));
+      };
+      // The client closes stdin when it is done with the server.
+      process.stdin.once('end', () => shutdown('stdin closed'));
+      process.once('SIGINT', () => shutdown('SIGINT'));
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+    });
+}

@@ -1,0 +1,84 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
+import type { Config } from '../config/config-schema.js';
+import { httpClient } from '../mcp/http-client.js';
+import type { ApiClient } from '../mcp/api-client.js';
+import { injectClient } from '../mcp/inject-client.js';
+import { startRuntime } from '../runtime.js';
+import { DataDirLockedError } from '../state/data-dir-lock.js';
+import type { Logger } from '../telemetry/logger.js';
+
+/** The API the MCP tools work through, and what to close when the session ends. */
+export interface McpTarget {
+  api: ApiClient;
+  close(): Promise<void>;
+}
+
+/** How long to wait for a server that holds the lock but has not written server.json yet (it is starting). */
+const SERVER_FILE_WAIT_MS = 10_000;
+
+/** The data directory is owned by a process the MCP server cannot work through. */
+export class McpTargetError extends Error {
+  override readonly name = 'McpTargetError';
+}
+
+/**
+ * Where `sandboxd mcp` works: the server at `serverUrl` when one is given; else the service
+ * hosted in-process on the data directory; else, when a `sandboxd serve` already owns the
+ * data directory, that server's HTTP API (its URL from `<data-dir>/server.json`). Either way
+ * the tools see the same sandboxes as every other client of the data directory.
+ */
+export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: string): Promise<McpTarget> {
+  const apiKey = config.apiKeys[0];
+  if (serverUrl) return { api: httpClient(serverUrl, { apiKey }), close: async () => undefined };
+  try {
+    const runtime = await startRuntime(config, logger, { listen: false });
+    return { api: injectClient(runtime.app, `in-process (${config.dataDir})`, apiKey), close: () => runtime.close() };
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    const url = await waitForServerUrl(config.dataDir, err.ownerPid);
+    if (!url) {
+      throw new McpTargetError(
+        `data directory ${config.dataDir} is in use by another sandboxd process` +
+          (err.ownerPid ? ` (pid ${err.ownerPid})` : '') +
+          ' that serves no HTTP API: stop it, point this one at a server with --server URL, or give it its own --data-dir',
+      );
+    }
+    return { api: httpClient(url, { apiKey, ...trustFor(url, config.dataDir) }), close: async () => undefined };
+  }
+}
+
+/** The URL in server.json once the lock owner (by pid) has written it; undefined if it does not in time. */
+async function waitForServerUrl(dataDir: string, ownerPid: number | undefined): Promise<string | undefined> {
+  const file = join(dataDir, 'server.json');
+  const deadline = Date.now() + SERVER_FILE_WAIT_MS;
+  for (;;) {
+    if (existsSync(file)) {
+      try {
+        const info = JSON.parse(readFileSync(file, 'utf8')) as { url?: string; pid?: number };
+        if (info.url && (ownerPid === undefined || info.pid === ownerPid)) return info.url;
+      } catch {
+        // half-written: read it again
+      }
+    }
+    if (Date.now() > deadline || (ownerPid !== undefined && !alive(ownerPid))) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Over HTTPS, the self-signed certificate a server keeps in its data directory is trusted besides the usual roots. */
+function trustFor(url: string, dataDir: string): { ca?: string[] } {
+  const selfSigned = join(dataDir, 'tls', 'cert.pem');
+  if (!url.startsWith('https:') || !existsSync(selfSigned)) return {};
+  return { ca: [...rootCertificates, readFileSync(selfSigned, 'utf8')] };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,69 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { ServiceError } from '../errors.js';
+import { unwrap, urlOf, type ApiClient, type ApiRequest } from './api-client.js';
+
+export interface HttpClientOptions {
+  /** Sent as `Authorization: Bearer <key>`. */
+  apiKey?: string;
+  /** Certificates to trust for HTTPS (e.g. the server's self-signed one besides the usual roots). */
+  ca?: string[];
+}
+
+/**
+ * The remote client: requests go to a running `sandboxd serve` over HTTP(S) with the
+ * configured key. Aborting a call drops its connection, which kills its command on the
+ * server. A server that cannot be reached or refuses the key gets a message that says what
+ * to do.
+ */
+export function httpClient(baseUrl: string, { apiKey, ca }: HttpClientOptions = {}): ApiClient {
+  const base = baseUrl.replace(/\/+$/, '');
+  return {
+    target: base,
+    async request(request, signal) {
+      let reply: { status: number; text: string };
+      try {
+        reply = await send(new URL(base + urlOf(request)), request, { apiKey, ca, signal });
+      } catch (err) {
+        if (signal?.aborted) throw err;
+        throw new ServiceError(
+          'BACKEND_UNAVAILABLE',
+          `cannot reach the sandboxd server at ${base} (${(err as Error).message}): check that \`sandboxd serve\` is running there`,
+        );
+      }
+      try {
+        return unwrap(reply.status, reply.text);
+      } catch (err) {
+        if (err instanceof ServiceError && err.code === 'UNAUTHORIZED') {
+          throw new ServiceError('UNAUTHORIZED', `${err.message}: give sandboxd mcp the server's key with --api-key or SERVICE_API_KEY`);
+        }
+        throw err;
+      }
+    },
+  };
+}
+
+/** One request with node:http(s), which, unlike fetch, takes the certificates to trust. */
+function send(
+  url: URL,
+  { method, body }: ApiRequest,
+  { apiKey, ca, signal }: HttpClientOptions & { signal?: AbortSignal | undefined },
+): Promise<{ status: number; text: string }> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers = {
+    ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+    ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const onReply = (res: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    };
+    const options = { method, headers, ...(signal ? { signal } : {}) };
+    const req = url.protocol === 'https:' ? httpsRequest(url, { ...options, ...(ca ? { ca } : {}) }, onReply) : httpRequest(url, options, onReply);
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

@@ -1,0 +1,87 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isServiceError } from '../errors.js';
+import { VERSION } from '../paths.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { ApiClient } from './api-client.js';
+import { capOutput } from './output-cap.js';
+import type { Tool } from './tool.js';
+import { TOOL_FAMILIES } from './tools/index.js';
+
+const INSTRUCTIONS =
+  'sandboxd runs commands in isolated Linux sandboxes (containers). For a one-off command use sandbox_run. For work that ' +
+  'needs files or installed packages across calls, sandbox_create a sandbox, then sandbox_exec and the sandbox_file_* ' +
+  'tools, and sandbox_remove it when done. Commands are argv arrays without a shell; wrap shell syntax in ' +
+  '["bash", "-lc", "..."]. The working directory is /workspace.';
+
+/** What the server needs: the API it works through, a stderr logger, and the tools (all families by default). */
+export interface McpServerOptions {
+  api: ApiClient;
+  logger: Logger;
+  tools?: readonly Tool[];
+}
+
+/** The MCP server and a close that lets cancelled calls finish their clean-up (a run removes its sandbox). */
+export interface SandboxdMcpServer {
+  server: McpServer;
+  /** Closes the transport, which cancels calls in flight, and waits for them to settle. */
+  close(): Promise<void>;
+}
+
+/**
+ * The MCP face: registers every tool on the SDK's McpServer. Each call runs the tool's handler
+ * with the client's cancellation signal; text blocks are capped at 16 KB (images never are),
+ * and failures become results with `isError: true` and the service's message, which says
+ * what to do. The SDK itself answers malformed arguments (as `isError` results naming the field).
+ */
+export function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: McpServerOptions): SandboxdMcpServer {
+  const server = new McpServer({ name: 'sandboxd', version: VERSION }, { instructions: INSTRUCTIONS });
+  // Malformed messages and transport failures are reported here, not to the client: log them.
+  server.server.onerror = (err) => logger.warn({ err }, 'MCP protocol error');
+  const pending = new Set<Promise<unknown>>();
+  for (const tool of tools) {
+    server.registerTool(
+      tool.name,
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
+      },
+      async (args: unknown, extra) => {
+        const started = Date.now();
+        const call = callTool(tool, args, { api, signal: extra.signal }, logger);
+        pending.add(call);
+        const result = await call.finally(() => pending.delete(call));
+        logger.debug({ tool: tool.name, ms: Date.now() - started, error: result.isError === true }, 'tool call');
+        return result;
+      },
+    );
+  }
+  return {
+    server,
+    async close() {
+      await server.close();
+      await Promise.allSettled(pending);
+    },
+  };
+}
+
+async function callTool(tool: Tool, args: unknown, context: { api: ApiClient; signal: AbortSignal }, logger: Logger): Promise<CallToolResult> {
+  try {
+    const result = await tool.handle(args, context);
+    return { ...result, content: result.content.map((block) => (block.type === 'text' ? { ...block, text: capOutput(block.text) } : block)) };
+  } catch (err) {
+    if (isServiceError(err)) return failure(forTools(err.message));
+    if (context.signal.aborted) return failure('the call was cancelled');
+    logger.error({ err, tool: tool.name }, 'tool failed');
+    return failure(`internal error in ${tool.name}: see the sandboxd log (stderr)`);
+  }
+}
+
+const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
+
+/** Service messages name HTTP routes where a tool does the same; say the tool instead. */
+function forTools(message: string): string {
+  return message.replace(/POST \/sandboxes\/([^/\s]+)\/start\b/g, "sandbox_start (name '$1')");
+}

@@ -1,0 +1,34 @@
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import type { ApiClient } from './api-client.js';
+
+/** What a tool's handler gets besides its arguments. */
+export interface ToolContext {
+  api: ApiClient;
+  /** Aborted when the client cancels the call or goes away; passed on to the API call. */
+  signal: AbortSignal;
+}
+
+/** A tool as data (STYLE.md rule 7): name `family_action`, description, zod input schema, handler. */
+export interface ToolDefinition<S extends z.ZodObject> {
+  name: string;
+  title: string;
+  /** What it does, units and defaults, and what it returns: the model reads only this and the schema. */
+  description: string;
+  inputSchema: S;
+  annotations?: ToolAnnotations;
+  /** Maps the arguments to API calls and shapes the reply; holds no domain logic. */
+  handle(args: z.output<S>, context: ToolContext): Promise<CallToolResult>;
+}
+
+/** A tool with its argument type erased, as families list it; the server validates arguments first. */
+export type Tool = ToolDefinition<z.ZodObject> & { handle(args: unknown, context: ToolContext): Promise<CallToolResult> };
+
+/** Declares a tool; the arguments are typed from its schema. */
+export const defineTool = <S extends z.ZodObject>(tool: ToolDefinition<S>): Tool => tool as unknown as Tool;
+
+/** A result of one text block. */
+export const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] });
+
+/** A result that shows API data as indented JSON. */
+export const json = (value: unknown): CallToolResult => text(JSON.stringify(value, null, 2));

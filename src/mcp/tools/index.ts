@@ -1,0 +1,7 @@
+import type { Tool } from '../tool.js';
+import { execTools } from './exec-tools.js';
+import { fileTools } from './file-tools.js';
+import { sandboxTools } from './sandbox-tools.js';
+
+/** Every tool the MCP server offers, one family per file; a new family is one more entry. */
+export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [sandboxTools, execTools, fileTools];

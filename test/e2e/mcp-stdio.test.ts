@@ -1,0 +1,176 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueName } from '../helpers/docker-runtime.js';
+import { expectCancelKills, startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
+import { CLI } from '../helpers/server-process.js';
+
+const TOOLS: Record<string, string[]> = {
+  sandbox_create: ['name'],
+  sandbox_list: [],
+  sandbox_get: ['name'],
+  sandbox_start: ['name'],
+  sandbox_stop: ['name'],
+  sandbox_remove: ['name'],
+  sandbox_exec: ['name', 'command'],
+  sandbox_run: ['command'],
+  sandbox_file_read: ['name', 'path'],
+  sandbox_file_write: ['name', 'path', 'content'],
+  sandbox_write_files: ['name', 'files'],
+  sandbox_file_delete: ['name', 'path'],
+};
+
+/** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */
+describe('sandboxd mcp (in-process, stdio)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-mcp-'));
+  const name = uniqueName('mcp');
+  let mcp: McpProcess;
+
+  beforeAll(async () => {
+    mcp = await startMcp(['--data-dir', dataDir]);
+  });
+  afterAll(async () => {
+    await mcp?.call('sandbox_remove', { name }).catch(() => undefined);
+    await mcp?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('lists every tool with its required arguments, a description and an object schema', async () => {
+    const { tools } = await mcp.client.listTools();
+    expect(Object.fromEntries(tools.map((t) => [t.name, t.inputSchema.required ?? []]))).toEqual(TOOLS);
+    for (const tool of tools) {
+      expect(tool.description!.length, tool.name).toBeGreaterThan(60);
+      expect(tool.inputSchema.type).toBe('object');
+    }
+    expect(mcp.client.getServerVersion()).toMatchObject({ name: 'sandboxd' });
+  });
+
+  it('runs every tool once on real Docker', async () => {
+    const created = await mcp.call('sandbox_create', { name, labels: { suite: 'mcp-e2e' }, memory_mb: 256, env: { GREETING: 'hello' } });
+    expect(created.isError, texts(created)[0]).toBeFalsy();
+    expect(JSON.parse(texts(created)[0]!)).toMatchObject({ name, status: 'running', memory_mb: 256, labels: { suite: 'mcp-e2e' } });
+
+    const listed = JSON.parse(texts(await mcp.call('sandbox_list', { labels: { suite: 'mcp-e2e' } }))[0]!);
+    expect(listed).toEqual([expect.objectContaining({ name, status: 'running' })]);
+    expect(JSON.parse(texts(await mcp.call('sandbox_get', { name }))[0]!)).toMatchObject({ name, image: 'sandboxd/base:bookworm' });
+
+    const exec = await mcp.call('sandbox_exec', {
+      name,
+      command: ['bash', '-c', 'echo "$GREETING $EXTRA from $(pwd) as $(whoami)"; cat; exit 3'],
+      env: ['EXTRA=world'],
+      workdir: '/tmp',
+      stdin: 'piped in',
+    });
+    expect(exec.isError).toBeFalsy();
+    expect(texts(exec)).toEqual([expect.stringMatching(/^exit_code: 3\nduration_ms: \d+$/), 'hello world from /tmp as sandbox\npiped in']);
+
+    expect(texts(await mcp.call('sandbox_file_write', { name, path: '/workspace/src/main.py', content: 'print("hi €")' }))).toEqual([
+      'wrote 15 bytes to /workspace/src/main.py',
+    ]);
+    expect(texts(await mcp.call('sandbox_write_files', { name, files: { 'src/a.txt': 'A', '/workspace/b.txt': 'B' } }))).toEqual(['wrote 2 files']);
+    expect(texts(await mcp.call('sandbox_file_read', { name, path: '/workspace/src/main.py' }))).toEqual(['print("hi €")']);
+    const python = await mcp.call('sandbox_exec', { name, command: ['python3', 'src/main.py'] });
+    expect(texts(python)[1]).toBe('hi €\n');
+    expect(texts(await mcp.call('sandbox_file_delete', { name, path: '/workspace/src' }))).toEqual(['deleted /workspace/src']);
+    const gone = await mcp.call('sandbox_file_read', { name, path: '/workspace/src/a.txt' });
+    expect(gone.isError).toBe(true);
+
+    expect(JSON.parse(texts(await mcp.call('sandbox_stop', { name }))[0]!)).toMatchObject({ status: 'stopped' });
+    const stopped = await mcp.call('sandbox_exec', { name, command: ['true'] });
+    expect(stopped).toMatchObject({ isError: true });
+    expect(texts(stopped)[0]).toContain(`start it with sandbox_start (name '${name}')`);
+    expect(JSON.parse(texts(await mcp.call('sandbox_start', { name }))[0]!)).toMatchObject({ status: 'running' });
+    expect(texts(await mcp.call('sandbox_file_read', { name, path: '/workspace/b.txt' }))).toEqual(['B']);
+
+    const run = await mcp.call('sandbox_run', { command: ['python3', '-c', 'import sys; print(sys.version_info[0])'], image: 'sandboxd/python:bookworm' });
+    expect(texts(run)).toEqual([expect.stringMatching(/^exit_code: 0\n/), '3\n']);
+    const quiet = await mcp.call('sandbox_run', { command: ['true'] });
+    expect(texts(quiet)).toEqual([expect.stringMatching(/^exit_code: 0\nduration_ms: \d+\noutput: \(none\)$/)]);
+
+    expect(texts(await mcp.call('sandbox_remove', { name }))).toEqual([`sandbox '${name}' removed`]);
+    // Only the removed sandbox was ever there: the runs' sandboxes are gone too.
+    expect(JSON.parse(texts(await mcp.call('sandbox_list'))[0]!)).toEqual([]);
+  });
+
+  it('answers bad arguments and unknown tools with isError results that name the problem', async () => {
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['sandbox_exec', { command: ['true'] }, /name/],
+      ['sandbox_exec', { name: 'x', command: 'echo hi' }, /command/],
+      ['sandbox_create', { name: 'x', vcpus: 'two' }, /vcpus/],
+      ['sandbox_create', { name: 'Bad Name' }, /must match/],
+      ['sandbox_file_write', { name: 'x', path: 'rel.txt', content: 'x' }, /absolute path/],
+      ['sandbox_run', { command: [] }, /non-empty array/],
+      ['sandbox_list', { unexpected: true }, /unexpected/],
+      ['sandbox_teleport', {}, /sandbox_teleport not found/],
+    ];
+    for (const [tool, args, message] of cases) {
+      const result = await mcp.call(tool, args);
+      expect(result.isError, `${tool} ${JSON.stringify(args)}`).toBe(true);
+      expect(texts(result)[0], tool).toMatch(message);
+    }
+  });
+
+  it('caps 100 KB of output at the first and last 8 KB, never splitting a multi-byte character', async () => {
+    // '€' is 3 bytes and straddles both cuts: byte 8192 of the output, and byte 8192 from its end.
+    const script = "import sys; sys.stdout.write('a'*8191 + '€' + 'x'*100000 + '€' + 'b'*8190)";
+    const result = await mcp.call('sandbox_run', { command: ['python3', '-c', script] });
+    const output = texts(result)[1]!;
+    const marker = /\n\[\.\.\. (\d+) bytes omitted: the output was (\d+) bytes, of which the first and last 8192 are shown \.\.\.\]\n/;
+    const match = marker.exec(output)!;
+    expect(match).not.toBeNull();
+    const [head, tail] = output.split(match[0]);
+    expect(head).toBe('a'.repeat(8191));
+    expect(tail).toBe('b'.repeat(8190));
+    expect(match.slice(1).map(Number)).toEqual([100_006, 116_387]);
+    expect(texts(result)[0]).toMatch(/^exit_code: 0/);
+  });
+
+  it('kills a command when the client cancels its call', async () => {
+    await expectCancelKills(mcp, uniqueName('mcp-cancel'));
+  });
+});
+
+describe('sandboxd mcp stdout', () => {
+  it('carries only JSON-RPC 2.0 messages, speaks protocol 2024-11-05 and exits when stdin closes', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-mcp-raw-'));
+    const child = spawn(process.execPath, [CLI, 'mcp', '--data-dir', dataDir, '--log-level', 'debug'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    const messages = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'sandbox_run', arguments: { command: ['sh', '-c', 'echo out; echo err >&2'] } } },
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'sandbox_get', arguments: { name: 'missing' } } },
+      { jsonrpc: '2.0', id: 5, method: 'no/such/method' },
+    ];
+    // A malformed line is logged on stderr and skipped; the session goes on.
+    child.stdin.write('this is not JSON\n');
+    for (const message of messages) child.stdin.write(`${JSON.stringify(message)}\n`);
+    try {
+      await expect.poll(() => stdout.split('\n').filter(Boolean).length, { timeout: 60_000 }).toBe(5);
+      child.stdin.end();
+      const code = await new Promise((resolve) => child.once('exit', resolve));
+      expect(code).toBe(0);
+    } finally {
+      child.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+    const replies = stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+    for (const reply of replies) expect(reply.jsonrpc).toBe('2.0');
+    const byId = new Map(replies.map((r) => [r.id, r]));
+    expect(byId.get(1)!.result).toMatchObject({ protocolVersion: '2024-11-05', serverInfo: { name: 'sandboxd' }, capabilities: { tools: {} } });
+    expect(byId.get(2)!.result.tools).toHaveLength(Object.keys(TOOLS).length);
+    expect(byId.get(3)!.result.content[1].text.split('\n').sort()).toEqual(['', 'err', 'out']);
+    expect(byId.get(4)!.result).toEqual({ content: [{ type: 'text', text: "sandbox 'missing' not found" }], isError: true });
+    expect(byId.get(5)!.error).toMatchObject({ code: -32601 });
+    // The logs went to stderr, debug lines of the tool calls included.
+    expect(stderr).toContain('"msg":"tool call"');
+    expect(stderr).toContain('sandboxd mcp ready on stdio');
+    expect(stderr).toContain('"msg":"MCP protocol error"');
+  });
+});

@@ -1,0 +1,99 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { injectClient } from '../../src/mcp/inject-client.js';
+import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { texts } from '../helpers/mcp-process.js';
+
+/** The MCP server over the fake backend, in-process through app.inject, with the SDK's client in memory. */
+describe('MCP tools over the in-process API (fake backend)', () => {
+  let harness: FakeHarness;
+  let mcp: SandboxdMcpServer;
+  let client: Client;
+  const call = async (name: string, args: Record<string, unknown> = {}, signal?: AbortSignal) =>
+    (await client.callTool({ name, arguments: args }, undefined, signal ? { signal } : {})) as CallToolResult;
+
+  beforeEach(async () => {
+    harness = await fakeHarness({ apiKeys: ['unit-test-key'] });
+    mcp = createMcpServer({ api: injectClient(harness.app, 'test', 'unit-test-key'), logger: silentLogger() });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcp.server.connect(serverSide);
+    client = new Client({ name: 'unit', version: '1' });
+    await client.connect(clientSide);
+  });
+  afterEach(async () => {
+    await client.close();
+    await mcp.close();
+    await harness.close();
+  });
+
+  it('creates, lists by label, writes, reads and deletes through the HTTP routes (with the key)', async () => {
+    const created = await call('sandbox_create', { name: 'unit-a', labels: { team: 'x' } });
+    expect(created.isError).toBeFalsy();
+    expect(JSON.parse(texts(created)[0]!)).toMatchObject({ name: 'unit-a', status: 'running', labels: { team: 'x' } });
+    await call('sandbox_create', { name: 'unit-b' });
+    expect(JSON.parse(texts(await call('sandbox_list', { labels: { team: 'x' } }))[0]!).map((s: { name: string }) => s.name)).toEqual(['unit-a']);
+
+    expect(texts(await call('sandbox_file_write', { name: 'unit-a', path: '/workspace/a dir/n?#.txt', content: 'hi' }))).toEqual([
+      'wrote 2 bytes to /workspace/a dir/n?#.txt',
+    ]);
+    expect(texts(await call('sandbox_file_read', { name: 'unit-a', path: '/workspace/a dir/n?#.txt' }))).toEqual(['hi']);
+    expect(texts(await call('sandbox_write_files', { name: 'unit-a', files: { 'b.bin': 'AAE=' }, encoding: 'base64' }))).toEqual(['wrote 1 file']);
+    expect(texts(await call('sandbox_file_read', { name: 'unit-a', path: '/workspace/b.bin' }))).toEqual(['binary file, 2 bytes, base64:\nAAE=']);
+    expect(texts(await call('sandbox_file_delete', { name: 'unit-a', path: '/workspace/b.bin' }))).toEqual(['deleted /workspace/b.bin']);
+  });
+
+  it('turns service errors into isError results that say what to do, naming tools rather than routes', async () => {
+    const missing = await call('sandbox_get', { name: 'nope' });
+    expect(missing).toMatchObject({ isError: true, content: [{ type: 'text', text: "sandbox 'nope' not found" }] });
+    await call('sandbox_create', { name: 'unit-c' });
+    await call('sandbox_stop', { name: 'unit-c' });
+    const stopped = await call('sandbox_exec', { name: 'unit-c', command: ['true'] });
+    expect(stopped.isError).toBe(true);
+    expect(texts(stopped)[0]).toBe("sandbox 'unit-c' is stopped: start it with sandbox_start (name 'unit-c')");
+    const sudo = await call('sandbox_run', { command: ['id'], sudo: true });
+    expect(texts(sudo)[0]).toContain('sudo exec is disabled');
+    expect(harness.backend.calls.filter((c) => c.op === 'create')).toHaveLength(1);
+  });
+
+  it('answers bad arguments with isError results that name the argument', async () => {
+    const missing = await call('sandbox_exec', { name: 'x' });
+    expect(missing.isError).toBe(true);
+    expect(texts(missing)[0]).toMatch(/Invalid arguments for tool sandbox_exec.*command/s);
+    const wrongType = await call('sandbox_create', { name: 'ok', vcpus: 'two' });
+    expect(texts(wrongType)[0]).toMatch(/vcpus/);
+    const relative = await call('sandbox_file_read', { name: 'ok', path: 'a.txt' });
+    expect(texts(relative)[0]).toContain('must be an absolute path such as /workspace/main.py');
+    const unknown = await call('sandbox_list', { label: 'a:b' });
+    expect(unknown.isError).toBe(true);
+  });
+
+  it('runs once in a fresh sandbox that is removed afterwards', async () => {
+    const result = await call('sandbox_run', { command: ['echo', 'hi'] });
+    expect(texts(result)).toEqual([expect.stringMatching(/^exit_code: 0\nduration_ms: \d+$/), 'echo hi\n']);
+    expect(await harness.services.sandboxes.list()).toEqual([]);
+    expect(harness.backend.instances.size).toBe(0);
+  });
+
+  it('a cancelled call kills its command, and a cancelled run still removes its sandbox', async () => {
+    harness.backend.onExec = () => ({ hang: true });
+    await call('sandbox_create', { name: 'unit-d' });
+    const abort = new AbortController();
+    const calls = [
+      call('sandbox_exec', { name: 'unit-d', command: ['sleep', '100'] }, abort.signal),
+      call('sandbox_run', { command: ['sleep', '100'] }, abort.signal),
+    ];
+    await expect.poll(() => harness.backend.calls.filter((c) => c.op === 'exec').length).toBe(2);
+    abort.abort();
+    for (const pending of calls) await expect(pending).rejects.toThrow(/abort/i);
+    // Closing waits for the calls in flight, which end only when their routes have finished:
+    // both commands were killed (exit 137 is audited) and the run's sandbox is gone.
+    await mcp.close();
+    expect(harness.backend.instances.size).toBe(1);
+    const audit = await harness.services.logs('unit-d');
+    expect(audit.filter((e) => e.event === 'command_executed')).toEqual([expect.objectContaining({ exit_code: 137 })]);
+  });
+});
