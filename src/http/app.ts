@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyServerOptions } from 'fastify';
+import { pino } from 'pino';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { VERSION } from '../paths.js';
 import type { Services } from '../services/services.js';
@@ -22,14 +23,20 @@ export interface AppOptions {
   https?: { cert: string; key: string };
 }
 
+/** The quieter of two pino levels. */
+function quieter(a: string, b: string): string {
+  const rank = (level: string) => (level === 'silent' ? Infinity : (pino.levels.values[level] ?? 0));
+  return rank(a) >= rank(b) ? a : b;
+}
+
 /**
  * The HTTP face: envelope, error table, auth, 16 MiB body limit, JSON 404s, OpenAPI 3.1
  * generated from the zod schemas that validate the requests.
  */
 export async function buildApp({ services, apiKeys, logger, https }: AppOptions): Promise<App> {
   const options: FastifyServerOptions = {
-    // Per-request lines would cost more than an exec; errors still log.
-    loggerInstance: logger.child({ part: 'http' }, { level: 'warn' }),
+    // Per-request lines would cost more than an exec: at most warnings, never more than the parent.
+    loggerInstance: logger.child({ part: 'http' }, { level: quieter(logger.level, 'warn') }),
     bodyLimit: BODY_LIMIT_BYTES,
     // Large exec and file replies stream out over slow links; requests can take long (exec timeouts).
     requestTimeout: 0,
