@@ -22,3 +22,12 @@ export const ok = <T>(data: T) => ({ success: true as const, data });
 /** Error replies documented on every route (the handler in errors.ts produces them). */
 export const errors = (...statuses: number[]) =>
   Object.fromEntries([401, 500, ...statuses].map((status) => [status, errorEnvelope]));
+
+/**
+ * A documented non-JSON reply (Prometheus text, event streams): an OpenAPI response object
+ * passed through to the document as it is, where JSON replies are zod schemas.
+ */
+export const textReply = (contentType: string, description: string) => ({
+  description,
+  content: { [contentType]: { schema: { type: 'string' } } },
+});

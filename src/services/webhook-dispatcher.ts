@@ -1,0 +1,150 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { VERSION } from '../paths.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { PublishedEvent } from './event-bus.js';
+
+export interface WebhookOptions {
+  urls: string[];
+  /** Signs every body: `X-Sandboxd-Signature: sha256=<hex HMAC-SHA256 of the body>`. */
+  secret?: string;
+  metrics: Metrics;
+  logger: Logger;
+  /** Most POSTs in flight at once, all URLs together (64). */
+  maxInFlight?: number;
+  /** Most deliveries waiting for a slot or a retry; past it new ones are dropped and counted (10000). */
+  maxQueued?: number;
+  /** Attempts after the first one fails (3). */
+  retries?: number;
+  /** Delay before the first retry; it doubles for each further one (1000 ms: 1 s, 2 s, 4 s). */
+  retryBaseMs?: number;
+  /** Time one attempt may take (10 s). */
+  timeoutMs?: number;
+}
+
+/** One event for one URL, the same across its retries (its id too, so receivers can dedupe). */
+interface Delivery {
+  id: string;
+  url: string;
+  type: string;
+  body: string;
+  /** Attempts made so far. */
+  attempts: number;
+}
+
+/**
+ * Delivers events to webhook URLs by POST. `enqueue` only queues, so publishing an event
+ * never waits for a receiver. At most `maxInFlight` POSTs run at once; a failed one (network
+ * error, timeout or non-2xx answer) is retried with exponential backoff, without holding a
+ * slot while it waits. The queue is bounded: when it is full, new deliveries are dropped and
+ * counted in `sandboxd_webhook_dropped_total`.
+ */
+export class WebhookDispatcher {
+  private readonly queue: Delivery[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly abort = new AbortController();
+  private inFlight = 0;
+  private readonly maxInFlight: number;
+  private readonly maxQueued: number;
+  private readonly retries: number;
+  private readonly retryBaseMs: number;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly options: WebhookOptions) {
+    this.maxInFlight = options.maxInFlight ?? 64;
+    this.maxQueued = options.maxQueued ?? 10_000;
+    this.retries = options.retries ?? 3;
+    this.retryBaseMs = options.retryBaseMs ?? 1000;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  /** Deliveries waiting for a slot or a retry, and POSTs in flight. */
+  stats(): { queued: number; inFlight: number } {
+    return { queued: this.queue.length + this.timers.size, inFlight: this.inFlight };
+  }
+
+  /** Queues one delivery of the event per URL; returns at once. */
+  enqueue({ event, json }: PublishedEvent): void {
+    if (this.abort.signal.aborted) return;
+    for (const url of this.options.urls) {
+      if (this.queue.length + this.timers.size >= this.maxQueued) {
+        this.options.metrics.webhookDropped.inc();
+        continue;
+      }
+      this.queue.push({ id: randomUUID(), url, type: event.type, body: json, attempts: 0 });
+    }
+    this.pump();
+  }
+
+  /** Stops: pending retries and queued deliveries are given up, POSTs in flight aborted. */
+  close(): void {
+    const left = this.stats();
+    this.abort.abort();
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.queue.length = 0;
+    if (left.queued + left.inFlight > 0) this.options.logger.warn(left, 'webhook deliveries given up at shutdown');
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const delivery = this.queue.shift()!;
+      this.inFlight++;
+      void this.attempt(delivery).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async attempt(delivery: Delivery): Promise<void> {
+    delivery.attempts++;
+    const result = await this.post(delivery);
+    const { metrics, logger } = this.options;
+    metrics.webhookAttempts.inc({ result });
+    if (result === 'ok') {
+      metrics.webhookDeliveries.inc({ outcome: 'delivered' });
+      return;
+    }
+    if (this.abort.signal.aborted) return;
+    if (delivery.attempts > this.retries) {
+      metrics.webhookDeliveries.inc({ outcome: 'failed' });
+      logger.warn({ url: delivery.url, delivery: delivery.id, attempts: delivery.attempts, result }, 'webhook delivery failed');
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.queue.push(delivery);
+      this.pump();
+    }, this.retryBaseMs * 2 ** (delivery.attempts - 1));
+    this.timers.add(timer);
+  }
+
+  private async post(delivery: Delivery): Promise<'ok' | 'http_error' | 'network_error'> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': `sandboxd/${VERSION}`,
+      'x-sandboxd-event': delivery.type,
+      'x-sandboxd-delivery': delivery.id,
+    };
+    if (this.options.secret) headers['x-sandboxd-signature'] = signature(this.options.secret, delivery.body);
+    try {
+      const response = await fetch(delivery.url, {
+        method: 'POST',
+        headers,
+        body: delivery.body,
+        redirect: 'manual',
+        signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.timeoutMs)]),
+      });
+      await response.body?.cancel();
+      return response.ok ? 'ok' : 'http_error';
+    } catch {
+      return 'network_error';
+    }
+  }
+}
+
+/** `sha256=<hex HMAC-SHA256 of body keyed by secret>`, the value of X-Sandboxd-Signature. */
+export function signature(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
