@@ -9,7 +9,7 @@ import { registerAuth } from './auth.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { registerRequestTelemetry } from './request-telemetry.js';
-import { eventRoutes } from './routes/event-routes.js';
+import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
@@ -65,6 +65,7 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
         },
       },
       security: apiKeys.length ? [{ bearer: [] }, { apiKeyHeader: [] }] : [],
+      webhooks: webhookDocument,
     },
     transform: (input) => {
       // Non-JSON replies (textReply) are OpenAPI response objects already; the zod transform takes the rest.

@@ -66,9 +66,9 @@ export class Observability {
     }
   }
 
-  /** Gives up pending webhook deliveries and flushes buffered spans. */
+  /** Lets pending webhook deliveries finish (2 s at most) and flushes buffered spans. */
   async close(): Promise<void> {
-    this.webhooks?.close();
+    await this.webhooks?.close();
     await this.tracing?.shutdown();
   }
 

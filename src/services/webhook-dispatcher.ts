@@ -44,6 +44,7 @@ export class WebhookDispatcher {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly abort = new AbortController();
   private inFlight = 0;
+  private closing = false;
   private readonly maxInFlight: number;
   private readonly maxQueued: number;
   private readonly retries: number;
@@ -65,7 +66,7 @@ export class WebhookDispatcher {
 
   /** Queues one delivery of the event per URL; returns at once. */
   enqueue({ event, json }: PublishedEvent): void {
-    if (this.abort.signal.aborted) return;
+    if (this.closing) return;
     for (const url of this.options.urls) {
       if (this.queue.length + this.timers.size >= this.maxQueued) {
         this.options.metrics.webhookDropped.inc();
@@ -76,14 +77,24 @@ export class WebhookDispatcher {
     this.pump();
   }
 
-  /** Stops: pending retries and queued deliveries are given up, POSTs in flight aborted. */
-  close(): void {
+  /**
+   * Stops taking events, gives deliveries under way up to `graceMs` to finish (retries
+   * included), then gives up what is left and aborts the POSTs still in flight.
+   */
+  async close(graceMs = 2000): Promise<void> {
+    this.closing = true;
+    const deadline = Date.now() + graceMs;
+    while (this.pending() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const left = this.stats();
     this.abort.abort();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
     if (left.queued + left.inFlight > 0) this.options.logger.warn(left, 'webhook deliveries given up at shutdown');
+  }
+
+  private pending(): number {
+    return this.queue.length + this.timers.size + this.inFlight;
   }
 
   private pump(): void {

@@ -86,5 +86,6 @@ describe('OpenAPI', () => {
     expect(Object.keys(doc.paths['/metrics'].get.responses['200'].content)).toEqual(['text/plain; version=0.0.4']);
     expect(doc.paths['/events'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['last-event-id', 'sandbox', 'type']);
     expect(doc.components.schemas.SandboxEvent.properties.type.enum).toContain('sandbox.exec.completed');
+    expect(doc.webhooks.sandboxEvent.post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/SandboxEvent');
   });
 });

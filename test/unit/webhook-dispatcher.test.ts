@@ -56,7 +56,7 @@ async function settled(): Promise<void> {
 }
 
 afterEach(async () => {
-  dispatcher?.close();
+  await dispatcher?.close(0);
   dispatcher = undefined;
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
@@ -124,6 +124,16 @@ describe('WebhookDispatcher (real HTTP receivers on 127.0.0.1)', () => {
     await r.waitFor(200);
     expect(r.maxInFlight()).toBe(64);
     expect(new Set(r.received.map((g) => JSON.parse(g.body).id)).size).toBe(200);
+  });
+
+  it('lets deliveries under way finish at close, then takes no more events', async () => {
+    const r = await receiver(() => 200, 100);
+    const d = dispatch([r.url]);
+    for (const p of events(3)) d.enqueue(p);
+    await d.close();
+    expect(r.received).toHaveLength(3);
+    d.enqueue(events(1)[0]!);
+    expect(d.stats()).toEqual({ queued: 0, inFlight: 0 });
   });
 
   it('drops deliveries past the queue bound and counts them', async () => {

@@ -1,3 +1,4 @@
+import type { OpenAPIV3_2 } from '@fastify/swagger';
 import { ServiceError } from '../../errors.js';
 import { eventsHeaders, eventsQuery, type EventType } from '../../schemas/event-schemas.js';
 import type { PublishedEvent } from '../../services/event-bus.js';
@@ -8,6 +9,38 @@ export interface EventRouteOptions extends RouteContext {
   /** Heartbeat comment interval of GET /events. */
   heartbeatMs: number;
 }
+
+type OpenApiWebhooks = NonNullable<OpenAPIV3_2.Document['webhooks']>;
+
+/** The OpenAPI 3.1 `webhooks` entry: what every --webhook-url receives. */
+export const webhookDocument: OpenApiWebhooks = {
+  sandboxEvent: {
+    post: {
+      summary: 'One POST per event to every --webhook-url (the receiver implements this)',
+      parameters: [
+        { in: 'header', name: 'X-Sandboxd-Event', required: true, schema: { type: 'string' }, description: 'The event type' },
+        {
+          in: 'header',
+          name: 'X-Sandboxd-Delivery',
+          required: true,
+          schema: { type: 'string', format: 'uuid' },
+          description: 'Id of the delivery, the same on its retries',
+        },
+        {
+          in: 'header',
+          name: 'X-Sandboxd-Signature',
+          required: false,
+          schema: { type: 'string' },
+          description: 'sha256=<hex HMAC-SHA256 of the raw body, keyed by --webhook-secret>; present when a secret is set',
+        },
+      ],
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/SandboxEvent' } } } },
+      responses: {
+        '2XX': { description: 'Delivered. Any other answer, a network error or 10 s without one is retried 3 times (after 1, 2 and 4 s)' },
+      },
+    },
+  },
+};
 
 /** Unsent bytes a GET /events client may fall behind by before it is dropped. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
