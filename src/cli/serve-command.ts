@@ -33,8 +33,9 @@ export function serveCommand(): Command {
     .option('--otel-endpoint <url>', 'OTLP/HTTP collector for trace export, e.g. http://127.0.0.1:4318')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
-      const { config: configFile, apiKey, ...rest } = opts;
-      const flags: Partial<Record<OptionName, unknown>> = { ...rest, apiKeys: apiKey };
+      // Repeatable flags are named in the singular; their options hold lists.
+      const { config: configFile, apiKey, webhookUrl, ...rest } = opts;
+      const flags: Partial<Record<OptionName, unknown>> = { ...rest, apiKeys: apiKey, webhookUrls: webhookUrl };
       let config;
       try {
         config = loadConfig({ ...(typeof configFile === 'string' ? { configFile } : {}), flags });
