@@ -115,6 +115,14 @@ describe('WebhookDispatcher (real HTTP receivers on 127.0.0.1)', () => {
     expect(dispatcher!.stats()).toEqual({ queued: 0, inFlight: 0 });
   });
 
+  it('gives up an attempt that gets no answer in time', async () => {
+    const r = await receiver(() => 200, 1000);
+    dispatch([r.url], { timeoutMs: 100, retries: 1 }).enqueue(events(1)[0]!);
+    await r.waitFor(2);
+    await settled();
+    expect(await counter('sandboxd_webhook_deliveries_total')).toEqual([{ labels: { outcome: 'failed' }, value: 1 }]);
+  });
+
   it('keeps at most 64 POSTs in flight with 200 events for a slow receiver, and delivers them all', async () => {
     const r = await receiver(() => 200, 150);
     const d = dispatch([r.url]);
