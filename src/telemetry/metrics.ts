@@ -25,82 +25,64 @@ const COMMAND_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({
-    name: 'sandboxd_http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status code',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
+  readonly httpRequests = this.counter('sandboxd_http_requests_total', 'HTTP requests answered, by method, route template and status code', [
+    'method',
+    'route',
+    'status',
+  ]);
 
-  readonly httpDuration = new Histogram({
-    name: 'sandboxd_http_request_duration_seconds',
-    help: 'HTTP request latency, from the request to the last byte of the response',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly httpDuration = this.histogram(
+    'sandboxd_http_request_duration_seconds',
+    'HTTP request latency, from the request to the last byte of the response',
+    LATENCY_BUCKETS,
+    ['method', 'route', 'status'],
+  );
 
-  readonly sandboxEvents = new Counter({
-    name: 'sandboxd_sandbox_events_total',
-    help: 'Sandbox lifecycle events, by type (sandbox.created, sandbox.started, sandbox.stopped, sandbox.deleted, ...)',
-    labelNames: ['type'] as const,
-    registers: [this.registry],
-  });
+  readonly sandboxEvents = this.counter(
+    'sandboxd_sandbox_events_total',
+    'Sandbox lifecycle events, by type (sandbox.created, sandbox.started, sandbox.stopped, sandbox.deleted, ...)',
+    ['type'],
+  );
 
-  readonly sandboxCreateDuration = new Histogram({
-    name: 'sandboxd_sandbox_create_duration_seconds',
-    help: 'Time to create and start a sandbox, as its client waits for it',
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly sandboxCreateDuration = this.histogram(
+    'sandboxd_sandbox_create_duration_seconds',
+    'Time to create and start a sandbox, as its client waits for it',
+    LATENCY_BUCKETS,
+  );
 
-  readonly backendDuration = new Histogram({
-    name: 'sandboxd_backend_operation_duration_seconds',
-    help: 'Time of backend operations (create, start, stop, remove, exec, ...), by operation and outcome',
-    labelNames: ['operation', 'outcome'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly backendDuration = this.histogram(
+    'sandboxd_backend_operation_duration_seconds',
+    'Time of backend operations (create, start, stop, remove, exec, ...), by operation and outcome',
+    LATENCY_BUCKETS,
+    ['operation', 'outcome'],
+  );
 
-  readonly commands = new Counter({
-    name: 'sandboxd_commands_total',
-    help: 'Commands run through exec, by outcome: success (exit 0), failure (non-zero exit) or timeout',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
+  readonly commands = this.counter(
+    'sandboxd_commands_total',
+    'Commands run through exec, by outcome: success (exit 0), failure (non-zero exit) or timeout',
+    ['outcome'],
+  );
 
-  readonly commandDuration = new Histogram({
-    name: 'sandboxd_command_duration_seconds',
-    help: 'Run time of commands run through exec',
-    buckets: COMMAND_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly commandDuration = this.histogram('sandboxd_command_duration_seconds', 'Run time of commands run through exec', COMMAND_BUCKETS);
 
-  readonly webhookDeliveries = new Counter({
-    name: 'sandboxd_webhook_deliveries_total',
-    help: 'Webhook deliveries finished, by outcome: delivered, or failed after every retry',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
+  readonly webhookDeliveries = this.counter(
+    'sandboxd_webhook_deliveries_total',
+    'Webhook deliveries finished, by outcome: delivered, or failed after every retry',
+    ['outcome'],
+  );
 
-  readonly webhookAttempts = new Counter({
-    name: 'sandboxd_webhook_attempts_total',
-    help: 'Webhook POSTs sent, retries included, by result: ok, http_error or network_error',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
+  readonly webhookAttempts = this.counter(
+    'sandboxd_webhook_attempts_total',
+    'Webhook POSTs sent, retries included, by result: ok, http_error or network_error',
+    ['result'],
+  );
 
-  readonly webhookDropped = new Counter({
-    name: 'sandboxd_webhook_dropped_total',
-    help: 'Webhook deliveries dropped because the delivery queue was full',
-    registers: [this.registry],
-  });
+  readonly webhookDropped = this.counter('sandboxd_webhook_dropped_total', 'Webhook deliveries dropped because the delivery queue was full');
 
-  readonly eventClientsDropped = new Counter({
-    name: 'sandboxd_event_stream_clients_dropped_total',
-    help: 'GET /events clients disconnected because they read too slowly',
-    registers: [this.registry],
-  });
+  readonly eventClientsDropped = this.counter(
+    'sandboxd_event_stream_clients_dropped_total',
+    'GET /events clients disconnected because they read too slowly',
+  );
 
   constructor(sources: MetricSources, build: { version: string; backend: string }) {
     const registers = [this.registry];
@@ -145,6 +127,14 @@ export class Metrics {
       labelNames: ['version', 'node_version', 'backend'] as const,
       registers,
     }).set({ version: build.version, node_version: process.version, backend: build.backend }, 1);
+  }
+
+  private counter<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string = never>(name: string, help: string, buckets: number[], labelNames: readonly L[] = []): Histogram<L> {
+    return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
   }
 
   /** The exposition in Prometheus text format, and its content type. */

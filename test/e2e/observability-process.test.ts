@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -6,13 +6,11 @@ import { call } from '../helpers/docker-runtime.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { runCli, startServer } from '../helpers/server-process.js';
 
-const dirs: string[] = [];
-const dataDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sandboxd-e2e-obs-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+/** One temporary folder for the file; a data directory per server inside it. */
+const root = mkdtempSync(join(tmpdir(), 'sandboxd-e2e-obs-'));
+let servers = 0;
+const dataDir = () => mkdirSync(join(root, `server-${++servers}`), { recursive: true })!;
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 // The fake backend: these tests are about the flags and the process, not about isolation.
 describe('sandboxd serve with observability flags', () => {
