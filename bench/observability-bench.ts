@@ -53,5 +53,5 @@ export async function benchObservability(observed: Api, bare: Api, n: number): P
   );
   stream.abort();
   for (const api of [observed, bare]) await fetch(`${api.url}/sandboxes/${name}`, { method: 'DELETE' });
-  report('exec with tracing, events, webhook, SSE client (fake backend)', ours, plain, 'same server, all off');
+  report('exec, observability on (fake)', ours, plain, 'observability off');
 }

@@ -166,11 +166,11 @@ export class WebhookDispatcher {
         (response) => {
           const status = response.statusCode ?? 0;
           response.once('end', () => resolve(status >= 200 && status < 300 ? 'ok' : 'http_error'));
-          response.once('error', () => resolve('network_error'));
+          response.on('error', () => resolve('network_error'));
           response.resume();
         },
       );
-      request.once('error', () => resolve('network_error'));
+      request.on('error', () => resolve('network_error'));
       request.end(delivery.body);
     });
   }
