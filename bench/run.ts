@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchApiOverhead, benchCreate, benchExec } from './core-bench.js';
+import { benchObservability, startSink } from './observability-bench.js';
 
 interface Server {
   url: string;
@@ -42,14 +43,19 @@ async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
   const docker = await startServer();
   const fake = await startServer(['--backend', 'fake']);
+  const sink = await startSink();
+  const observed = await startServer(['--backend', 'fake', '--webhook-url', sink.url, '--otel-endpoint', sink.url]);
   try {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
     await benchCreate(docker, Math.max(5, Math.round(n / 2)));
     await benchExec(docker, n * 3);
     await benchApiOverhead(fake, n * 20);
+    await benchObservability(observed, fake, n * 20);
   } finally {
     await docker.stop();
     await fake.stop();
+    await observed.stop();
+    await sink.close();
   }
 }
 

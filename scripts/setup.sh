@@ -25,7 +25,11 @@ done
 
 # g++, make and python3: npm compiles native addons (better-sqlite3) from source when their
 # prebuilt binaries cannot be downloaded, as on hosts that reach only the npm registry.
-PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3)
+# prometheus: its promtool checks the /metrics exposition in the tests. Only the tool is
+# wanted: it is installed without its recommends (node exporter and friends), and the
+# prometheus daemon that Debian enables on systemd hosts is disabled right after.
+PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus)
+TOOL_ONLY_PACKAGES=(prometheus)
 RUNSC_ARGS='["--network=none"]' # gVisor's own netstack does not work on this kind of host
 DAEMON_JSON=/etc/docker/daemon.json
 DOCKERD_LOG=/var/log/dockerd.log
@@ -33,6 +37,7 @@ DOCKERD_LOG=/var/log/dockerd.log
 say() { [ "$QUIET" = 1 ] || echo "setup: $*"; }  # state that needs no action
 act() { echo "setup: $*"; }                        # a change, always shown
 die() { echo "setup: error: $*" >&2; exit 1; }
+has_systemd() { [ "$(ps -p 1 -o comm= 2>/dev/null)" = systemd ]; }
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,7 +57,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   act "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  full=() lean=()
+  for pkg in "${missing[@]}"; do
+    if [[ " ${TOOL_ONLY_PACKAGES[*]} " == *" $pkg "* ]]; then lean+=("$pkg"); else full+=("$pkg"); fi
+  done
+  [ ${#full[@]} -eq 0 ] || apt-get install -y -qq "${full[@]}" >/dev/null
+  if [ ${#lean[@]} -gt 0 ]; then
+    apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
+    if has_systemd; then systemctl disable --now "${lean[@]}" >/dev/null 2>&1 || true; fi
+  fi
 else
   say "packages present: ${PACKAGES[*]}"
 fi
@@ -81,7 +94,6 @@ daemon_change="$(DAEMON_JSON="$DAEMON_JSON" RUNSC_PATH="$runsc_path" RUNSC_ARGS=
 if [ "$daemon_change" = changed ]; then act "registered the runsc runtime in $DAEMON_JSON"; else say "$DAEMON_JSON has runsc"; fi
 
 # --- dockerd: running, and aware of runsc. -------------------------------------------------
-has_systemd() { [ "$(ps -p 1 -o comm= 2>/dev/null)" = systemd ]; }
 wait_for_docker() {
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
   die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"

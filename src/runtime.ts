@@ -8,9 +8,11 @@ import { buildApp } from './http/app.js';
 import type { App } from './http/route-types.js';
 import { loadTls } from './http/tls.js';
 import { buildHint } from './images/catalog.js';
+import { VERSION } from './paths.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
 import type { Logger } from './telemetry/logger.js';
+import { Tracing } from './telemetry/tracing.js';
 
 /** A running service: state, backend, services and (when listening) the HTTP app. */
 export interface Runtime {
@@ -37,6 +39,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     pidsLimit: config.pidsLimit,
     imageHint: buildHint,
   });
+  const tracing = config.otelEndpoint ? new Tracing({ endpoint: config.otelEndpoint, version: VERSION }) : undefined;
   const services = new Services({
     settings: {
       defaultImage: config.defaultImage,
@@ -47,6 +50,13 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     store,
     backend,
     logger,
+    events: {
+      enabled: config.events || config.webhookUrls.length > 0 || config.otelEndpoint !== undefined,
+      backlog: config.eventsBacklog,
+      webhookUrls: config.webhookUrls,
+      ...(config.webhookSecret ? { webhookSecret: config.webhookSecret } : {}),
+    },
+    ...(tracing ? { tracing } : {}),
   });
 
   let recoveryTimer: NodeJS.Timeout | undefined;
@@ -63,7 +73,13 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
   void backend.ensureImage(config.defaultImage).catch((err: Error) => logger.warn(`default image: ${err.message}`));
 
   const https = config.tls ? await loadTls({ cert: config.tlsCert, key: config.tlsKey, dataDir: config.dataDir }) : undefined;
-  const app = await buildApp({ services, apiKeys: config.apiKeys, logger, ...(https ? { https } : {}) });
+  const app = await buildApp({
+    services,
+    apiKeys: config.apiKeys,
+    logger,
+    eventsHeartbeatMs: config.eventsHeartbeat * 1000,
+    ...(https ? { https } : {}),
+  });
   let url: string | undefined;
   const serverFile = join(config.dataDir, 'server.json');
   if (options.listen) {
@@ -84,6 +100,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     async close() {
       clearTimeout(recoveryTimer);
       await app.close();
+      await services.close();
       if (options.listen) rmSync(serverFile, { force: true });
       await backend.close();
       await store.close();

@@ -10,8 +10,9 @@ export const collect = (value: string, previous: string[] = []) => [...previous,
  * named like config options), or undefined after printing what to fix.
  */
 export function configFromOptions(opts: Record<string, unknown>): Config | undefined {
-  const { config: configFile, apiKey, ...rest } = opts;
-  const flags: Partial<Record<OptionName, unknown>> = { ...rest, apiKeys: apiKey };
+  // Repeatable flags are named in the singular; their options hold lists.
+  const { config: configFile, apiKey, webhookUrl, ...rest } = opts;
+  const flags: Partial<Record<OptionName, unknown>> = { ...rest, apiKeys: apiKey, webhookUrls: webhookUrl };
   try {
     return loadConfig({ ...(typeof configFile === 'string' ? { configFile } : {}), flags });
   } catch (err) {

@@ -24,7 +24,10 @@ export function serveCommand(): Command {
     .option('--pids-limit <n>', 'process limit of every sandbox')
     .option('--events', 'turn the event bus on without a webhook or OTLP endpoint')
     .option('--webhook-url <url>', 'URL that receives POSTed events; repeatable', collect)
-    .option('--otel-endpoint <url>', 'OTLP/HTTP endpoint for trace export')
+    .option('--webhook-secret <secret>', 'signs webhook bodies: X-Sandboxd-Signature: sha256=<HMAC> (SERVICE_WEBHOOK_SECRET)')
+    .option('--events-backlog <n>', 'events kept for Last-Event-ID resume of GET /events (1000)')
+    .option('--events-heartbeat <seconds>', 'heartbeat comment interval of GET /events (15)')
+    .option('--otel-endpoint <url>', 'OTLP/HTTP collector for trace export, e.g. http://127.0.0.1:4318')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);

@@ -22,6 +22,9 @@ export const OPTIONS = {
   pidsLimit: { toml: 'sandboxes.pids_limit', env: 'SERVICE_PIDS_LIMIT', flag: '--pids-limit' },
   events: { toml: 'events.enabled', env: 'SERVICE_EVENTS', flag: '--events' },
   webhookUrls: { toml: 'events.webhook_urls', env: 'SERVICE_WEBHOOK_URL', flag: '--webhook-url' },
+  webhookSecret: { toml: 'events.webhook_secret', env: 'SERVICE_WEBHOOK_SECRET', flag: '--webhook-secret' },
+  eventsBacklog: { toml: 'events.backlog', env: 'SERVICE_EVENTS_BACKLOG', flag: '--events-backlog' },
+  eventsHeartbeat: { toml: 'events.heartbeat_seconds', env: 'SERVICE_EVENTS_HEARTBEAT', flag: '--events-heartbeat' },
   otelEndpoint: { toml: 'events.otel_endpoint', env: 'SERVICE_OTEL_ENDPOINT', flag: '--otel-endpoint' },
   logLevel: { toml: 'server.log_level', env: 'SERVICE_LOG_LEVEL', flag: '--log-level' },
 } as const;
@@ -46,6 +49,9 @@ export const configSchema = z.object({
   pidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
   events: z.boolean().default(false),
   webhookUrls: z.array(url).default([]),
+  webhookSecret: z.string().min(16, 'a webhook secret must be at least 16 characters').optional(),
+  eventsBacklog: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  eventsHeartbeat: z.coerce.number().positive().max(3600).default(15),
   otelEndpoint: url.optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

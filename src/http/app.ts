@@ -2,12 +2,15 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ZodType } from 'zod';
 import { VERSION } from '../paths.js';
 import type { Services } from '../services/services.js';
 import type { Logger } from '../telemetry/logger.js';
 import { registerAuth } from './auth.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
+import { registerRequestTelemetry } from './request-telemetry.js';
+import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
 import { runRoutes } from './routes/run-routes.js';
@@ -21,6 +24,8 @@ export interface AppOptions {
   logger: Logger;
   /** Passed to Fastify for HTTPS. */
   https?: { cert: string; key: string };
+  /** Heartbeat comment interval of GET /events (15 s). */
+  eventsHeartbeatMs?: number;
 }
 
 /** The quieter of two pino levels. */
@@ -30,10 +35,10 @@ function quieter(a: string, b: string): string {
 }
 
 /**
- * The HTTP face: envelope, error table, auth, 16 MiB body limit, JSON 404s, OpenAPI 3.1
- * generated from the zod schemas that validate the requests.
+ * The HTTP face: envelope, error table, request metrics and spans, auth, 16 MiB body limit,
+ * JSON 404s, OpenAPI 3.1 generated from the zod schemas that validate the requests.
  */
-export async function buildApp({ services, apiKeys, logger, https }: AppOptions): Promise<App> {
+export async function buildApp({ services, apiKeys, logger, https, eventsHeartbeatMs = 15_000 }: AppOptions): Promise<App> {
   const options: FastifyServerOptions = {
     // Per-request lines would cost more than an exec: at most warnings, never more than the parent.
     loggerInstance: logger.child({ part: 'http' }, { level: quieter(logger.level, 'warn') }),
@@ -50,6 +55,7 @@ export async function buildApp({ services, apiKeys, logger, https }: AppOptions)
   app.setValidatorCompiler(zodValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  registerRequestTelemetry(app, services.observability.metrics, services.observability.tracing);
   registerAuth(app, apiKeys);
 
   await app.register(swagger, {
@@ -67,9 +73,17 @@ export async function buildApp({ services, apiKeys, logger, https }: AppOptions)
         },
       },
       security: apiKeys.length ? [{ bearer: [] }, { apiKeyHeader: [] }] : [],
+      webhooks: webhookDocument,
     },
     transform: (input) => {
-      const { schema, url } = jsonSchemaTransform(input);
+      // Non-JSON replies (textReply) are OpenAPI response objects already; the zod transform takes the rest.
+      const responses = Object.entries((input.schema?.response ?? {}) as Record<string, unknown>);
+      const isZod = (s: unknown) => s instanceof ZodType;
+      const { schema, url } = jsonSchemaTransform({
+        ...input,
+        schema: { ...input.schema, response: Object.fromEntries(responses.filter(([, s]) => isZod(s))) },
+      });
+      schema.response = { ...(schema.response as object), ...Object.fromEntries(responses.filter(([, s]) => !isZod(s))) };
       // The wildcard of the file routes is the file path.
       if (!url.includes('*')) return { schema, url };
       const params = schema.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
@@ -89,5 +103,6 @@ export async function buildApp({ services, apiKeys, logger, https }: AppOptions)
   await app.register(execRoutes, context);
   await app.register(fileRoutes, context);
   await app.register(runRoutes, context);
+  await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   return app;
 }

@@ -31,3 +31,12 @@ export function clientGone(reply: FastifyReply): AbortSignal {
   });
   return abort.signal;
 }
+
+/**
+ * A documented non-JSON reply (Prometheus text, event streams): an OpenAPI response object
+ * passed through to the document as it is, where JSON replies are zod schemas.
+ */
+export const textReply = (contentType: string, description: string) => ({
+  description,
+  content: { [contentType]: { schema: { type: 'string' } } },
+});

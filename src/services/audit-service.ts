@@ -1,5 +1,6 @@
 import type { AuditEntry, AuditRepository } from '../state/audit-repository.js';
 import { isoNow, type Clock } from './clock.js';
+import type { EventBus, EventType } from './event-bus.js';
 
 /** Audit event names written by the service. */
 export type AuditEvent =
@@ -14,18 +15,76 @@ export type AuditEvent =
   | 'file_read'
   | 'file_deleted';
 
-/** Writes and reads the audit log of sandboxes. */
+/** The audit entries that are also published on the event bus, and as which event type. */
+const EVENT_OF: Partial<Record<AuditEvent, EventType>> = {
+  sandbox_created: 'sandbox.created',
+  sandbox_started: 'sandbox.started',
+  command_executed: 'sandbox.exec.completed',
+  sandbox_stopped: 'sandbox.stopped',
+  sandbox_removed: 'sandbox.deleted',
+};
+
+/** What an audit entry is about; labels travel with the event. */
+export interface AuditSubject {
+  name: string;
+  uuid: string;
+  labels?: Record<string, string>;
+}
+
+/**
+ * The one place where what happened to a sandbox is recorded: the audit log, and the event
+ * bus for the lifecycle entries. Every path (HTTP, MCP, runs, lifecycle loops) records
+ * through here, so events and metrics follow from every one of them.
+ */
 export class AuditService {
   constructor(
     private readonly repo: AuditRepository,
     private readonly clock: Clock,
+    private readonly events?: EventBus,
   ) {}
 
-  async record(event: AuditEvent, sandbox: { name: string; uuid: string }, details: object = {}): Promise<void> {
-    await this.repo.append({ timestamp: isoNow(this.clock), event, sandbox: sandbox.name, sandboxUuid: sandbox.uuid, details });
+  async record(event: AuditEvent, sandbox: AuditSubject, details: object = {}): Promise<void> {
+    const timestamp = isoNow(this.clock);
+    await this.repo.append({ timestamp, event, sandbox: sandbox.name, sandboxUuid: sandbox.uuid, details });
+    const type = EVENT_OF[event];
+    if (!type || !this.events) return;
+    this.events.publish({
+      type,
+      timestamp,
+      sandbox: sandbox.name,
+      sandbox_uuid: sandbox.uuid,
+      labels: sandbox.labels ?? {},
+      metadata: type === 'sandbox.exec.completed' ? execMetadata(details as ExecDetails) : { ...details },
+    });
   }
 
   async entries(sandboxUuid: string): Promise<AuditEntry[]> {
     return this.repo.forSandbox(sandboxUuid);
   }
 }
+
+interface ExecDetails {
+  command: string[];
+  exit_code: number;
+  duration_ms: number;
+  timed_out: boolean;
+  sudo?: boolean;
+}
+
+/** The command as one shell-quoted string, and `success` (exit 0, no timeout). */
+function execMetadata(d: ExecDetails): Record<string, unknown> {
+  return {
+    command: truncate(d.command.map(shellQuote).join(' ')),
+    duration_ms: d.duration_ms,
+    success: d.exit_code === 0 && !d.timed_out,
+    exit_code: d.exit_code,
+    timed_out: d.timed_out,
+    ...(d.sudo ? { sudo: true } : {}),
+  };
+}
+
+/** Events stay small whatever the command: at most this many characters of it. */
+const MAX_COMMAND_CHARS = 4096;
+const truncate = (text: string) => (text.length > MAX_COMMAND_CHARS ? `${text.slice(0, MAX_COMMAND_CHARS - 1)}…` : text);
+
+const shellQuote = (arg: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`);

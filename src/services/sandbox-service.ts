@@ -50,6 +50,7 @@ export class SandboxService {
   }
 
   async create(input: CreateSandboxInput): Promise<SandboxDetail> {
+    const startedAt = performance.now();
     const vcpus = input.vcpus ?? 1;
     const memoryMb = input.memory_mb ?? 512;
     if (vcpus > this.hostCpus) throw badRequest(`vcpus: at most ${this.hostCpus} on this host`);
@@ -96,9 +97,11 @@ export class SandboxService {
       await this.repo.update(record.uuid, { status: 'running', backendId: state.id });
       await this.audit.record('sandbox_created', record, {
         image: record.image,
+        backend: record.backend,
         profile: record.profile,
         vcpus,
         memory_mb: memoryMb,
+        duration_ms: Math.round(performance.now() - startedAt),
       });
       this.logger.info({ sandbox: record.name, uuid: record.uuid }, 'sandbox created');
       return detailOf(created, state);

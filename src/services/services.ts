@@ -4,11 +4,13 @@ import { AuditRepository } from '../state/audit-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import { AuditService } from './audit-service.js';
 import { systemClock, type Clock } from './clock.js';
 import { ExecService } from './exec-service.js';
 import { FileService } from './file-service.js';
 import { HostStats } from './host-stats.js';
+import { EVENTS_OFF, Observability, type EventSettings } from './observability.js';
 import { RecoveryService } from './recovery-service.js';
 import { RunService } from './run-service.js';
 import { SandboxService } from './sandbox-service.js';
@@ -26,6 +28,10 @@ export interface ServicesInput {
   backend: Backend;
   logger: Logger;
   clock?: Clock;
+  /** Off unless given: GET /events answers 503 and no webhook is called. */
+  events?: EventSettings;
+  /** Trace export; spans of requests and backend work. */
+  tracing?: Tracing;
 }
 
 /** The service layer, wired once and shared by every face (HTTP, MCP). */
@@ -36,18 +42,29 @@ export class Services {
   readonly runs: RunService;
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
+  /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
+  /** Event bus, metrics, webhooks and tracing. */
+  readonly observability: Observability;
   private readonly sandboxRepo: SandboxRepository;
   private readonly hostStats: HostStats;
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
-  constructor({ settings, store, backend, logger, clock = systemClock }: ServicesInput) {
+  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing }: ServicesInput) {
     const sandboxRepo = new SandboxRepository(store.db);
     this.sandboxRepo = sandboxRepo;
     this.settings = settings;
+    this.observability = new Observability({
+      backend: engine,
+      events,
+      ...(tracing ? { tracing } : {}),
+      logger,
+      activeSandboxes: async () => (await sandboxRepo.all()).filter((r) => r.status === 'running').length,
+    });
+    const backend = this.observability.backend;
     this.backend = backend;
-    this.audit = new AuditService(new AuditRepository(store.db), clock);
+    this.audit = new AuditService(new AuditRepository(store.db), clock, this.observability.bus);
     this.sandboxes = new SandboxService(sandboxRepo, backend, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
     this.files = new FileService(this.sandboxes, backend, this.audit);
@@ -71,6 +88,11 @@ export class Services {
       version: VERSION,
       resource_usage: this.hostStats.usage(),
     };
+  }
+
+  /** Stops webhook delivery and flushes traces; the store and backend are closed by their owner. */
+  async close(): Promise<void> {
+    await this.observability.close();
   }
 
   /** Audit entries of one sandbox, oldest first. */

@@ -5,6 +5,7 @@ import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
 import { buildApp } from '../../src/http/app.js';
 import type { App } from '../../src/http/route-types.js';
 import type { Clock } from '../../src/services/clock.js';
+import type { EventSettings } from '../../src/services/observability.js';
 import { Services, type ServiceSettings } from '../../src/services/services.js';
 import { openStore, type Store } from '../../src/state/store.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -22,6 +23,7 @@ export interface FakeHarness {
 export async function fakeHarness(
   settings: Partial<ServiceSettings> & { apiKeys?: string[] } = {},
   clock?: Clock,
+  events?: EventSettings,
 ): Promise<FakeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
   const store = await openStore(dataDir);
@@ -40,6 +42,7 @@ export async function fakeHarness(
     backend,
     logger,
     ...(clock ? { clock } : {}),
+    ...(events ? { events } : {}),
   });
   const app = await buildApp({ services, apiKeys, logger });
   return {
@@ -50,6 +53,7 @@ export async function fakeHarness(
     dataDir,
     async close() {
       await app.close();
+      await services.close();
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -59,6 +59,11 @@ describe('loadConfig', () => {
     [{ flags: { tlsCert: '/x.pem' } }, /--tls-cert and --tls-key must be given together/],
     [{ flags: { webhookUrls: ['ftp://x'] } }, /--webhook-url: must be an http\(s\) URL/],
     [{ flags: { apiKeyFile: '/nonexistent/keys' } }, /cannot read API key file \/nonexistent\/keys/],
+    [{ env: { SERVICE_WEBHOOK_URL: 'http://ok.example/hook, not a url' } }, /SERVICE_WEBHOOK_URL: must be an http\(s\) URL/],
+    [{ flags: { webhookSecret: 'short' } }, /--webhook-secret: a webhook secret must be at least 16 characters/],
+    [{ flags: { otelEndpoint: 'localhost:4318' } }, /--otel-endpoint: must be an http\(s\) URL/],
+    [{ env: { SERVICE_EVENTS_HEARTBEAT: '0' } }, /SERVICE_EVENTS_HEARTBEAT/],
+    [{ flags: { eventsBacklog: '0' } }, /--events-backlog/],
   ])('refuses %j with a message that says what to fix', (sources, message) => {
     expect(() => loadConfig({ env: {}, ...sources, flags: { dataDir: dir, ...(sources.flags ?? {}) } })).toThrow(message);
   });
@@ -69,6 +74,22 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ configFile: join(dir, 'missing.toml'), env: {} })).toThrow(ConfigError);
     const typed = file('t.toml', '[api]\nallow_sudo_exec = "yes"\n');
     expect(() => loadConfig({ configFile: typed, env: {} })).toThrow(/\[api\]\.allow_sudo_exec in .*: /);
+  });
+
+  it('reads the event options from every source', () => {
+    const configFile = file(
+      'events.toml',
+      '[events]\nwebhook_urls = ["http://127.0.0.1:9/a", "https://hooks.example/b"]\nwebhook_secret = "sixteen-chars-secret"\nbacklog = 50\n',
+    );
+    const config = loadConfig({ configFile, env: { SERVICE_EVENTS_HEARTBEAT: '0.5', SERVICE_OTEL_ENDPOINT: 'http://127.0.0.1:4318' }, flags: { dataDir: dir } });
+    expect(config).toMatchObject({
+      webhookUrls: ['http://127.0.0.1:9/a', 'https://hooks.example/b'],
+      webhookSecret: 'sixteen-chars-secret',
+      eventsBacklog: 50,
+      eventsHeartbeat: 0.5,
+      otelEndpoint: 'http://127.0.0.1:4318',
+    });
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ events: false, eventsBacklog: 1000, eventsHeartbeat: 15 });
   });
 
   it('turns TLS on with a certificate pair or --tls alone', () => {

@@ -1,8 +1,8 @@
 import { envelope } from '../../schemas/common.js';
 import { health, serverStats, serverStatus } from '../../schemas/service-schemas.js';
-import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
 
-/** /health, /status, /stats and /openapi.json. */
+/** /health, /status, /stats, /metrics and /openapi.json. */
 export async function serviceRoutes(app: App, { services }: RouteContext): Promise<void> {
   app.get(
     '/health',
@@ -20,6 +20,21 @@ export async function serviceRoutes(app: App, { services }: RouteContext): Promi
     '/stats',
     { schema: { tags: ['service'], summary: 'Sandbox counts and host resource usage', response: { 200: envelope(serverStats), ...errors() } } },
     async () => ok(await services.stats()),
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['service'],
+        summary: 'Prometheus metrics (text exposition format); needs a key when auth is on',
+        response: { 200: textReply('text/plain; version=0.0.4', 'Metrics in the Prometheus text exposition format 0.0.4'), ...errors() },
+      },
+    },
+    async (_request, reply) => {
+      const { text, contentType } = await services.observability.metrics.scrape();
+      return reply.type(contentType).send(text);
+    },
   );
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

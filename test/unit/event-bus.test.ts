@@ -1,0 +1,89 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { EventBus, type SandboxEvent } from '../../src/services/event-bus.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+
+const publishOne = (bus: EventBus, sandbox = 'a') =>
+  bus.publish({ type: 'sandbox.started', timestamp: new Date().toISOString(), sandbox, sandbox_uuid: 'u', labels: {}, metadata: {} });
+
+describe('EventBus', () => {
+  it('numbers events consecutively from a start time, so ids keep growing across restarts', () => {
+    const before = Date.now() * 1000;
+    const bus = new EventBus({ enabled: true, backlog: 10, logger: silentLogger() });
+    const ids = [publishOne(bus).id, publishOne(bus).id, publishOne(bus).id];
+    expect(ids[0]).toBeGreaterThanOrEqual(before);
+    expect(ids).toEqual([ids[0], ids[0]! + 1, ids[0]! + 2]);
+    expect(Number.isSafeInteger(ids[2])).toBe(true);
+    expect(bus.lastId).toBe(ids[2]);
+  });
+
+  it('replays from a bounded backlog and says when events were lost', () => {
+    const bus = new EventBus({ enabled: true, backlog: 5, logger: silentLogger() });
+    const ids = Array.from({ length: 12 }, () => publishOne(bus).id);
+    expect(bus.since(ids[9]!)).toMatchObject({ gap: false, events: [{ event: { id: ids[10] } }, { event: { id: ids[11] } }] });
+    expect(bus.since(ids[6]!).events.map((p) => p.event.id)).toEqual(ids.slice(7));
+    const old = bus.since(ids[2]!);
+    expect(old.gap).toBe(true);
+    expect(old.events.map((p) => p.event.id)).toEqual(ids.slice(7));
+    expect(bus.since(ids[11]!)).toEqual({ events: [], gap: false });
+    // An id from before this process started: everything kept, and a gap.
+    expect(bus.since(1)).toMatchObject({ gap: true });
+  });
+
+  it('keeps no backlog when off, while listeners (metrics) still hear every event', () => {
+    const bus = new EventBus({ enabled: false, backlog: 5, logger: silentLogger() });
+    const heard: number[] = [];
+    bus.subscribe((p) => heard.push(p.event.id));
+    const id = publishOne(bus).id;
+    expect(heard).toEqual([id]);
+    expect(bus.since(0).events).toEqual([]);
+  });
+
+  it('isolates a failing listener and counts stream clients', () => {
+    const bus = new EventBus({ enabled: true, backlog: 5, logger: silentLogger() });
+    const heard: string[] = [];
+    bus.subscribe(() => {
+      throw new Error('broken listener');
+    });
+    const unsubscribe = bus.subscribe((p) => heard.push(p.event.sandbox), { client: true });
+    expect(bus.clients).toBe(1);
+    publishOne(bus, 'x');
+    unsubscribe();
+    unsubscribe();
+    expect(bus.clients).toBe(0);
+    expect(heard).toEqual(['x']);
+  });
+});
+
+describe('events from the service layer (fake backend)', () => {
+  let harness: FakeHarness | undefined;
+  afterEach(async () => harness?.close());
+
+  it('publishes created, exec.completed, stopped, started and deleted with labels and metadata', async () => {
+    harness = await fakeHarness({}, undefined, { enabled: true, backlog: 100, webhookUrls: [] });
+    const seen: SandboxEvent[] = [];
+    harness.services.observability.bus.subscribe((p) => seen.push(p.event));
+    const { sandboxes, exec } = harness.services;
+    await sandboxes.create({ name: 'ev', labels: { team: 'blue' }, vcpus: 1, memory_mb: 256 });
+    await exec.exec('ev', { command: ['sh', '-c', "echo 'it''s'"] });
+    harness.backend.onExec = () => ({ exitCode: 3 });
+    await exec.exec('ev', { command: ['false'] });
+    await sandboxes.stop('ev');
+    await sandboxes.start('ev');
+    await sandboxes.remove('ev');
+    expect(seen.map((e) => e.type)).toEqual([
+      'sandbox.created',
+      'sandbox.exec.completed',
+      'sandbox.exec.completed',
+      'sandbox.stopped',
+      'sandbox.started',
+      'sandbox.deleted',
+    ]);
+    for (const e of seen) expect(e).toMatchObject({ sandbox: 'ev', labels: { team: 'blue' } });
+    expect(seen[0]!.metadata).toMatchObject({ image: 'sandboxd/base:bookworm', backend: 'fake', vcpus: 1, memory_mb: 256 });
+    expect(seen[0]!.metadata.duration_ms).toEqual(expect.any(Number));
+    expect(seen[1]!.metadata).toMatchObject({ command: `sh -c 'echo '\\''it'\\'''\\''s'\\'''`, success: true, exit_code: 0 });
+    expect(seen[2]!.metadata).toMatchObject({ command: 'false', success: false, exit_code: 3 });
+    expect(seen.map((e) => e.id)).toEqual(seen.map((_, i) => seen[0]!.id + i));
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { ExecRequest } from '../../src/backends/backend.js';
+import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
+import { instrumentBackend } from '../../src/backends/instrumented-backend.js';
+import { Metrics } from '../../src/telemetry/metrics.js';
+import { Tracing } from '../../src/telemetry/tracing.js';
+
+const metrics = () =>
+  new Metrics(
+    { activeSandboxes: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => ({ queued: 0, inFlight: 0 }) },
+    { version: 'test', backend: 'fake' },
+  );
+
+const spec = { name: 'ib', uuid: 'u-ib', image: 'sandboxd/base:bookworm', vcpus: 1, memoryMb: 256, profile: 'moderate' as const, env: {} };
+
+describe('instrumentBackend', () => {
+  it('times operations by outcome and leaves other members untouched', async () => {
+    const fake = new FakeBackend();
+    const m = metrics();
+    const backend = instrumentBackend(fake, m);
+    expect(backend.name).toBe('fake');
+    expect(backend.capabilities()).toEqual(fake.capabilities()); // synchronous, still synchronous
+    const state = await backend.create(spec);
+    fake.failNext('stop', new Error('engine hiccup'));
+    await expect(backend.stop(state.id)).rejects.toThrow('engine hiccup');
+    const values = (await m.backendDuration.get()).values.filter((v) => v.metricName?.endsWith('_count'));
+    expect(values.map((v) => [v.labels.operation, v.labels.outcome, v.value])).toEqual(
+      expect.arrayContaining([
+        ['create', 'ok', 1],
+        ['stop', 'error', 1],
+      ]),
+    );
+  });
+
+  it('gives commands TRACEPARENT and TRACESTATE of their span; an explicit value wins', async () => {
+    const fake = new FakeBackend();
+    const seen: ExecRequest[] = [];
+    fake.onExec = (request) => {
+      seen.push(request);
+      return {};
+    };
+    const tracing = new Tracing({ endpoint: 'http://127.0.0.1:9', version: 'test' });
+    const backend = instrumentBackend(fake, metrics(), tracing);
+    const { id } = await backend.create(spec);
+    const parent = tracing.extract({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=x' });
+    await tracing.runWith(parent, () => backend.exec(id, { command: ['env'], timeoutMs: 1000, env: { A: '1' } }));
+    await backend.exec(id, { command: ['env'], timeoutMs: 1000, env: { TRACEPARENT: 'mine' } });
+    expect(seen[0]!.env).toMatchObject({ A: '1', TRACESTATE: 'vendor=x' });
+    expect(seen[0]!.env!.TRACEPARENT).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-(?!b7ad6b7169203331)[0-9a-f]{16}-01$/);
+    expect(seen[1]!.env!.TRACEPARENT).toBe('mine');
+  });
+});
