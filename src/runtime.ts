@@ -8,6 +8,7 @@ import { buildApp } from './http/app.js';
 import type { App } from './http/route-types.js';
 import { loadTls } from './http/tls.js';
 import { buildHint } from './images/catalog.js';
+import { repeatEvery } from './services/background-loop.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
 import type { Logger } from './telemetry/logger.js';
@@ -43,6 +44,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       maxSandboxes: config.maxSandboxes,
       allowSudoExec: config.allowSudoExec,
       apiKeyConfigured: config.apiKeys.length > 0,
+      snapshotPrefix: config.snapshotPrefix,
     },
     store,
     backend,
@@ -60,6 +62,10 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     }
   };
   await recover();
+  const loops = [
+    repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
+    repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
+  ];
   void backend.ensureImage(config.defaultImage).catch((err: Error) => logger.warn(`default image: ${err.message}`));
 
   const https = config.tls ? await loadTls({ cert: config.tlsCert, key: config.tlsKey, dataDir: config.dataDir }) : undefined;
@@ -83,6 +89,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     ...(url ? { url } : {}),
     async close() {
       clearTimeout(recoveryTimer);
+      for (const stop of loops) await stop();
       await app.close();
       if (options.listen) rmSync(serverFile, { force: true });
       await backend.close();

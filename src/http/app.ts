@@ -9,8 +9,10 @@ import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { lifecycleRoutes } from './routes/lifecycle-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
+import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { zodValidatorCompiler } from './validation.js';
 
 export interface AppOptions {
@@ -80,5 +82,7 @@ export async function buildApp({ services, apiKeys, logger, https }: AppOptions)
   await app.register(sandboxRoutes, context);
   await app.register(execRoutes, context);
   await app.register(fileRoutes, context);
+  await app.register(lifecycleRoutes, context);
+  await app.register(snapshotRoutes, context);
   return app;
 }

@@ -1,0 +1,172 @@
+import { Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { ServiceError } from '../../errors.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { SavedImageKind } from '../backend.js';
+import { LABEL, WORKSPACE } from './container-spec.js';
+import { dockerStatus, isNotFound } from './docker-errors.js';
+import { runExec } from './docker-exec.js';
+
+/** Labels of the images this backend commits. */
+export const IMAGE_LABEL = {
+  /** snapshot | archive */
+  kind: 'sandboxd.image',
+  /** Set when the image carries a copy of a tmpfs /workspace at this path. */
+  workspace: 'sandboxd.workspace-archive',
+} as const;
+
+/** Where an image keeps the contents of a tmpfs /workspace (as a tar file; see `commit`). */
+export const WORKSPACE_ARCHIVE = '/.sandboxd-workspace.tar';
+const ARCHIVE_TIMEOUT_MS = 600_000;
+
+/**
+ * Snapshot and archive images of the Docker backend. `docker commit` keeps the container's
+ * writable layer but not its tmpfs mounts, and the restrictive profile's /workspace is one. So,
+ * for a running container with a tmpfs /workspace, the workspace is first read out as a tar
+ * (through exec: the engine's archive API cannot see into a tmpfs, least of all under gVisor),
+ * and the committed image gets one more layer holding that tar at WORKSPACE_ARCHIVE, written
+ * through a helper container that is created but never started. A sandbox created from the
+ * image unpacks it into its fresh tmpfs (`restoreWorkspace`).
+ */
+export class DockerSnapshots {
+  constructor(
+    private readonly docker: Docker,
+    private readonly instanceId: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Commits the container as `tag`; the container is paused while its layer is copied. */
+  async commit(container: Docker.Container, tag: string, kind: SavedImageKind): Promise<void> {
+    const info = await container.inspect();
+    const { repo, version } = splitTag(tag);
+    const changes = [`LABEL ${LABEL.instance}=${this.instanceId}`, `LABEL ${IMAGE_LABEL.kind}=${kind}`];
+    const tmpfsWorkspace = info.HostConfig.Tmpfs?.[WORKSPACE] !== undefined;
+    if (!tmpfsWorkspace || !info.State.Running) {
+      // A stopped container's tmpfs is already gone; an older copy (if any) stays in the image.
+      await container.commit({ repo, tag: version, pause: true, changes });
+      return;
+    }
+    const workspace = await this.readWorkspace(container);
+    const base = (await container.commit({ pause: true, changes })) as { Id: string };
+    const helper = await this.docker.createContainer({
+      Image: base.Id,
+      Entrypoint: [],
+      Cmd: ['true'],
+      // The source's uuid label must not follow: the helper is no sandbox.
+      Labels: { [LABEL.managed]: 'true', [LABEL.instance]: this.instanceId, [LABEL.role]: 'helper', [LABEL.uuid]: '', [LABEL.name]: 'snapshot-helper' },
+      HostConfig: { NetworkMode: 'none' },
+    });
+    try {
+      await helper.putArchive(Readable.from(singleFileTar(WORKSPACE_ARCHIVE.slice(1), workspace)), { path: '/' });
+      await helper.commit({ repo, tag: version, changes: [...changes, `LABEL ${IMAGE_LABEL.workspace}=${WORKSPACE_ARCHIVE}`] });
+    } catch (err) {
+      await this.removeImage(base.Id);
+      throw err;
+    } finally {
+      await helper.remove({ force: true }).catch((err: unknown) => this.logger.warn({ err, container: helper.id }, 'could not remove a snapshot helper'));
+    }
+  }
+
+  /** Unpacks the saved workspace of the container's image, if it has one, into its tmpfs. */
+  async restoreWorkspace(container: Docker.Container, image: Docker.ImageInspectInfo): Promise<void> {
+    if (!image.Config.Labels?.[IMAGE_LABEL.workspace]) return;
+    const stderr: Buffer[] = [];
+    const outcome = await runExec(
+      container,
+      {
+        cmd: ['tar', '-x', '--no-same-owner', '-C', WORKSPACE, '-f', WORKSPACE_ARCHIVE],
+        timeoutMs: ARCHIVE_TIMEOUT_MS,
+        onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
+      },
+      this.logger,
+    );
+    if (outcome.exitCode !== 0) {
+      throw new ServiceError('INTERNAL', `restoring ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
+    }
+  }
+
+  /**
+   * Removes an image by tag or id. A tag still used by a container is untagged (the layers go
+   * once the container does, see `removeIfDangling`); an id in use is left alone.
+   */
+  async removeImage(ref: string): Promise<void> {
+    const image = this.docker.getImage(ref);
+    try {
+      await image.remove();
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (dockerStatus(err) !== 409) throw err;
+      if (!ref.startsWith('sha256:')) await image.remove({ force: true }).catch(ignoreMissing);
+    }
+  }
+
+  /** Tags of this instance's snapshot and archive images, and the ids of untagged ones. */
+  async list(): Promise<string[]> {
+    const rows = await this.docker.listImages({ filters: { label: [`${LABEL.instance}=${this.instanceId}`, IMAGE_LABEL.kind] } });
+    return rows.flatMap((row) => {
+      const tags = (row.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+      return tags.length > 0 ? tags : [row.Id];
+    });
+  }
+
+  /** Removes an image of ours that lost its last tag (a deleted snapshot a removed sandbox still used). */
+  async removeIfDangling(imageId: string): Promise<void> {
+    const info = await this.docker.getImage(imageId).inspect().catch(() => undefined);
+    if (!info || (info.RepoTags ?? []).length > 0) return;
+    if (info.Config.Labels?.[LABEL.instance] !== this.instanceId || !info.Config.Labels?.[IMAGE_LABEL.kind]) return;
+    await this.removeImage(imageId);
+  }
+
+  /** The workspace as a tar, read as the image's default user (who owns it). */
+  private async readWorkspace(container: Docker.Container): Promise<Buffer[]> {
+    const chunks: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const outcome = await runExec(
+      container,
+      {
+        cmd: ['tar', '-c', '-C', WORKSPACE, '.'],
+        env: ['LC_ALL=C'],
+        timeoutMs: ARCHIVE_TIMEOUT_MS,
+        onFrame: (stream, data) => void (stream === 'stdout' ? chunks.push(data) : stderr.push(data)),
+      },
+      this.logger,
+    );
+    // GNU tar exits 1 when a file changed while it was read: the archive is still whole.
+    if (outcome.exitCode !== 0 && outcome.exitCode !== 1) {
+      throw new ServiceError('INTERNAL', `reading ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
+    }
+    return chunks;
+  }
+}
+
+const ignoreMissing = (err: unknown): void => {
+  if (!isNotFound(err)) throw err;
+};
+
+/** `repo:tag` split at the last colon that is not part of a registry port. */
+function splitTag(ref: string): { repo: string; version: string } {
+  const at = ref.lastIndexOf(':');
+  if (at <= ref.lastIndexOf('/')) return { repo: ref, version: 'latest' };
+  return { repo: ref.slice(0, at), version: ref.slice(at + 1) };
+}
+
+/** A ustar archive holding one regular file (mode 0644, owner root) made of `chunks`. */
+export function singleFileTar(name: string, chunks: Buffer[]): Buffer[] {
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  const header = Buffer.alloc(512);
+  const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, '0') + '\0';
+  header.write(name, 0, 100, 'utf8');
+  header.write(octal(0o644, 8), 100);
+  header.write(octal(0, 8), 108);
+  header.write(octal(0, 8), 116);
+  header.write(octal(size, 12), 124);
+  header.write(octal(Math.floor(Date.now() / 1000), 12), 136);
+  header.write(' '.repeat(8), 148);
+  header.write('0', 156);
+  header.write('ustar\0', 257);
+  header.write('00', 263);
+  const checksum = header.reduce((sum, byte) => sum + byte, 0);
+  header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
+  const padding = Buffer.alloc((512 - (size % 512)) % 512);
+  return [header, ...chunks, padding, Buffer.alloc(1024)];
+}
