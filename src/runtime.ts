@@ -9,6 +9,7 @@ import type { App } from './http/route-types.js';
 import { loadTls } from './http/tls.js';
 import { buildHint } from './images/catalog.js';
 import { repeatEvery } from './services/background-loop.js';
+import type { Clock } from './services/clock.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
 import type { Logger } from './telemetry/logger.js';
@@ -27,10 +28,10 @@ const RECOVERY_RETRY_MS = 10_000;
 
 /**
  * The composition root: opens the data directory, makes the backend, wires the services,
- * reconciles the store with the engine and builds the HTTP app. With `listen`, it serves
+ * reconciles the store with the engine, starts the gc and policy loops and builds the HTTP app. With `listen`, it serves
  * and writes `<data-dir>/server.json` so that other local tools can find the server.
  */
-export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean }): Promise<Runtime> {
+export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean; clock?: Clock }): Promise<Runtime> {
   const store = await openStore(config.dataDir);
   const backend = createBackend(config.backend, {
     instanceId: store.instanceId,
@@ -49,6 +50,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     store,
     backend,
     logger,
+    ...(options.clock ? { clock: options.clock } : {}),
   });
 
   let recoveryTimer: NodeJS.Timeout | undefined;

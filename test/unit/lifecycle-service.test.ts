@@ -3,18 +3,10 @@ import { ServiceError } from '../../src/errors.js';
 import { planAction, TRANSITIONS } from '../../src/services/lifecycle.js';
 import type { SandboxRecord } from '../../src/state/sandbox-repository.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { manualClock } from '../helpers/manual-clock.js';
 
 let h: FakeHarness;
 afterEach(async () => h?.close());
-
-/** A clock the test moves by hand. */
-function manualClock(start = '2026-01-01T00:00:00.000Z') {
-  let now = new Date(start);
-  return {
-    clock: () => now,
-    advance: (seconds: number) => void (now = new Date(now.getTime() + seconds * 1000)),
-  };
-}
 
 const codeOf = async (work: Promise<unknown>) => {
   try {
