@@ -9,8 +9,8 @@ import { runExec } from './docker-exec.js';
 
 /** Labels of the images this backend commits. */
 export const IMAGE_LABEL = {
-  /** snapshot | archive */
-  kind: 'sandboxd.image',
+  /** snapshot | archive (`sandboxd.image` names the catalog images, see images/image-recipe.ts). */
+  kind: 'sandboxd.saved',
   /** Set when the image carries a copy of a tmpfs /workspace at this path. */
   workspace: 'sandboxd.workspace-archive',
 } as const;
