@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchApiOverhead, benchCreate, benchExec } from './core-bench.js';
+import { benchSnapshots } from './lifecycle-bench.js';
 
 interface Server {
   url: string;
@@ -40,13 +41,14 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
  */
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
-  const docker = await startServer();
+  const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0']);
   const fake = await startServer(['--backend', 'fake']);
   try {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
     await benchCreate(docker, Math.max(5, Math.round(n / 2)));
     await benchExec(docker, n * 3);
     await benchApiOverhead(fake, n * 20);
+    await benchSnapshots(docker, Math.max(3, Math.round(n / 4)));
   } finally {
     await docker.stop();
     await fake.stop();

@@ -1,0 +1,63 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { del, post, type Api, BENCH_IMAGE } from './core-bench.js';
+import { report, timePaired } from './stats.js';
+
+const run = promisify(execFile);
+const docker = async (...args: string[]) => (await run('docker', args)).stdout.trim();
+/** 100 MB of incompressible files in /workspace, as the sandbox's default user. */
+const FILL = 'for i in 0 1 2 3 4 5 6 7 8 9; do head -c 10000000 /dev/urandom > /workspace/data-$i; done';
+
+/**
+ * Snapshot latency of a running sandbox holding 100 MB of files, against a plain
+ * `docker commit --pause` of a container holding the same; then restore latency (to a running
+ * sandbox) against a plain `docker run -d` of the committed image. Interleaved, see timePaired.
+ */
+export async function benchSnapshots(api: Api, n: number): Promise<void> {
+  const source = `bench-snap-${process.pid}`;
+  await post(api, '/sandboxes', { name: source });
+  await post(api, `/sandboxes/${source}/exec`, { command: ['sh', '-c', FILL] });
+  const plain = await docker('run', '-d', '--init', BENCH_IMAGE, 'sleep', 'infinity');
+  await docker('exec', plain, 'sh', '-c', FILL);
+  const snapshots: string[] = [];
+  const plainImages: string[] = [];
+  const restored: string[] = [];
+  const plainRuns: string[] = [];
+  try {
+    const snap = await timePaired(
+      n,
+      async (i) => {
+        const name = `bench-snap-${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        await post(api, '/snapshots', { sandbox: source, name });
+        snapshots.push(name);
+      },
+      async (i) => {
+        const tag = `sandboxd-bench-plain:${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        await docker('commit', '--pause', plain, tag);
+        plainImages.push(tag);
+      },
+      1,
+    );
+    report('snapshot, 100 MB of files (API)', snap.ours, snap.plain, 'docker commit --pause');
+
+    const restore = await timePaired(
+      n,
+      async (i) => {
+        const name = `bench-rest-${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        await post(api, `/snapshots/${snapshots[0]}/restore`, { as_name: name });
+        restored.push(name);
+      },
+      async () => {
+        plainRuns.push(await docker('run', '-d', '--init', plainImages[0]!, 'sleep', 'infinity'));
+      },
+      1,
+    );
+    report('restore to running (API)', restore.ours, restore.plain, 'docker run -d of the image');
+  } finally {
+    for (const name of restored) await del(api, `/sandboxes/${name}`);
+    for (const name of snapshots) await del(api, `/snapshots/${name}`);
+    await del(api, `/sandboxes/${source}`);
+    await docker('rm', '-f', plain, ...plainRuns);
+    if (plainImages.length > 0) await docker('rmi', ...plainImages);
+  }
+}
