@@ -1,21 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ServiceError } from '../../src/errors.js';
 import { planAction, TRANSITIONS } from '../../src/services/lifecycle.js';
 import type { SandboxRecord } from '../../src/state/sandbox-repository.js';
-import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { codeOf, fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 
 let h: FakeHarness;
 afterEach(async () => h?.close());
-
-const codeOf = async (work: Promise<unknown>) => {
-  try {
-    await work;
-  } catch (err) {
-    return (err as ServiceError).code;
-  }
-  return 'OK';
-};
 
 const events = async (name: string) => (await h.services.logs(name)).map((e) => e.event);
 
