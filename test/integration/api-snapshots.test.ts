@@ -34,7 +34,9 @@ async function snapshotRoundTrip(profile: 'moderate' | 'restrictive') {
   const created = await api('POST', '/snapshots', { sandbox: source, name: snapName });
   expect(created.status).toBe(201);
   expect(created.body.data).toMatchObject({ name: snapName, sandbox: source, image_tag: `${prefix}:${snapName}`, backend: 'docker', base_image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 256, profile });
-  expect(await imageExists(`${prefix}:${snapName}`)).toBe(true);
+  const labels = (await docker.getImage(`${prefix}:${snapName}`).inspect()).Config.Labels;
+  expect(labels).toMatchObject({ 'sandboxd.saved': 'snapshot', 'sandboxd.instance': expect.any(String) });
+  expect(labels['sandboxd.workspace-archive']).toBe(profile === 'restrictive' ? '/.sandboxd-workspace.tar' : undefined);
   expect((await api('GET', `/sandboxes/${source}`)).body.data.status).toBe('running');
   expect((await api('POST', '/snapshots', { sandbox: source, name: snapName })).status).toBe(409);
   await api('PUT', `/sandboxes/${source}/files/workspace/a.txt`, { content: 'changed after the snapshot' });

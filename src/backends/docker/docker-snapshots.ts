@@ -42,8 +42,10 @@ export class DockerSnapshots {
     const changes = [`LABEL ${LABEL.instance}=${this.instanceId}`, `LABEL ${IMAGE_LABEL.kind}=${kind}`];
     const tmpfsWorkspace = info.HostConfig.Tmpfs?.[WORKSPACE] !== undefined;
     if (!tmpfsWorkspace || !info.State.Running) {
-      // A stopped container's tmpfs is already gone; an older copy (if any) stays in the image.
-      await container.commit({ repo, tag: version, pause: true, changes });
+      // A stopped container's tmpfs is gone, and so is its workspace: an older copy that the
+      // image may have inherited (from a snapshot it was restored from) must not come back.
+      const clear = tmpfsWorkspace ? [`LABEL ${IMAGE_LABEL.workspace}=""`] : [];
+      await container.commit({ repo, tag: version, pause: true, changes: [...changes, ...clear] });
       return;
     }
     const workspace = await this.readWorkspace(container);
