@@ -19,10 +19,13 @@ let server: ServerProcess | undefined;
 let instance = '';
 
 afterAll(async () => {
-  if (server) {
-    for (const s of (await call(server.url, 'GET', '/snapshots')).body.data as { name: string }[]) await call(server.url, 'DELETE', `/snapshots/${s.name}`);
-    for (const sb of (await call(server.url, 'GET', '/sandboxes')).body.data as { name: string }[]) await call(server.url, 'DELETE', `/sandboxes/${sb.name}`);
-    await server.stop();
+  try {
+    if (server) {
+      for (const s of (await call(server.url, 'GET', '/snapshots')).body.data as { name: string }[]) await call(server.url, 'DELETE', `/snapshots/${s.name}`);
+      for (const sb of (await call(server.url, 'GET', '/sandboxes')).body.data as { name: string }[]) await call(server.url, 'DELETE', `/sandboxes/${sb.name}`);
+    }
+  } finally {
+    await server?.stop();
   }
   // Whatever a failed run left behind: only this data directory's own containers and images.
   if (instance) {
