@@ -28,8 +28,9 @@ const RECOVERY_RETRY_MS = 10_000;
 
 /**
  * The composition root: opens the data directory, makes the backend, wires the services,
- * reconciles the store with the engine, starts the gc and policy loops and builds the HTTP app. With `listen`, it serves
- * and writes `<data-dir>/server.json` so that other local tools can find the server.
+ * reconciles the store with the engine, starts the gc and policy loops and builds the HTTP
+ * app. With `listen`, it serves and writes `<data-dir>/server.json` so that other local tools
+ * can find the server. `clock` replaces the system time (tests).
  */
 export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean; clock?: Clock }): Promise<Runtime> {
   const store = await openStore(config.dataDir);
