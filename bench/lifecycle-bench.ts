@@ -8,16 +8,25 @@ const docker = async (...args: string[]) => (await run('docker', args)).stdout.t
 /** 100 MB of incompressible files in /workspace, as the sandbox's default user. */
 const FILL = 'for i in 0 1 2 3 4 5 6 7 8 9; do head -c 10000000 /dev/urandom > /workspace/data-$i; done';
 
+/** `docker run` options of a plain container shaped like a sandbox of the profile. */
+const PLAIN_RUN = {
+  moderate: ['--init'],
+  // The same tmpfs /workspace as a restrictive sandbox, under gVisor.
+  restrictive: ['--init', '--runtime', 'runsc', '--read-only', '--network', 'none', '--tmpfs', '/workspace:rw,exec,size=512m,uid=1000,gid=1000'],
+};
+
 /**
- * Snapshot latency of a running sandbox holding 100 MB of files, against a plain
+ * Snapshot latency of a running sandbox holding 100 MB of files in /workspace, against a plain
  * `docker commit --pause` of a container holding the same; then restore latency (to a running
- * sandbox) against a plain `docker run -d` of the committed image. Interleaved, see timePaired.
+ * sandbox) against a plain `docker run -d` of the committed image. Interleaved, see
+ * timePaired. For `restrictive` the plain commit misses the tmpfs: the difference is what
+ * keeping it costs.
  */
-export async function benchSnapshots(api: Api, n: number): Promise<void> {
-  const source = `bench-snap-${process.pid}`;
-  await post(api, '/sandboxes', { name: source });
+export async function benchSnapshots(api: Api, n: number, profile: keyof typeof PLAIN_RUN): Promise<void> {
+  const source = `bench-snap-${profile}-${process.pid}`;
+  await post(api, '/sandboxes', { name: source, profile });
   await post(api, `/sandboxes/${source}/exec`, { command: ['sh', '-c', FILL] });
-  const plain = await docker('run', '-d', '--init', BENCH_IMAGE, 'sleep', 'infinity');
+  const plain = await docker('run', '-d', ...PLAIN_RUN[profile], BENCH_IMAGE, 'sleep', 'infinity');
   await docker('exec', plain, 'sh', '-c', FILL);
   const snapshots: string[] = [];
   const plainImages: string[] = [];
@@ -27,32 +36,32 @@ export async function benchSnapshots(api: Api, n: number): Promise<void> {
     const snap = await timePaired(
       n,
       async (i) => {
-        const name = `bench-snap-${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        const name = `${source}-${i < 0 ? `w${-i}` : i}`;
         await post(api, '/snapshots', { sandbox: source, name });
         snapshots.push(name);
       },
       async (i) => {
-        const tag = `sandboxd-bench-plain:${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        const tag = `sandboxd-bench-plain:${profile}-${process.pid}-${i < 0 ? `w${-i}` : i}`;
         await docker('commit', '--pause', plain, tag);
         plainImages.push(tag);
       },
       1,
     );
-    report('snapshot, 100 MB of files (API)', snap.ours, snap.plain, 'docker commit --pause');
+    report(`snapshot, 100 MB, ${profile} (API)`, snap.ours, snap.plain, 'docker commit --pause');
 
     const restore = await timePaired(
       n,
       async (i) => {
-        const name = `bench-rest-${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        const name = `bench-rest-${profile}-${process.pid}-${i < 0 ? `w${-i}` : i}`;
         await post(api, `/snapshots/${snapshots[0]}/restore`, { as_name: name });
         restored.push(name);
       },
       async () => {
-        plainRuns.push(await docker('run', '-d', '--init', plainImages[0]!, 'sleep', 'infinity'));
+        plainRuns.push(await docker('run', '-d', ...PLAIN_RUN[profile], plainImages[0]!, 'sleep', 'infinity'));
       },
       1,
     );
-    report('restore to running (API)', restore.ours, restore.plain, 'docker run -d of the image');
+    report(`restore to running, ${profile} (API)`, restore.ours, restore.plain, 'docker run -d of the image');
   } finally {
     for (const name of restored) await del(api, `/sandboxes/${name}`);
     for (const name of snapshots) await del(api, `/snapshots/${name}`);

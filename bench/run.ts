@@ -48,7 +48,8 @@ async function main(): Promise<void> {
     await benchCreate(docker, Math.max(5, Math.round(n / 2)));
     await benchExec(docker, n * 3);
     await benchApiOverhead(fake, n * 20);
-    await benchSnapshots(docker, Math.max(3, Math.round(n / 4)));
+    await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
+    await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
   } finally {
     await docker.stop();
     await fake.stop();

@@ -1,3 +1,7 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { ServiceError } from '../../errors.js';
@@ -23,7 +27,8 @@ const ARCHIVE_TIMEOUT_MS = 600_000;
  * Snapshot and archive images of the Docker backend. `docker commit` keeps the container's
  * writable layer but not its tmpfs mounts, and the restrictive profile's /workspace is one. So,
  * for a running container with a tmpfs /workspace, the workspace is first read out as a tar
- * (through exec: the engine's archive API cannot see into a tmpfs, least of all under gVisor),
+ * into a host temporary file, so that its size does not weigh on the server's memory (through
+ * exec: the engine's archive API cannot see into a tmpfs, least of all under gVisor),
  * and the committed image gets one more layer holding that tar at WORKSPACE_ARCHIVE, written
  * through a helper container that is created but never started. A sandbox created from the
  * image unpacks it into its fresh tmpfs (`restoreWorkspace`).
@@ -48,7 +53,18 @@ export class DockerSnapshots {
       await container.commit({ repo, tag: version, pause: true, changes: [...changes, ...clear] });
       return;
     }
-    const workspace = await this.readWorkspace(container);
+    const scratch = await mkdtemp(join(tmpdir(), 'sandboxd-workspace-'));
+    try {
+      const tarFile = join(scratch, 'workspace.tar');
+      await this.readWorkspace(container, tarFile);
+      await this.commitWithWorkspace(container, tarFile, repo, version, changes);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
+  /** Commits the container, then adds the workspace tar as one more layer through a helper. */
+  private async commitWithWorkspace(container: Docker.Container, tarFile: string, repo: string, version: string, changes: string[]): Promise<void> {
     const base = (await container.commit({ pause: true, changes })) as { Id: string };
     const helper = await this.docker.createContainer({
       Image: base.Id,
@@ -59,7 +75,8 @@ export class DockerSnapshots {
       HostConfig: { NetworkMode: 'none' },
     });
     try {
-      await helper.putArchive(Readable.from(singleFileTar(WORKSPACE_ARCHIVE.slice(1), workspace)), { path: '/' });
+      const { size } = await stat(tarFile);
+      await helper.putArchive(Readable.from(singleFileTar(WORKSPACE_ARCHIVE.slice(1), size, createReadStream(tarFile))), { path: '/' });
       await helper.commit({ repo, tag: version, changes: [...changes, `LABEL ${IMAGE_LABEL.workspace}=${WORKSPACE_ARCHIVE}`] });
     } catch (err) {
       await this.removeImage(base.Id);
@@ -119,9 +136,9 @@ export class DockerSnapshots {
     await this.removeImage(imageId);
   }
 
-  /** The workspace as a tar, read as the image's default user (who owns it). */
-  private async readWorkspace(container: Docker.Container): Promise<Buffer[]> {
-    const chunks: Buffer[] = [];
+  /** Writes the workspace as a tar to `file`, read as the image's default user (who owns it). */
+  private async readWorkspace(container: Docker.Container, file: string): Promise<void> {
+    const out = createWriteStream(file);
     const stderr: Buffer[] = [];
     const outcome = await runExec(
       container,
@@ -129,15 +146,14 @@ export class DockerSnapshots {
         cmd: ['tar', '-c', '-C', WORKSPACE, '.'],
         env: ['LC_ALL=C'],
         timeoutMs: ARCHIVE_TIMEOUT_MS,
-        onFrame: (stream, data) => void (stream === 'stdout' ? chunks.push(data) : stderr.push(data)),
+        onFrame: (stream, data) => void (stream === 'stdout' ? out.write(data) : stderr.push(data)),
       },
       this.logger,
-    );
+    ).finally(() => new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve()))));
     // GNU tar exits 1 when a file changed while it was read: the archive is still whole.
     if (outcome.exitCode !== 0 && outcome.exitCode !== 1) {
       throw new ServiceError('INTERNAL', `reading ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
     }
-    return chunks;
   }
 }
 
@@ -152,9 +168,8 @@ function splitTag(ref: string): { repo: string; version: string } {
   return { repo: ref.slice(0, at), version: ref.slice(at + 1) };
 }
 
-/** A ustar archive holding one regular file (mode 0644, owner root) made of `chunks`. */
-export function singleFileTar(name: string, chunks: Buffer[]): Buffer[] {
-  const size = chunks.reduce((n, c) => n + c.length, 0);
+/** A ustar archive holding one regular file (mode 0644, owner root) of `size` bytes from `body`. */
+export async function* singleFileTar(name: string, size: number, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   const header = Buffer.alloc(512);
   const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, '0') + '\0';
   header.write(name, 0, 100, 'utf8');
@@ -169,6 +184,8 @@ export function singleFileTar(name: string, chunks: Buffer[]): Buffer[] {
   header.write('00', 263);
   const checksum = header.reduce((sum, byte) => sum + byte, 0);
   header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
-  const padding = Buffer.alloc((512 - (size % 512)) % 512);
-  return [header, ...chunks, padding, Buffer.alloc(1024)];
+  yield header;
+  yield* body;
+  yield Buffer.alloc((512 - (size % 512)) % 512);
+  yield Buffer.alloc(1024);
 }
