@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -50,6 +50,8 @@ async function expectNothingLeaked() {
     expect(c.Labels['sandboxd.role'], `container ${c.Names[0]}`).toBe('sandbox');
     expect(sandboxes.map((s) => s.uuid)).toContain(c.Labels['sandboxd.uuid']);
   }
+  // A restrictive snapshot spools its workspace to the host; a restart sweeps what a kill left.
+  expect(readdirSync(tmpdir()).filter((entry) => entry.startsWith(`sandboxd-workspace-${instance}-`))).toEqual([]);
   const allowed = new Set([...snapshots.map((s) => s.image_tag), ...sandboxes.map((s) => `sandboxd-archive:${s.uuid}`)]);
   const images = await docker.listImages({ filters: { label: [`sandboxd.instance=${instance}`, 'sandboxd.saved'] } });
   for (const image of images) {

@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,11 +34,21 @@ const ARCHIVE_TIMEOUT_MS = 600_000;
  * image unpacks it into its fresh tmpfs (`restoreWorkspace`).
  */
 export class DockerSnapshots {
+  /** Host temporary directories of this instance's snapshots: `<tmpdir>/<prefix>XXXXXX`. */
+  private readonly scratchPrefix: string;
+
   constructor(
     private readonly docker: Docker,
     private readonly instanceId: string,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.scratchPrefix = `sandboxd-workspace-${instanceId}-`;
+    // Scratch files a killed predecessor left. Only one process holds an instance id (the
+    // data-directory lock), so whatever carries this id's prefix is nobody's any more.
+    for (const entry of readdirSync(tmpdir())) {
+      if (entry.startsWith(this.scratchPrefix)) rmSync(join(tmpdir(), entry), { recursive: true, force: true });
+    }
+  }
 
   /** Commits the container as `tag`; the container is paused while its layer is copied. */
   async commit(container: Docker.Container, tag: string, kind: SavedImageKind): Promise<void> {
@@ -53,7 +63,7 @@ export class DockerSnapshots {
       await container.commit({ repo, tag: version, pause: true, changes: [...changes, ...clear] });
       return;
     }
-    const scratch = await mkdtemp(join(tmpdir(), 'sandboxd-workspace-'));
+    const scratch = await mkdtemp(join(tmpdir(), this.scratchPrefix));
     try {
       const tarFile = join(scratch, 'workspace.tar');
       await this.readWorkspace(container, tarFile);
