@@ -1,5 +1,5 @@
 import type { Backend } from '../backends/backend.js';
-import { UnsupportedError } from '../errors.js';
+import { conflict, UnsupportedError } from '../errors.js';
 import type { ReconcileResult, ResizeInput } from '../schemas/lifecycle-schemas.js';
 import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
@@ -7,7 +7,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { AuditService } from './audit-service.js';
 import { isoNow, type Clock } from './clock.js';
 import { addDuration } from './durations.js';
-import { archiveTag, assertTransition, planAction, type PlannedAction } from './lifecycle.js';
+import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
 import { detailOf, type SandboxService } from './sandbox-service.js';
 
 /** TTL extension when `by` is not given (SPEC.md, Limits). */
@@ -38,7 +38,11 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'archive');
       const state = await this.sandboxes.observe(record);
-      await this.repo.update(record.uuid, { status: 'archiving' }, [record.status]);
+      // Conditional on the rule's statuses, not on the one read: a concurrent read may have
+      // just corrected running to stopped from the engine, which changes nothing here.
+      if (!(await this.repo.update(record.uuid, { status: 'archiving' }, TRANSITIONS.archive.from))) {
+        throw conflict(`sandbox '${name}' changed while it was being archived: try again`);
+      }
       const tag = archiveTag(record.uuid);
       try {
         if (state) await this.backend.archive(state.id, tag);

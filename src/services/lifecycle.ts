@@ -1,10 +1,7 @@
 import { conflict } from '../errors.js';
 import type { SandboxRecord, SandboxStatus } from '../state/sandbox-repository.js';
 
-/**
- * The sandbox lifecycle as data: which operation may act from which stored status, the
- * in-flight status it holds meanwhile (what recovery finds after a crash) and where it ends.
- */
+/** Operations that act on an existing sandbox. */
 export type Operation = 'start' | 'stop' | 'archive' | 'recover' | 'resize' | 'snapshot' | 'extend' | 'remove';
 
 interface TransitionRule {
@@ -15,6 +12,10 @@ interface TransitionRule {
   to?: SandboxStatus;
 }
 
+/**
+ * The sandbox lifecycle as data: which operation may act from which stored status, the
+ * in-flight status it holds meanwhile (what recovery finds after a crash) and where it ends.
+ */
 export const TRANSITIONS: Record<Operation, TransitionRule> = {
   start: { from: ['running', 'stopped'], to: 'running' },
   // Stopping an archived sandbox changes nothing and is not refused (stop is idempotent).
@@ -32,6 +33,7 @@ export const VISIBLE_STATUSES: readonly SandboxStatus[] = ['running', 'stopped',
 
 /** Repository of the images that keep archived sandboxes; the tag is the sandbox's uuid. */
 export const ARCHIVE_REPOSITORY = 'sandboxd-archive';
+/** The image tag that keeps an archived sandbox's filesystem. */
 export const archiveTag = (uuid: string): string => `${ARCHIVE_REPOSITORY}:${uuid}`;
 
 /** CONFLICT, saying what to do instead, when `operation` may not act on the sandbox now. */
@@ -51,6 +53,7 @@ export type PolicyAction = 'stop' | 'archive' | 'delete';
 /** Why: the policy field whose threshold was passed. */
 export type PolicyReason = 'auto_stop_after_seconds' | 'auto_archive_after_seconds' | 'auto_delete_after_seconds';
 
+/** One action of a reconcile run: `reason` for people, `code` for programs. */
 export interface PlannedAction {
   sandbox: string;
   action: PolicyAction;

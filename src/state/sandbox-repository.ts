@@ -86,7 +86,7 @@ export class SandboxRepository {
    * Applies a patch atomically. With `from`, only when the stored status is one of those;
    * returns false when nothing matched.
    */
-  async update(uuid: string, patch: Patch, from?: SandboxStatus[]): Promise<boolean> {
+  async update(uuid: string, patch: Patch, from?: readonly SandboxStatus[]): Promise<boolean> {
     let query = this.db.updateTable('sandboxes').set(toRow(patch)).where('uuid', '=', uuid);
     if (from) query = query.where('status', 'in', from);
     const result = await query.executeTakeFirst();
