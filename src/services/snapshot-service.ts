@@ -11,6 +11,7 @@ import { KeyedMutex } from './keyed-mutex.js';
 import { assertTransition } from './lifecycle.js';
 import type { SandboxService } from './sandbox-service.js';
 
+/** Settings of the snapshot service. */
 export interface SnapshotServiceOptions {
   /** Repository part of snapshot image tags: `<prefix>:<snapshot name>`. */
   snapshotPrefix: string;

@@ -5,6 +5,7 @@ import type { Database, SnapshotTable } from './schema.js';
 /** `creating` and `deleting` are in-flight states that recovery resolves. */
 export type SnapshotStatus = 'creating' | 'ready' | 'deleting';
 
+/** A snapshot as stored: the source, the image and the settings a restore gets. */
 export interface SnapshotRecord {
   name: string;
   status: SnapshotStatus;

@@ -179,7 +179,7 @@ function splitTag(ref: string): { repo: string; version: string } {
 }
 
 /** A ustar archive holding one regular file (mode 0644, owner root) of `size` bytes from `body`. */
-export async function* singleFileTar(name: string, size: number, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+async function* singleFileTar(name: string, size: number, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   const header = Buffer.alloc(512);
   const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, '0') + '\0';
   header.write(name, 0, 100, 'utf8');
