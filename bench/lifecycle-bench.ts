@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import Docker from 'dockerode';
 import { del, post, type Api, BENCH_IMAGE } from './core-bench.js';
 import { report, timePaired } from './stats.js';
 
@@ -17,7 +18,8 @@ const PLAIN_RUN = {
 
 /**
  * Snapshot latency of a running sandbox holding 100 MB of files in /workspace, against a plain
- * `docker commit --pause` of a container holding the same; then restore latency (to a running
+ * Engine API commit (paused, as `docker commit` does, without the CLI's process start) of a
+ * container holding the same; then restore latency (to a running
  * sandbox) against a plain `docker run -d` of the committed image. Interleaved, see
  * timePaired. For `restrictive` the plain commit misses the tmpfs: the difference is what
  * keeping it costs.
@@ -27,6 +29,7 @@ export async function benchSnapshots(api: Api, n: number, profile: keyof typeof 
   await post(api, '/sandboxes', { name: source, profile });
   await post(api, `/sandboxes/${source}/exec`, { command: ['sh', '-c', FILL] });
   const plain = await docker('run', '-d', ...PLAIN_RUN[profile], BENCH_IMAGE, 'sleep', 'infinity');
+  const engine = new Docker();
   await docker('exec', plain, 'sh', '-c', FILL);
   const snapshots: string[] = [];
   const plainImages: string[] = [];
@@ -41,13 +44,13 @@ export async function benchSnapshots(api: Api, n: number, profile: keyof typeof 
         snapshots.push(name);
       },
       async (i) => {
-        const tag = `sandboxd-bench-plain:${profile}-${process.pid}-${i < 0 ? `w${-i}` : i}`;
-        await docker('commit', '--pause', plain, tag);
-        plainImages.push(tag);
+        const tag = `${profile}-${process.pid}-${i < 0 ? `w${-i}` : i}`;
+        await engine.getContainer(plain).commit({ repo: 'sandboxd-bench-plain', tag, pause: true });
+        plainImages.push(`sandboxd-bench-plain:${tag}`);
       },
       1,
     );
-    report(`snapshot, 100 MB, ${profile} (API)`, snap.ours, snap.plain, 'docker commit --pause');
+    report(`snapshot, 100 MB, ${profile} (API)`, snap.ours, snap.plain, 'Engine API commit, paused');
 
     const restore = await timePaired(
       n,
