@@ -59,7 +59,11 @@ export async function startServer(dataDir: string, args: string[] = [], env: Nod
       }
     }
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-    if (Date.now() > deadline) throw new Error(`server did not start: ${stderr}`);
+    if (Date.now() > deadline) {
+      // An untracked server would outlive the test run.
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${stderr}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
