@@ -4,13 +4,15 @@ import Docker from 'dockerode';
 import { report, timePaired } from './stats.js';
 
 const run = promisify(execFile);
-const IMAGE = 'sandboxd/base:bookworm';
+/** The image every bench sandbox and plain container runs. */
+export const BENCH_IMAGE = 'sandboxd/base:bookworm';
 
-interface Api {
+export interface Api {
   url: string;
 }
 
-async function post(api: Api, path: string, body?: unknown): Promise<any> {
+/** POST through the API; throws with the server's message on failure. */
+export async function post(api: Api, path: string, body?: unknown): Promise<any> {
   const res = await fetch(api.url + path, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -21,7 +23,7 @@ async function post(api: Api, path: string, body?: unknown): Promise<any> {
   return json.data;
 }
 
-const del = (api: Api, path: string) => fetch(api.url + path, { method: 'DELETE' });
+export const del = (api: Api, path: string) => fetch(api.url + path, { method: 'DELETE' });
 
 /** Create-to-running through the API against `docker run -d` of the same image. */
 export async function benchCreate(api: Api, n: number): Promise<void> {
@@ -35,7 +37,7 @@ export async function benchCreate(api: Api, n: number): Promise<void> {
       await post(api, '/sandboxes', { name });
     },
     async () => {
-      const { stdout } = await run('docker', ['run', '-d', '--init', IMAGE, 'sleep', 'infinity']);
+      const { stdout } = await run('docker', ['run', '-d', '--init', BENCH_IMAGE, 'sleep', 'infinity']);
       ids.push(stdout.trim());
     },
   );
@@ -49,7 +51,7 @@ export async function benchExec(api: Api, n: number): Promise<void> {
   const name = `bench-exec-${process.pid}`;
   await post(api, '/sandboxes', { name });
   const docker = new Docker();
-  const container = await docker.createContainer({ Image: IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { Init: true } });
+  const container = await docker.createContainer({ Image: BENCH_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { Init: true } });
   await container.start();
   const { ours, plain } = await timePaired(
     n,

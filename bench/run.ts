@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchApiOverhead, benchCreate, benchExec } from './core-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
+import { benchSnapshots } from './lifecycle-bench.js';
 
 interface Server {
   url: string;
@@ -41,7 +42,7 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
  */
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
-  const docker = await startServer();
+  const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();
   const observed = await startServer(['--backend', 'fake', '--webhook-url', sink.url, '--otel-endpoint', sink.url]);
@@ -51,6 +52,8 @@ async function main(): Promise<void> {
     await benchExec(docker, n * 3);
     await benchApiOverhead(fake, n * 20);
     await benchObservability(observed, fake, n * 20);
+    await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
+    await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
   } finally {
     await docker.stop();
     await fake.stop();

@@ -52,6 +52,6 @@ const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 export function report(label: string, ours: Summary, plain: Summary, plainLabel: string): void {
   const ratio = ours.p50 / plain.p50;
   process.stdout.write(
-    `${label.padEnd(34)} p50 ${fmt(ours.p50).padStart(9)}  p95 ${fmt(ours.p95).padStart(9)}  | ${plainLabel.padEnd(26)} p50 ${fmt(plain.p50).padStart(9)}  p95 ${fmt(plain.p95).padStart(9)}  | ratio ${ratio.toFixed(2)}x  overhead ${fmt(ours.p50 - plain.p50)}\n`,
+    `${label.padEnd(40)} p50 ${fmt(ours.p50).padStart(9)}  p95 ${fmt(ours.p95).padStart(9)}  | ${plainLabel.padEnd(26)} p50 ${fmt(plain.p50).padStart(9)}  p95 ${fmt(plain.p95).padStart(9)}  | ratio ${ratio.toFixed(2)}x  overhead ${fmt(ours.p50 - plain.p50)}\n`,
   );
 }

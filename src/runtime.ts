@@ -9,6 +9,8 @@ import type { App } from './http/route-types.js';
 import { loadTls } from './http/tls.js';
 import { buildHint } from './images/catalog.js';
 import { VERSION } from './paths.js';
+import { repeatEvery } from './services/background-loop.js';
+import type { Clock } from './services/clock.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
 import type { Logger } from './telemetry/logger.js';
@@ -28,10 +30,11 @@ const RECOVERY_RETRY_MS = 10_000;
 
 /**
  * The composition root: opens the data directory, makes the backend, wires the services,
- * reconciles the store with the engine and builds the HTTP app. With `listen`, it serves
- * and writes `<data-dir>/server.json` so that other local tools can find the server.
+ * reconciles the store with the engine, starts the gc and policy loops and builds the HTTP
+ * app. With `listen`, it serves and writes `<data-dir>/server.json` so that other local tools
+ * can find the server. `clock` replaces the system time (tests).
  */
-export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean }): Promise<Runtime> {
+export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean; clock?: Clock }): Promise<Runtime> {
   const store = await openStore(config.dataDir);
   const backend = createBackend(config.backend, {
     instanceId: store.instanceId,
@@ -46,6 +49,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       maxSandboxes: config.maxSandboxes,
       allowSudoExec: config.allowSudoExec,
       apiKeyConfigured: config.apiKeys.length > 0,
+      snapshotPrefix: config.snapshotPrefix,
     },
     store,
     backend,
@@ -57,6 +61,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       ...(config.webhookSecret ? { webhookSecret: config.webhookSecret } : {}),
     },
     ...(tracing ? { tracing } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
 
   let recoveryTimer: NodeJS.Timeout | undefined;
@@ -70,6 +75,10 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     }
   };
   await recover();
+  const loops = [
+    repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
+    repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
+  ];
   void backend.ensureImage(config.defaultImage).catch((err: Error) => logger.warn(`default image: ${err.message}`));
 
   const https = config.tls ? await loadTls({ cert: config.tlsCert, key: config.tlsKey, dataDir: config.dataDir }) : undefined;
@@ -99,6 +108,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     ...(url ? { url } : {}),
     async close() {
       clearTimeout(recoveryTimer);
+      for (const stop of loops) await stop();
       await app.close();
       await services.close();
       if (options.listen) rmSync(serverFile, { force: true });

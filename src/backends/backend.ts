@@ -6,8 +6,11 @@
 export const PROFILES = ['permissive', 'moderate', 'restrictive'] as const;
 export type Profile = (typeof PROFILES)[number];
 
-/** Role of an instance the backend manages (stored as a label on Docker). */
-export type InstanceRole = 'sandbox' | 'pool';
+/**
+ * Role of an instance the backend manages (stored as a label on Docker). `helper` is a
+ * short-lived instance a backend makes for itself (e.g. while writing a snapshot image).
+ */
+export type InstanceRole = 'sandbox' | 'pool' | 'helper';
 
 /** What the service asks a backend to make. */
 export interface SandboxSpec {
@@ -37,6 +40,15 @@ export interface InstanceState {
   /** The OCI runtime in use (runc, runsc). */
   runtime?: string;
 }
+
+/** New limits for `resize`; an absent field keeps its value. */
+export interface ResizeRequest {
+  vcpus?: number;
+  memoryMb?: number;
+}
+
+/** What an image made by `snapshot` or `archive` holds. */
+export type SavedImageKind = 'snapshot' | 'archive';
 
 export interface ExecRequest {
   command: string[];
@@ -106,6 +118,27 @@ export interface Backend {
   writeFile(id: string, path: string, content: Buffer): Promise<void>;
   /** NOT_FOUND for a missing file. */
   deleteFile(id: string, path: string): Promise<void>;
+  /**
+   * Keeps the instance's whole filesystem, /workspace included (also where it is a tmpfs), as
+   * image `tag`; consistent while the instance runs (it is paused meanwhile). An existing tag
+   * moves to the new image. UNSUPPORTED unless `capabilities().snapshot`.
+   */
+  snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void>;
+  /**
+   * Archives an instance: its filesystem is kept as image `tag` (as `snapshot` does) and the
+   * instance is stopped and removed. `create` with `image: tag` brings it back with its files.
+   * UNSUPPORTED unless `capabilities().archive`.
+   */
+  archive(id: string, tag: string): Promise<void>;
+  /** Removes an image made by `snapshot`/`archive`; a missing image is not an error. */
+  removeImage(tag: string): Promise<void>;
+  /** Tags of every image this backend made by `snapshot`/`archive` for this service. */
+  listImages(): Promise<string[]>;
+  /**
+   * Changes the cpu and memory limits of an instance, in place while it runs.
+   * UNSUPPORTED unless `capabilities().resize` (or where the instance's runtime cannot).
+   */
+  resize(id: string, request: ResizeRequest): Promise<void>;
   /** Releases connections and timers. */
   close(): Promise<void>;
 }

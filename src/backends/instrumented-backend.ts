@@ -20,6 +20,11 @@ const OBSERVED = new Set<PropertyKey>([
   'readFile',
   'writeFile',
   'deleteFile',
+  'snapshot',
+  'archive',
+  'removeImage',
+  'listImages',
+  'resize',
 ] satisfies (keyof Backend)[]);
 
 /**

@@ -20,6 +20,9 @@ export const OPTIONS = {
   backend: { toml: 'sandboxes.backend', env: 'SERVICE_BACKEND', flag: '--backend' },
   defaultImage: { toml: 'sandboxes.default_image', env: 'SERVICE_DEFAULT_IMAGE', flag: '--default-image' },
   pidsLimit: { toml: 'sandboxes.pids_limit', env: 'SERVICE_PIDS_LIMIT', flag: '--pids-limit' },
+  snapshotPrefix: { toml: 'sandboxes.snapshot_prefix', env: 'SERVICE_SNAPSHOT_PREFIX', flag: '--snapshot-prefix' },
+  gcInterval: { toml: 'lifecycle.gc_interval', env: 'SERVICE_GC_INTERVAL', flag: '--gc-interval' },
+  reconcileInterval: { toml: 'lifecycle.reconcile_interval', env: 'SERVICE_RECONCILE_INTERVAL', flag: '--reconcile-interval' },
   events: { toml: 'events.enabled', env: 'SERVICE_EVENTS', flag: '--events' },
   webhookUrls: { toml: 'events.webhook_urls', env: 'SERVICE_WEBHOOK_URL', flag: '--webhook-url' },
   webhookSecret: { toml: 'events.webhook_secret', env: 'SERVICE_WEBHOOK_SECRET', flag: '--webhook-secret' },
@@ -47,6 +50,13 @@ export const configSchema = z.object({
   backend: z.enum(['docker', 'fake']).default('docker'),
   defaultImage: z.string().min(1).default(DEFAULT_IMAGE),
   pidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
+  snapshotPrefix: z
+    .string()
+    .regex(/^[a-z0-9]+([._\/-][a-z0-9]+)*$/, 'must be an image repository name such as sandboxd-snapshot')
+    .default('sandboxd-snapshot'),
+  /** Seconds between background runs of gc and of lifecycle reconciliation; 0 disables. */
+  gcInterval: z.coerce.number().int().min(0).default(60),
+  reconcileInterval: z.coerce.number().int().min(0).default(60),
   events: z.boolean().default(false),
   webhookUrls: z.array(url).default([]),
   webhookSecret: z.string().min(16, 'a webhook secret must be at least 16 characters').optional(),

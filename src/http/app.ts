@@ -14,8 +14,10 @@ import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
 import { runRoutes } from './routes/run-routes.js';
+import { lifecycleRoutes } from './routes/lifecycle-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
+import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { zodValidatorCompiler } from './validation.js';
 
 export interface AppOptions {
@@ -104,5 +106,7 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
   await app.register(fileRoutes, context);
   await app.register(runRoutes, context);
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
+  await app.register(lifecycleRoutes, context);
+  await app.register(snapshotRoutes, context);
   return app;
 }

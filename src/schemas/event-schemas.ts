@@ -7,7 +7,15 @@ export const EVENT_TYPES = [
   'sandbox.started',
   'sandbox.exec.completed',
   'sandbox.stopped',
+  'sandbox.resized',
+  'sandbox.extended',
+  'sandbox.archived',
+  'sandbox.recovered',
+  'sandbox.expired',
   'sandbox.deleted',
+  'snapshot.created',
+  'snapshot.restored',
+  'snapshot.deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -36,7 +36,9 @@ export const listSandboxesQuery = z.object({
     .meta({ description: 'key:value, repeatable; several are ANDed' }),
 });
 
-export const sandboxStatus = z.enum(['running', 'stopped', 'archived']);
+export const sandboxStatus = z
+  .enum(['running', 'stopped', 'archiving', 'archived'])
+  .meta({ description: 'archiving is seen only while an archive is under way' });
 
 export const sandboxSummary = z
   .object({

@@ -10,6 +10,14 @@ export type AuditEvent =
   | 'sandbox_removed'
   | 'sandbox_updated'
   | 'sandbox_recovered_from_crash'
+  | 'sandbox_archived'
+  | 'sandbox_recovered'
+  | 'sandbox_resized'
+  | 'sandbox_extended'
+  | 'sandbox_expired'
+  | 'snapshot_created'
+  | 'snapshot_restored'
+  | 'snapshot_deleted'
   | 'command_executed'
   | 'file_written'
   | 'file_read'
@@ -21,7 +29,15 @@ const EVENT_OF: Partial<Record<AuditEvent, EventType>> = {
   sandbox_started: 'sandbox.started',
   command_executed: 'sandbox.exec.completed',
   sandbox_stopped: 'sandbox.stopped',
+  sandbox_resized: 'sandbox.resized',
+  sandbox_extended: 'sandbox.extended',
+  sandbox_archived: 'sandbox.archived',
+  sandbox_recovered: 'sandbox.recovered',
+  sandbox_expired: 'sandbox.expired',
   sandbox_removed: 'sandbox.deleted',
+  snapshot_created: 'snapshot.created',
+  snapshot_restored: 'snapshot.restored',
+  snapshot_deleted: 'snapshot.deleted',
 };
 
 /** What an audit entry is about; labels travel with the event. */

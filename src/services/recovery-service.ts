@@ -1,8 +1,10 @@
 import type { Backend, InstanceState } from '../backends/backend.js';
-import type { SandboxRepository } from '../state/sandbox-repository.js';
+import type { SandboxRecord, SandboxRepository } from '../state/sandbox-repository.js';
+import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { AuditService } from './audit-service.js';
 import { isoNow, type Clock } from './clock.js';
+import { archiveTag } from './lifecycle.js';
 
 export interface RecoveryReport {
   /** Sandboxes whose status was brought in line with the engine. */
@@ -13,6 +15,8 @@ export interface RecoveryReport {
   lost: string[];
   /** Containers labelled as ours that the store does not know, removed. */
   orphansRemoved: number;
+  /** Snapshot and archive images no snapshot or sandbox refers to, removed. */
+  imagesRemoved: number;
 }
 
 /**
@@ -22,11 +26,16 @@ export interface RecoveryReport {
  * - a removal that never finished is finished;
  * - every other sandbox takes the status its container has; one whose container is gone
  *   is marked stopped without a container, and start makes a new one;
- * - containers labelled as this instance's but unknown to the store are removed.
+ * - an archive that never finished is finished when its container is gone (the image is
+ *   committed before the container goes), else rolled back;
+ * - a snapshot that was being made or deleted is removed with its image;
+ * - containers labelled as this instance's but unknown to the store are removed, and so are
+ *   snapshot and archive images that no snapshot or sandbox refers to.
  */
 export class RecoveryService {
   constructor(
     private readonly repo: SandboxRepository,
+    private readonly snapshots: SnapshotRepository,
     private readonly backend: Backend,
     private readonly audit: AuditService,
     private readonly clock: Clock,
@@ -34,7 +43,8 @@ export class RecoveryService {
   ) {}
 
   async reconcile(): Promise<RecoveryReport> {
-    const report: RecoveryReport = { corrected: [], rolledBack: [], lost: [], orphansRemoved: 0 };
+    const report: RecoveryReport = { corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 };
+    const images = await this.backend.listImages();
     const instances = await this.backend.list();
     const byUuid = new Map<string, InstanceState>(instances.filter((i) => i.role === 'sandbox').map((i) => [i.uuid, i]));
     const known = new Set<string>();
@@ -46,6 +56,11 @@ export class RecoveryService {
         if (instance) await this.backend.remove(instance.id);
         else if (record.backendId) await this.backend.remove(record.backendId);
         await this.repo.delete(record.uuid);
+        report.rolledBack.push(record.name);
+        continue;
+      }
+      if (record.status === 'archiving') {
+        await this.resolveArchive(record, instance, images);
         report.rolledBack.push(record.name);
         continue;
       }
@@ -69,7 +84,40 @@ export class RecoveryService {
       await this.backend.remove(instance.id);
       report.orphansRemoved++;
     }
+    report.imagesRemoved = await this.removeUnusedImages(images);
     this.logger.info(report, 'recovery finished');
     return report;
+  }
+
+  /** An archive a crash interrupted: finished if the container is gone, else rolled back. */
+  private async resolveArchive(record: SandboxRecord, instance: InstanceState | undefined, images: string[]): Promise<void> {
+    const now = isoNow(this.clock);
+    if (instance) {
+      await this.repo.update(record.uuid, { status: instance.status, backendId: instance.id, updatedAt: now });
+      await this.audit.record('sandbox_recovered_from_crash', record, { archive: 'rolled back' });
+      return;
+    }
+    const tag = archiveTag(record.uuid);
+    const rootImage = images.includes(tag) ? tag : record.rootImage;
+    const reason = 'archive finished after a restart';
+    await this.repo.update(record.uuid, { status: 'archived', backendId: null, rootImage, archivedAt: now, archivedReason: reason, updatedAt: now });
+    await this.audit.record('sandbox_archived', record, { reason });
+  }
+
+  /** Finishes snapshots a crash interrupted, then removes every image nothing refers to. */
+  private async removeUnusedImages(images: string[]): Promise<number> {
+    const used = new Set<string>();
+    for (const snapshot of await this.snapshots.all()) {
+      if (snapshot.status === 'ready') used.add(snapshot.imageTag);
+      else await this.snapshots.delete(snapshot.name);
+    }
+    for (const record of await this.repo.all()) if (record.rootImage) used.add(record.rootImage);
+    let removed = 0;
+    for (const image of images) {
+      if (used.has(image)) continue;
+      await this.backend.removeImage(image);
+      removed++;
+    }
+    return removed;
   }
 }

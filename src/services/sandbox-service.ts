@@ -10,6 +10,7 @@ import type { AuditService } from './audit-service.js';
 import { isoNow, type Clock } from './clock.js';
 import { addDuration } from './durations.js';
 import { KeyedMutex } from './keyed-mutex.js';
+import { archiveTag, assertTransition, VISIBLE_STATUSES } from './lifecycle.js';
 
 export interface SandboxServiceOptions {
   defaultImage: string;
@@ -20,16 +21,14 @@ export interface SandboxServiceOptions {
   hostMemoryMb?: number;
 }
 
-/** States from which an operation may act on the container. */
-const VISIBLE = ['running', 'stopped', 'archived'] as const;
-
 /**
  * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle
  * operations on one sandbox are serialised by name; statuses are read from the engine so
  * that they stay true when a container stops or vanishes behind the service's back.
  */
 export class SandboxService {
-  private readonly locks = new KeyedMutex();
+  /** Per-name lock of every lifecycle operation; the snapshot and lifecycle services share it. */
+  readonly locks = new KeyedMutex();
   private readonly hostCpus: number;
   private readonly hostMemoryMb: number;
 
@@ -49,12 +48,15 @@ export class SandboxService {
     return this.backend.name;
   }
 
-  async create(input: CreateSandboxInput): Promise<SandboxDetail> {
+  /**
+   * Creates and starts a sandbox. `rootImage` makes its filesystem from a saved image (a
+   * snapshot) instead of `input.image`, which stays its reported image.
+   */
+  async create(input: CreateSandboxInput, rootImage?: string): Promise<SandboxDetail> {
     const startedAt = performance.now();
     const vcpus = input.vcpus ?? 1;
     const memoryMb = input.memory_mb ?? 512;
-    if (vcpus > this.hostCpus) throw badRequest(`vcpus: at most ${this.hostCpus} on this host`);
-    if (memoryMb > this.hostMemoryMb) throw badRequest(`memory_mb: at most ${this.hostMemoryMb} on this host`);
+    this.checkResources(vcpus, memoryMb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
 
@@ -81,6 +83,7 @@ export class SandboxService {
       expiresAt: input.ttl ? addDuration(this.clock(), input.ttl).toISOString() : null,
       archivedAt: null,
       archivedReason: null,
+      rootImage: rootImage ?? null,
     };
 
     return this.locks.run(record.name, async () => {
@@ -147,9 +150,7 @@ export class SandboxService {
   async start(name: string): Promise<SandboxDetail> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
-      if (record.status === 'archived') {
-        throw conflict(`sandbox '${name}' is archived: recover it first with POST /sandboxes/${name}/recover`);
-      }
+      assertTransition(record, 'start');
       let state = await this.observe(record);
       const wasRunning = state?.status === 'running';
       if (!state) {
@@ -169,6 +170,7 @@ export class SandboxService {
   async stop(name: string): Promise<SandboxDetail> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
+      assertTransition(record, 'stop');
       if (record.status === 'archived') return detailOf(record);
       const state = await this.observe(record);
       if (state?.status === 'running') await this.backend.stop(state.id);
@@ -184,6 +186,8 @@ export class SandboxService {
       const record = await this.require(name);
       await this.repo.update(record.uuid, { status: 'removing' });
       if (record.backendId) await this.backend.remove(record.backendId);
+      // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
+      if (record.rootImage === archiveTag(record.uuid)) await this.backend.removeImage(record.rootImage);
       await this.repo.delete(record.uuid);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
@@ -227,6 +231,12 @@ export class SandboxService {
     await this.repo.update(record.uuid, { lastActivityAt: isoNow(this.clock) });
   }
 
+  /** BAD_REQUEST when the host cannot give a sandbox this many cpus or this much memory. */
+  checkResources(vcpus: number | undefined, memoryMb: number | undefined): void {
+    if (vcpus !== undefined && vcpus > this.hostCpus) throw badRequest(`vcpus: at most ${this.hostCpus} on this host`);
+    if (memoryMb !== undefined && memoryMb > this.hostMemoryMb) throw badRequest(`memory_mb: at most ${this.hostMemoryMb} on this host`);
+  }
+
   private async checkLimit(): Promise<void> {
     const max = this.options.maxSandboxes;
     if (max > 0 && (await this.repo.count()) > max) {
@@ -234,13 +244,14 @@ export class SandboxService {
     }
   }
 
-  private async observe(record: SandboxRecord): Promise<InstanceState | null> {
+  /** What the engine observes of the sandbox's container; null when it has none. */
+  async observe(record: SandboxRecord): Promise<InstanceState | null> {
     return record.backendId ? this.backend.inspect(record.backendId) : null;
   }
 
   /** Brings the stored status in line with what the engine observed. */
   private async reconcile(record: SandboxRecord, state: InstanceState | null): Promise<SandboxRecord> {
-    if (record.status === 'archived') return record;
+    if (record.status !== 'running' && record.status !== 'stopped') return record;
     const status = state?.status ?? 'stopped';
     if (status === record.status) return record;
     await this.repo.update(record.uuid, { status }, [record.status]);
@@ -248,7 +259,7 @@ export class SandboxService {
   }
 }
 
-const isVisible = (r: SandboxRecord) => (VISIBLE as readonly string[]).includes(r.status);
+const isVisible = (r: SandboxRecord) => VISIBLE_STATUSES.includes(r.status);
 
 function parseLabelFilter(filter: string): [string, string] {
   const at = filter.indexOf(':');
@@ -261,7 +272,7 @@ export function specOf(record: SandboxRecord): SandboxSpec {
   return {
     name: record.name,
     uuid: record.uuid,
-    image: record.image,
+    image: record.rootImage ?? record.image,
     vcpus: record.vcpus,
     memoryMb: record.memoryMb,
     profile: record.profile,
@@ -281,7 +292,8 @@ function summaryOf(record: SandboxRecord, state?: InstanceState): SandboxSummary
   };
 }
 
-function detailOf(record: SandboxRecord, state?: InstanceState): SandboxDetail {
+/** The API view of a sandbox with its metadata. */
+export function detailOf(record: SandboxRecord, state?: InstanceState): SandboxDetail {
   const optional = {
     description: record.description,
     lifecycle: record.lifecycle,

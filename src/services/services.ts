@@ -2,6 +2,7 @@ import type { Backend } from '../backends/backend.js';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
+import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -10,16 +11,20 @@ import { systemClock, type Clock } from './clock.js';
 import { ExecService } from './exec-service.js';
 import { FileService } from './file-service.js';
 import { HostStats } from './host-stats.js';
+import { LifecycleService } from './lifecycle-service.js';
 import { EVENTS_OFF, Observability, type EventSettings } from './observability.js';
 import { RecoveryService } from './recovery-service.js';
 import { RunService } from './run-service.js';
 import { SandboxService } from './sandbox-service.js';
+import { SnapshotService } from './snapshot-service.js';
 
 export interface ServiceSettings {
   defaultImage: string;
   maxSandboxes: number;
   allowSudoExec: boolean;
   apiKeyConfigured: boolean;
+  /** Repository part of snapshot image tags; default sandboxd-snapshot. */
+  snapshotPrefix?: string;
 }
 
 export interface ServicesInput {
@@ -42,6 +47,8 @@ export class Services {
   readonly runs: RunService;
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
+  readonly snapshots: SnapshotService;
+  readonly lifecycle: LifecycleService;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -69,7 +76,12 @@ export class Services {
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
     this.files = new FileService(this.sandboxes, backend, this.audit);
     this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }));
-    this.recovery = new RecoveryService(sandboxRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
+    const snapshotRepo = new SnapshotRepository(store.db);
+    this.snapshots = new SnapshotService(snapshotRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'snapshots' }), {
+      snapshotPrefix: settings.snapshotPrefix ?? 'sandboxd-snapshot',
+    });
+    this.lifecycle = new LifecycleService(sandboxRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'lifecycle' }));
+    this.recovery = new RecoveryService(sandboxRepo, snapshotRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
     this.hostStats = new HostStats(store.dataDir);
   }
 

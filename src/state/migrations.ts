@@ -48,4 +48,26 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.createIndex('audit_log_sandbox').on('audit_log').columns(['sandbox', 'timestamp']).execute();
     },
   },
+  '0002_lifecycle': {
+    async up(db: Kysely<unknown>) {
+      // The image a sandbox's container is made from when it is not `image` (a restored
+      // snapshot, a recovered archive).
+      await db.schema.alterTable('sandboxes').addColumn('root_image', 'text').execute();
+      await db.schema
+        .createTable('snapshots')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('sandbox', 'text', (c) => c.notNull())
+        .addColumn('sandbox_uuid', 'text', (c) => c.notNull())
+        .addColumn('image_tag', 'text', (c) => c.notNull())
+        .addColumn('backend', 'text', (c) => c.notNull())
+        .addColumn('base_image', 'text', (c) => c.notNull())
+        .addColumn('vcpus', 'integer', (c) => c.notNull())
+        .addColumn('memory_mb', 'integer', (c) => c.notNull())
+        .addColumn('profile', 'text', (c) => c.notNull())
+        .addColumn('env', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -2,8 +2,11 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Profile } from '../backends/backend.js';
 import type { Database, SandboxTable } from './schema.js';
 
-/** Stored status. `creating` and `removing` are in-flight states that recovery resolves. */
-export type SandboxStatus = 'creating' | 'running' | 'stopped' | 'archived' | 'removing';
+/**
+ * Stored status. `creating`, `archiving` and `removing` are in-flight states that recovery
+ * resolves; the allowed moves between them are in services/lifecycle.ts.
+ */
+export type SandboxStatus = 'creating' | 'running' | 'stopped' | 'archiving' | 'archived' | 'removing';
 
 export interface Lifecycle {
   auto_stop_after_seconds?: number;
@@ -33,6 +36,8 @@ export interface SandboxRecord {
   expiresAt: string | null;
   archivedAt: string | null;
   archivedReason: string | null;
+  /** The image the container is made from when not `image`: a restored snapshot or an archive. */
+  rootImage: string | null;
 }
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'createdAt'>>;
@@ -81,7 +86,7 @@ export class SandboxRepository {
    * Applies a patch atomically. With `from`, only when the stored status is one of those;
    * returns false when nothing matched.
    */
-  async update(uuid: string, patch: Patch, from?: SandboxStatus[]): Promise<boolean> {
+  async update(uuid: string, patch: Patch, from?: readonly SandboxStatus[]): Promise<boolean> {
     let query = this.db.updateTable('sandboxes').set(toRow(patch)).where('uuid', '=', uuid);
     if (from) query = query.where('status', 'in', from);
     const result = await query.executeTakeFirst();
@@ -118,6 +123,7 @@ function toRow(r: Partial<SandboxRecord>): Partial<SandboxTable> {
     expires_at: r.expiresAt,
     archived_at: r.archivedAt,
     archived_reason: r.archivedReason,
+    root_image: r.rootImage,
   };
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== undefined)) as Partial<SandboxTable>;
 }
@@ -145,5 +151,6 @@ function fromRow(row: Selectable<SandboxTable>): SandboxRecord {
     expiresAt: row.expires_at,
     archivedAt: row.archived_at,
     archivedReason: row.archived_reason,
+    rootImage: row.root_image,
   };
 }

@@ -24,6 +24,23 @@ export interface SandboxTable {
   expires_at: string | null;
   archived_at: string | null;
   archived_reason: string | null;
+  root_image: string | null;
+}
+
+export interface SnapshotTable {
+  name: string;
+  /** creating | ready | deleting */
+  status: string;
+  sandbox: string;
+  sandbox_uuid: string;
+  image_tag: string;
+  backend: string;
+  base_image: string;
+  vcpus: number;
+  memory_mb: number;
+  profile: string;
+  env: string;
+  created_at: string;
 }
 
 export interface AuditTable {
@@ -43,5 +60,6 @@ export interface MetaTable {
 export interface Database {
   sandboxes: SandboxTable;
   audit_log: AuditTable;
+  snapshots: SnapshotTable;
   meta: MetaTable;
 }

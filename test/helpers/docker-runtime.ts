@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config.js';
 import type { OptionName } from '../../src/config/config-schema.js';
 import { startRuntime, type Runtime } from '../../src/runtime.js';
+import type { Clock } from '../../src/services/clock.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
 export const BASE_IMAGE = 'sandboxd/base:bookworm';
@@ -15,16 +16,19 @@ export interface DockerRuntime extends Runtime {
   dispose(): Promise<void>;
 }
 
-/** A real service on the Docker backend, listening on a free loopback port. */
-export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}): Promise<DockerRuntime> {
+/** A real service on the Docker backend, listening on a free loopback port; `clock` replaces the system time. */
+export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}, clock?: Clock): Promise<DockerRuntime> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-it-'));
   const config = loadConfig({ env: {}, flags: { dataDir, port: 0, ...flags } });
-  const runtime = await startRuntime(config, silentLogger(), { listen: true });
+  const runtime = await startRuntime(config, silentLogger(), { listen: true, ...(clock ? { clock } : {}) });
   return {
     ...runtime,
     url: runtime.url!,
     dataDir,
     async dispose() {
+      for (const snapshot of await runtime.services.snapshots.list()) {
+        await runtime.services.snapshots.delete(snapshot.name).catch(() => undefined);
+      }
       for (const sandbox of await runtime.services.sandboxes.list()) {
         await runtime.services.sandboxes.remove(sandbox.name).catch(() => undefined);
       }

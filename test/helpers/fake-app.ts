@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
+import type { ServiceError } from '../../src/errors.js';
 import { buildApp } from '../../src/http/app.js';
 import type { App } from '../../src/http/route-types.js';
 import type { Clock } from '../../src/services/clock.js';
@@ -58,4 +59,14 @@ export async function fakeHarness(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The error code a service call fails with, or 'OK'. */
+export async function codeOf(work: Promise<unknown>): Promise<string> {
+  try {
+    await work;
+  } catch (err) {
+    return (err as ServiceError).code;
+  }
+  return 'OK';
 }

@@ -41,8 +41,8 @@ export async function startServer(dataDir: string, args: string[] = [], env: Nod
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (existsSync(serverFile)) {
-      const info = JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string; pid: number };
-      if (info.pid === child.pid) {
+      const info = readServerFile(serverFile);
+      if (info?.pid === child.pid) {
         return {
           child,
           url: info.url,
@@ -59,7 +59,20 @@ export async function startServer(dataDir: string, args: string[] = [], env: Nod
       }
     }
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-    if (Date.now() > deadline) throw new Error(`server did not start: ${stderr}`);
+    if (Date.now() > deadline) {
+      // An untracked server would outlive the test run.
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${stderr}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** server.json, or undefined while it is being (re)written: a killed server's file may be read half-made. */
+function readServerFile(path: string): { url: string; pid: number } | undefined {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as { url: string; pid: number };
+  } catch {
+    return undefined;
   }
 }

@@ -68,6 +68,19 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: {}, ...sources, flags: { dataDir: dir, ...(sources.flags ?? {}) } })).toThrow(message);
   });
 
+  it('takes the lifecycle options from TOML, environment and flags (0 turns a loop off)', () => {
+    const defaults = loadConfig({ env: {}, flags: { dataDir: dir } });
+    expect([defaults.gcInterval, defaults.reconcileInterval, defaults.snapshotPrefix]).toEqual([60, 60, 'sandboxd-snapshot']);
+    const configFile = file('life.toml', '[lifecycle]\ngc_interval = 0\nreconcile_interval = 300\n[sandboxes]\nsnapshot_prefix = "my/snaps"\n');
+    const fromFile = loadConfig({ configFile, env: {}, flags: { dataDir: dir } });
+    expect([fromFile.gcInterval, fromFile.reconcileInterval, fromFile.snapshotPrefix]).toEqual([0, 300, 'my/snaps']);
+    const fromEnv = loadConfig({ configFile, env: { SERVICE_GC_INTERVAL: '30', SERVICE_SNAPSHOT_PREFIX: 'env-snaps' }, flags: { dataDir: dir, reconcileInterval: '5' } });
+    expect([fromEnv.gcInterval, fromEnv.reconcileInterval, fromEnv.snapshotPrefix]).toEqual([30, 5, 'env-snaps']);
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, gcInterval: '-1' } })).toThrow(/--gc-interval/);
+    expect(() => loadConfig({ env: { SERVICE_RECONCILE_INTERVAL: 'often' }, flags: { dataDir: dir } })).toThrow(/SERVICE_RECONCILE_INTERVAL/);
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, snapshotPrefix: 'Bad:Prefix' } })).toThrow(/--snapshot-prefix: must be an image repository name/);
+  });
+
   it('names unknown TOML keys, bad TOML and a missing file', () => {
     expect(() => loadConfig({ configFile: file('u.toml', '[api]\napi_kee = "x"\n'), env: {} })).toThrow(/unknown key \[api\]\.api_kee/);
     expect(() => loadConfig({ configFile: file('b.toml', '[api\n'), env: {} })).toThrow(/not valid TOML/);

@@ -86,4 +86,32 @@ describe('events from the service layer (fake backend)', () => {
     expect(seen[2]!.metadata).toMatchObject({ command: 'false', success: false, exit_code: 3 });
     expect(seen.map((e) => e.id)).toEqual(seen.map((_, i) => seen[0]!.id + i));
   });
+
+  it('publishes the lifecycle and snapshot transitions too', async () => {
+    harness = await fakeHarness({}, undefined, { enabled: true, backlog: 100, webhookUrls: [] });
+    const seen: SandboxEvent[] = [];
+    harness.services.observability.bus.subscribe((p) => seen.push(p.event));
+    const { sandboxes, lifecycle, snapshots } = harness.services;
+    await sandboxes.create({ name: 'lc', labels: { team: 'red' }, ttl: '1h' });
+    await lifecycle.resize('lc', { memory_mb: 256 });
+    await lifecycle.extend('lc', '30m');
+    await snapshots.create({ sandbox: 'lc', name: 'snap' });
+    await snapshots.restore('snap', 'lc-copy');
+    await snapshots.delete('snap');
+    await lifecycle.archive('lc', 'test');
+    await lifecycle.recover('lc');
+    expect(seen.map((e) => [e.type, e.sandbox])).toEqual([
+      ['sandbox.created', 'lc'],
+      ['sandbox.resized', 'lc'],
+      ['sandbox.extended', 'lc'],
+      ['snapshot.created', 'lc'],
+      ['sandbox.created', 'lc-copy'],
+      ['snapshot.restored', 'lc-copy'],
+      ['snapshot.deleted', 'lc'],
+      ['sandbox.archived', 'lc'],
+      ['sandbox.recovered', 'lc'],
+    ]);
+    expect(seen.find((e) => e.type === 'sandbox.archived')).toMatchObject({ labels: { team: 'red' }, metadata: { reason: 'test' } });
+    expect(seen.find((e) => e.type === 'sandbox.extended')!.metadata).toMatchObject({ by: '30m' });
+  });
 });

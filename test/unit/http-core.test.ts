@@ -136,6 +136,14 @@ describe('transport', () => {
         '/sandboxes/{name}/logs',
         '/sandboxes/{name}/start',
         '/sandboxes/{name}/stop',
+        '/sandboxes/{name}/recover',
+        '/sandboxes/{name}/resize',
+        '/sandboxes/{name}/extend',
+        '/gc',
+        '/lifecycle/reconcile',
+        '/snapshots',
+        '/snapshots/{name}',
+        '/snapshots/{name}/restore',
       ]),
     );
     const create = doc.paths['/sandboxes'].post;

@@ -40,6 +40,6 @@ describe('RecoveryService', () => {
     expect((await h.services.sandboxes.start('vanished')).status).toBe('running');
 
     const again = await h.services.recovery.reconcile();
-    expect(again).toEqual({ corrected: [], rolledBack: [], lost: [], orphansRemoved: 0 });
+    expect(again).toEqual({ corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 });
   });
 });

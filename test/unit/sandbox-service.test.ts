@@ -1,18 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
-import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { codeOf, fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
 let h: FakeHarness;
 afterEach(async () => h?.close());
-
-const codeOf = async (work: Promise<unknown>) => {
-  try {
-    await work;
-  } catch (err) {
-    return (err as ServiceError).code;
-  }
-  return 'OK';
-};
 
 describe('SandboxService', () => {
   it('creates a running sandbox with defaults, a UUIDv7 and its settings', async () => {

@@ -148,7 +148,10 @@ export function instanceFromSummary(row: Docker.ContainerInfo): InstanceState {
   };
 }
 
-const roleOf = (labels: Record<string, string>): InstanceRole => (labels[LABEL.role] === 'pool' ? 'pool' : 'sandbox');
+const roleOf = (labels: Record<string, string>): InstanceRole => {
+  const role = labels[LABEL.role];
+  return role === 'pool' || role === 'helper' ? role : 'sandbox';
+};
 
 function bridgeAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
   const address = networks?.bridge?.IPAddress;

@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { ServiceError, badRequest, conflict, notFound } from '../../errors.js';
+import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type {
   Backend,
@@ -9,7 +9,9 @@ import type {
   ExecResult,
   InstanceState,
   Profile,
+  ResizeRequest,
   SandboxSpec,
+  SavedImageKind,
 } from '../backend.js';
 import { OutputCollector } from '../output-collector.js';
 import {
@@ -25,6 +27,7 @@ import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker
 import { runExec, type RawExec, type RawExecOutcome } from './docker-exec.js';
 import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
+import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 
@@ -57,6 +60,7 @@ export class DockerBackend implements Backend {
   private readonly socketPath: string;
   private readonly logger: Logger;
   private readonly images: DockerImages;
+  private readonly snapshots: DockerSnapshots;
   /** Runtimes the engine offers; `runc` until `detectRuntimes` has asked the engine. */
   private runtimes: string[] = ['runc'];
   private detecting?: Promise<string[]>;
@@ -66,11 +70,12 @@ export class DockerBackend implements Backend {
     this.docker = new Docker({ socketPath: this.socketPath });
     this.logger = options.logger.child({ backend: 'docker' });
     this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
+    this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
   capabilities(): BackendCapabilities {
-    return { snapshot: false, resize: false, archive: false, browser: false, runtimes: [...this.runtimes] };
+    return { snapshot: true, resize: true, archive: true, browser: false, runtimes: [...this.runtimes] };
   }
 
   async ping(): Promise<void> {
@@ -112,8 +117,53 @@ export class DockerBackend implements Backend {
   }
 
   async remove(id: string): Promise<void> {
-    // 404: already gone; 409: a removal is already under way.
-    await this.engine(() => this.docker.getContainer(id).remove({ force: true, v: true }).catch(ignoreStatus(404, 409)));
+    await this.engine(async () => {
+      const container = this.docker.getContainer(id);
+      const image = await container.inspect().then(
+        (info) => info.Image,
+        () => undefined,
+      );
+      // 404: already gone; 409: a removal is already under way.
+      await container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
+      if (image) await this.snapshots.removeIfDangling(image);
+    });
+  }
+
+  async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {
+    await this.engine(() => this.snapshots.commit(this.docker.getContainer(id), tag, kind), id);
+  }
+
+  async archive(id: string, tag: string): Promise<void> {
+    await this.snapshot(id, tag, 'archive');
+    await this.remove(id);
+  }
+
+  async removeImage(tag: string): Promise<void> {
+    await this.engine(() => this.snapshots.removeImage(tag));
+  }
+
+  async listImages(): Promise<string[]> {
+    return this.engine(() => this.snapshots.list());
+  }
+
+  /**
+   * Engine API container update: cgroup limits change at once in a running runc container.
+   * gVisor cannot update a running sandbox (runsc has no `update`), so that is UNSUPPORTED.
+   */
+  async resize(id: string, request: ResizeRequest): Promise<void> {
+    await this.engine(async () => {
+      const container = this.docker.getContainer(id);
+      const info = await container.inspect();
+      if (info.State.Running && info.HostConfig.Runtime === 'runsc') {
+        throw new UnsupportedError('docker', 'resizing a running gVisor (runsc) sandbox: stop it, resize, then start it');
+      }
+      const memory = request.memoryMb === undefined ? {} : { Memory: request.memoryMb * 1024 * 1024, MemorySwap: request.memoryMb * 1024 * 1024 };
+      const cpus = request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) };
+      await container.update({ ...cpus, ...memory }).catch((err: unknown) => {
+        if (dockerStatus(err) === 400 || dockerStatus(err) === 500) throw badRequest(`the engine refused the new limits: ${dockerMessage(err)}`);
+        throw err;
+      });
+    }, id);
   }
 
   async inspect(id: string): Promise<InstanceState | null> {
@@ -246,6 +296,7 @@ export class DockerBackend implements Backend {
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
       await container.start();
       if (source && readOnly) await this.copyIntoRunning(container, source, owner);
+      if (readOnly) await this.snapshots.restoreWorkspace(container, image);
       const state = instanceFromInspect(await container.inspect());
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');
       return state;

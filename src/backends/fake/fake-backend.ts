@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { badRequest, conflict, notFound, ServiceError } from '../../errors.js';
+import { badRequest, conflict, notFound, ServiceError, UnsupportedError } from '../../errors.js';
 import type {
   Backend,
   BackendCapabilities,
@@ -7,7 +7,9 @@ import type {
   ExecRequest,
   ExecResult,
   InstanceState,
+  ResizeRequest,
   SandboxSpec,
+  SavedImageKind,
 } from '../backend.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
@@ -26,7 +28,7 @@ export interface FakeExecScript {
   hang?: boolean;
 }
 
-type Operation = 'create' | 'start' | 'stop' | 'remove' | 'exec' | 'list' | 'inspect';
+type Operation = 'create' | 'start' | 'stop' | 'remove' | 'exec' | 'list' | 'inspect' | 'snapshot' | 'archive' | 'resize' | 'removeImage';
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -38,6 +40,10 @@ export class FakeBackend implements Backend {
   readonly instances = new Map<string, FakeInstance>();
   readonly calls: { op: Operation; id?: string }[] = [];
   images = new Set<string>([DEFAULT_IMAGE]);
+  /** Images made by snapshot/archive: the files they hold. */
+  readonly savedImages = new Map<string, { kind: SavedImageKind; files: Map<string, Buffer> }>();
+  /** When false, snapshot, archive and resize raise UNSUPPORTED, like a backend without them. */
+  lifecycleSupported = true;
   onExec: (request: ExecRequest, spec: SandboxSpec) => FakeExecScript = (request) => ({
     chunks: [{ stream: 'stdout', text: `${request.command.join(' ')}\n` }],
   });
@@ -45,7 +51,8 @@ export class FakeBackend implements Backend {
   private nextId = 1;
 
   capabilities(): BackendCapabilities {
-    return { snapshot: false, resize: false, archive: false, browser: false, runtimes: ['fake'] };
+    const can = this.lifecycleSupported;
+    return { snapshot: can, resize: can, archive: can, browser: false, runtimes: ['fake'] };
   }
 
   /** Makes the next call of `op` throw `error`. */
@@ -74,7 +81,7 @@ export class FakeBackend implements Backend {
       ip: `10.0.0.${this.nextId}`,
       runtime: 'fake',
     };
-    this.instances.set(id, { state, spec, files: new Map() });
+    this.instances.set(id, { state, spec, files: new Map(this.savedImages.get(spec.image)?.files) });
     return { ...state };
   }
 
@@ -154,7 +161,43 @@ export class FakeBackend implements Backend {
     for (const p of doomed) instance.files.delete(p);
   }
 
+  async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {
+    this.requireSupport('snapshot');
+    const instance = this.require('snapshot', id);
+    this.savedImages.set(tag, { kind, files: new Map(instance.files) });
+    this.images.add(tag);
+  }
+
+  async archive(id: string, tag: string): Promise<void> {
+    this.requireSupport('archive');
+    const instance = this.require('archive', id);
+    this.savedImages.set(tag, { kind: 'archive', files: new Map(instance.files) });
+    this.images.add(tag);
+    this.instances.delete(id);
+  }
+
+  async removeImage(tag: string): Promise<void> {
+    this.record('removeImage');
+    this.savedImages.delete(tag);
+    this.images.delete(tag);
+  }
+
+  async listImages(): Promise<string[]> {
+    return [...this.savedImages.keys()];
+  }
+
+  async resize(id: string, request: ResizeRequest): Promise<void> {
+    this.requireSupport('resize');
+    const instance = this.require('resize', id);
+    if (request.vcpus !== undefined) instance.spec.vcpus = request.vcpus;
+    if (request.memoryMb !== undefined) instance.spec.memoryMb = request.memoryMb;
+  }
+
   async close(): Promise<void> {}
+
+  private requireSupport(operation: string): void {
+    if (!this.lifecycleSupported) throw new UnsupportedError(this.name, operation);
+  }
 
   private record(op: Operation, id?: string): void {
     this.calls.push({ op, ...(id ? { id } : {}) });

@@ -84,7 +84,7 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
   app.post(
     '/sandboxes/:name/stop',
     {
-      schema: { tags, summary: 'Stop a sandbox, keeping its files (idempotent)', params: sandboxNameParams, response: { 200: envelope(sandboxDetail), ...errors(404) } },
+      schema: { tags, summary: 'Stop a sandbox, keeping its files (idempotent)', params: sandboxNameParams, response: { 200: envelope(sandboxDetail), ...errors(404, 409) } },
     },
     async (request) => ok(await sandboxes.stop(request.params.name)),
   );

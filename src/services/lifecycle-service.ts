@@ -1,0 +1,156 @@
+import type { Backend } from '../backends/backend.js';
+import { conflict, UnsupportedError } from '../errors.js';
+import type { ReconcileResult, ResizeInput } from '../schemas/lifecycle-schemas.js';
+import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
+import type { SandboxRepository } from '../state/sandbox-repository.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { AuditService } from './audit-service.js';
+import { isoNow, type Clock } from './clock.js';
+import { addDuration } from './durations.js';
+import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
+import { detailOf, type SandboxService } from './sandbox-service.js';
+
+/** TTL extension when `by` is not given (SPEC.md, Limits). */
+export const DEFAULT_EXTENSION = '1h';
+
+/**
+ * The lifecycle beyond create/start/stop/remove: archive and recover, resize, time to live
+ * (extend, gc) and lifecycle policies (reconcile). Every operation on a sandbox holds the
+ * sandbox service's per-name lock and moves the stored status as lifecycle.ts allows.
+ */
+export class LifecycleService {
+  constructor(
+    private readonly repo: SandboxRepository,
+    private readonly sandboxes: SandboxService,
+    private readonly backend: Backend,
+    private readonly audit: AuditService,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Keeps the sandbox's filesystem as an image and releases its container. The status is
+   * `archiving` meanwhile; recovery finishes or rolls back an archive a crash interrupted.
+   */
+  async archive(name: string, reason: string): Promise<SandboxDetail> {
+    if (!this.backend.capabilities().archive) throw new UnsupportedError(this.backend.name, 'archive');
+    return this.sandboxes.locks.run(name, async () => {
+      const record = await this.sandboxes.require(name);
+      assertTransition(record, 'archive');
+      const state = await this.sandboxes.observe(record);
+      // Conditional on the rule's statuses, not on the one read: a concurrent read may have
+      // just corrected running to stopped from the engine, which changes nothing here.
+      if (!(await this.repo.update(record.uuid, { status: 'archiving' }, TRANSITIONS.archive.from))) {
+        throw conflict(`sandbox '${name}' changed while it was being archived: try again`);
+      }
+      const tag = archiveTag(record.uuid);
+      try {
+        if (state) await this.backend.archive(state.id, tag);
+      } catch (err) {
+        await this.repo.update(record.uuid, { status: record.status }, ['archiving']);
+        throw err;
+      }
+      const now = isoNow(this.clock);
+      // Without a container there was nothing new to keep: its files are where they were.
+      const archived = { status: 'archived' as const, backendId: null, rootImage: state ? tag : record.rootImage, archivedAt: now, archivedReason: reason, updatedAt: now };
+      await this.repo.update(record.uuid, archived, ['archiving']);
+      await this.audit.record('sandbox_archived', record, { reason });
+      this.logger.info({ sandbox: name, reason }, 'sandbox archived');
+      return detailOf({ ...record, ...archived });
+    });
+  }
+
+  /** Clears the archive metadata of an archived sandbox (status stopped); CONFLICT otherwise. */
+  async recover(name: string): Promise<SandboxDetail> {
+    return this.sandboxes.locks.run(name, async () => {
+      const record = await this.sandboxes.require(name);
+      assertTransition(record, 'recover');
+      const now = isoNow(this.clock);
+      const recovered = { status: 'stopped' as const, archivedAt: null, archivedReason: null, lastActivityAt: now, updatedAt: now };
+      await this.repo.update(record.uuid, recovered, ['archived']);
+      await this.audit.record('sandbox_recovered', record, { archived_at: record.archivedAt });
+      return detailOf({ ...record, ...recovered });
+    });
+  }
+
+  /** New cpu/memory limits: in place on a running sandbox, kept for the next start of a stopped one. */
+  async resize(name: string, input: ResizeInput): Promise<SandboxDetail> {
+    this.sandboxes.checkResources(input.vcpus, input.memory_mb);
+    if (!this.backend.capabilities().resize) throw new UnsupportedError(this.backend.name, 'resize');
+    await this.sandboxes.locks.run(name, async () => {
+      const record = await this.sandboxes.require(name);
+      assertTransition(record, 'resize');
+      const state = await this.sandboxes.observe(record);
+      if (state) await this.backend.resize(state.id, { ...(input.vcpus ? { vcpus: input.vcpus } : {}), ...(input.memory_mb ? { memoryMb: input.memory_mb } : {}) });
+      const changes = { vcpus: input.vcpus ?? record.vcpus, memoryMb: input.memory_mb ?? record.memoryMb, updatedAt: isoNow(this.clock) };
+      await this.repo.update(record.uuid, changes);
+      await this.audit.record('sandbox_resized', record, {
+        from: { vcpus: record.vcpus, memory_mb: record.memoryMb },
+        to: { vcpus: changes.vcpus, memory_mb: changes.memoryMb },
+        in_place: state?.status === 'running',
+      });
+    });
+    return this.sandboxes.get(name);
+  }
+
+  /** Moves the expiry to max(expires_at, now) + by. */
+  async extend(name: string, by: string = DEFAULT_EXTENSION): Promise<{ expires_at: string }> {
+    return this.sandboxes.locks.run(name, async () => {
+      const record = await this.sandboxes.require(name);
+      assertTransition(record, 'extend');
+      const now = this.clock();
+      const current = record.expiresAt ? new Date(record.expiresAt) : now;
+      const expiresAt = addDuration(current > now ? current : now, by).toISOString();
+      await this.repo.update(record.uuid, { expiresAt, updatedAt: now.toISOString() });
+      await this.audit.record('sandbox_extended', record, { by, expires_at: expiresAt });
+      return { expires_at: expiresAt };
+    });
+  }
+
+  /** Removes every sandbox whose `expires_at` has passed. */
+  async gc(): Promise<{ removed: string[]; count: number }> {
+    const now = this.clock().getTime();
+    const removed: string[] = [];
+    for (const record of await this.repo.all()) {
+      if (!record.expiresAt || Date.parse(record.expiresAt) > now) continue;
+      if (!['running', 'stopped', 'archived'].includes(record.status)) continue;
+      try {
+        await this.audit.record('sandbox_expired', record, { expires_at: record.expiresAt });
+        await this.sandboxes.remove(record.name);
+        removed.push(record.name);
+      } catch (err) {
+        this.logger.warn({ err, sandbox: record.name }, 'could not remove an expired sandbox');
+      }
+    }
+    return { removed, count: removed.length };
+  }
+
+  /**
+   * Applies every lifecycle policy whose threshold has passed (or, with `dryRun`, only lists
+   * what it would do). A sandbox whose state changed since the plan is left for the next round.
+   */
+  async reconcile(dryRun = false): Promise<ReconcileResult> {
+    const now = this.clock();
+    const actions = (await this.repo.all()).map((r) => planAction(r, now)).filter((a): a is PlannedAction => a !== null);
+    const result: ReconcileResult = { dry_run: dryRun, actions: actions.map(({ sandbox, action, reason }) => ({ sandbox, action, reason })), stopped: [], archived: [], removed: [] };
+    if (dryRun) return result;
+    for (const planned of actions) {
+      try {
+        const fresh = await this.repo.byName(planned.sandbox);
+        if (!fresh || planAction(fresh, this.clock())?.action !== planned.action) continue;
+        await this.apply(planned);
+        (planned.action === 'stop' ? result.stopped : planned.action === 'archive' ? result.archived : result.removed).push(planned.sandbox);
+      } catch (err) {
+        this.logger.warn({ err, sandbox: planned.sandbox, action: planned.action }, 'lifecycle action failed');
+      }
+    }
+    return result;
+  }
+
+  private async apply(planned: PlannedAction): Promise<void> {
+    const reason = `lifecycle policy: ${planned.reason}`;
+    if (planned.action === 'stop') await this.sandboxes.stop(planned.sandbox);
+    else if (planned.action === 'archive') await this.archive(planned.sandbox, reason);
+    else await this.sandboxes.remove(planned.sandbox);
+  }
+}
