@@ -20,6 +20,14 @@ const TOOLS: Record<string, string[]> = {
   sandbox_file_write: ['name', 'path', 'content'],
   sandbox_write_files: ['name', 'files'],
   sandbox_file_delete: ['name', 'path'],
+  sandbox_extend_ttl: ['name'],
+  sandbox_resize: ['name'],
+  sandbox_recover: ['name'],
+  snapshot_take: ['sandbox', 'name'],
+  snapshot_restore: ['name'],
+  snapshot_list: [],
+  snapshot_get: ['name'],
+  snapshot_delete: ['name'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */
@@ -92,6 +100,47 @@ describe('sandboxd mcp (in-process, stdio)', () => {
     expect(texts(await mcp.call('sandbox_remove', { name }))).toEqual([`sandbox '${name}' removed`]);
     // Only the removed sandbox was ever there: the runs' sandboxes are gone too.
     expect(JSON.parse(texts(await mcp.call('sandbox_list'))[0]!)).toEqual([]);
+  });
+
+  it('runs the lifecycle and snapshot tools on real Docker', async () => {
+    const source = uniqueName('mcp-snap');
+    const copy = `${source}-copy`;
+    const snap = uniqueName('snap');
+    const json = async (tool: string, args: Record<string, unknown>) => {
+      const result = await mcp.call(tool, args);
+      expect(result.isError, `${tool}: ${texts(result)[0]}`).toBeFalsy();
+      return JSON.parse(texts(result)[0]!);
+    };
+    try {
+      await json('sandbox_create', { name: source, ttl: '1h' });
+      await mcp.call('sandbox_file_write', { name: source, path: '/workspace/kept.txt', content: 'kept by the snapshot' });
+      const extended = await json('sandbox_extend_ttl', { name: source, by: '2h' });
+      expect(Date.parse(extended.expires_at) - Date.now()).toBeGreaterThan(2.9 * 3600 * 1000);
+      expect(await json('sandbox_resize', { name: source, memory_mb: 384 })).toMatchObject({ memory_mb: 384 });
+      expect(await json('snapshot_take', { sandbox: source, name: snap })).toMatchObject({ name: snap, sandbox: source, memory_mb: 384 });
+      expect((await json('snapshot_list', {})).map((s: { name: string }) => s.name)).toContain(snap);
+      expect(await json('snapshot_get', { name: snap })).toMatchObject({ image_tag: `sandboxd-snapshot:${snap}` });
+      expect(await json('snapshot_restore', { name: snap, as_name: copy })).toMatchObject({ name: copy, status: 'running' });
+      expect(texts(await mcp.call('sandbox_file_read', { name: copy, path: '/workspace/kept.txt' }))).toEqual(['kept by the snapshot']);
+
+      const refusals: [string, Record<string, unknown>, RegExp][] = [
+        ['snapshot_take', { sandbox: source, name: snap }, /already exists/],
+        ['sandbox_recover', { name: source }, /not archived/],
+        ['sandbox_extend_ttl', { name: source, by: '10 minutes' }, /duration/],
+        ['sandbox_resize', { name: source }, /vcpus, memory_mb or both/],
+        ['snapshot_get', { name: 'no-such-snapshot' }, /not found/],
+      ];
+      for (const [tool, args, message] of refusals) {
+        const result = await mcp.call(tool, args);
+        expect(result.isError, tool).toBe(true);
+        expect(texts(result)[0], tool).toMatch(message);
+      }
+      expect(texts(await mcp.call('snapshot_delete', { name: snap }))).toEqual([`snapshot '${snap}' deleted`]);
+    } finally {
+      await mcp.call('snapshot_delete', { name: snap });
+      await mcp.call('sandbox_remove', { name: copy });
+      await mcp.call('sandbox_remove', { name: source });
+    }
   });
 
   it('answers bad arguments and unknown tools with isError results that name the problem', async () => {
