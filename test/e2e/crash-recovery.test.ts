@@ -10,16 +10,17 @@ const docker = new Docker();
 const dir = mkdtempSync(join(tmpdir(), 'sandboxd-crash-'));
 let server: ServerProcess | undefined;
 
+let instance = '';
+
+// Cleans up without relying on the server, which a failed test may have left dead.
 afterAll(async () => {
-  if (server) {
-    const list = (await call(server.url, 'GET', '/sandboxes')).body.data as { name: string }[];
-    for (const sb of list) await call(server.url, 'DELETE', `/sandboxes/${sb.name}`);
-    await server.stop();
+  await server?.kill9();
+  if (instance) {
+    const rows = await docker.listContainers({ all: true, filters: { label: [`sandboxd.instance=${instance}`] } });
+    await Promise.all(rows.map((row) => docker.getContainer(row.Id).remove({ force: true })));
   }
   rmSync(dir, { recursive: true, force: true });
 });
-
-let instance = '';
 
 /** Containers of this data directory's instance (other test runs may share the engine), by uuid. */
 async function containers(): Promise<Map<string, string>> {
