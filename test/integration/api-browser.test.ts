@@ -121,6 +121,25 @@ describe('browser automation', () => {
     expect(window).toEqual(events.slice(2, 5));
   });
 
+  it('relays the debugging port to the host only, not to other sandboxes', async () => {
+    const record = await rt.services.sandboxes.require(name);
+    const ip = (await rt.services.backend.inspect(record.backendId!))!.ip!;
+    const fromHost = await fetch(`http://${ip}:9223/json/version`);
+    expect(fromHost.status).toBe(200);
+    const probe = `curl -s -o /dev/null --max-time 3 http://${ip}:9223/json/version; echo $?`;
+    const fromSandbox = await api('POST', `/sandboxes/${plain}/exec`, { command: ['bash', '-c', probe] });
+    expect(fromSandbox.body.data.stdout.trim()).not.toBe('0');
+  });
+
+  it('answers 422 for a restrictive sandbox, saying which profiles work', async () => {
+    const closed = uniqueName('browser-closed');
+    expect((await api('POST', '/sandboxes', { name: closed, image: BROWSER_IMAGE, profile: 'restrictive' })).status).toBe(201);
+    const refused = await api('POST', `/sandboxes/${closed}/browser/start`);
+    expect(refused.status).toBe(422);
+    expect(refused.body.error).toMatch(/moderate or permissive/);
+    expect((await api('DELETE', `/sandboxes/${closed}`)).status).toBe(200);
+  });
+
   it('answers 422 naming the browser image for an image without Chromium, 409 when stopped', async () => {
     const noChromium = await api('POST', `/sandboxes/${plain}/browser/pages/default/goto`, { url: SITE });
     expect(noChromium.status).toBe(422);
