@@ -34,20 +34,21 @@ const CHROMIUM_FLAGS = [
 ];
 
 /**
- * Starts Chromium and the relay when they are not running (pid files under /tmp), detached
- * (setsid, every stream redirected) so the exec returns at once, then waits until the
- * debugging endpoint answers. `$1` is the sandbox's bridge address. Idempotent, so a crashed
- * browser is started again by the next call.
+ * Starts Chromium and the relay when they are not running, detached (setsid, every stream
+ * redirected) so the exec returns at once, then waits until the debugging endpoint answers.
+ * `$1` is the sandbox's bridge address. Idempotent, so a crashed browser is started again by
+ * the next call. A pid file counts only while its pid runs the expected executable: /tmp
+ * outlives a restart of the sandbox, where old pids come back as other processes.
  */
 export const LAUNCH_SCRIPT = `set -u
 command -v chromium >/dev/null 2>&1 || exit ${NO_CHROMIUM_EXIT}
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-if ! alive /tmp/sandboxd-chromium.pid; then
+alive() { [ "$(readlink "/proc/$(cat "$1" 2>/dev/null)/exe" 2>/dev/null)" = "$2" ]; }
+if ! alive /tmp/sandboxd-chromium.pid /usr/lib/chromium/chromium; then
   profile=$(mktemp -d /tmp/sandboxd-chromium-XXXXXX)
   setsid chromium ${CHROMIUM_FLAGS.join(' ')} --user-data-dir="$profile" about:blank </dev/null >/tmp/sandboxd-chromium.log 2>&1 &
   echo $! >/tmp/sandboxd-chromium.pid
 fi
-if ! alive /tmp/sandboxd-relay.pid; then
+if ! alive /tmp/sandboxd-relay.pid /usr/bin/socat; then
   h=$(awk '$2 == "00000000" { print $3; exit }' /proc/net/route)
   gateway=$(printf '%d.%d.%d.%d' 0x\${h:6:2} 0x\${h:4:2} 0x\${h:2:2} 0x\${h:0:2})
   setsid socat TCP-LISTEN:${RELAY_PORT},bind="$1",fork,reuseaddr,range="$gateway"/32 TCP:127.0.0.1:${DEBUG_PORT} </dev/null >/tmp/sandboxd-relay.log 2>&1 &

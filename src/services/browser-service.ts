@@ -7,6 +7,7 @@ import type { SandboxRecord } from '../state/sandbox-repository.js';
 import { LAUNCH_SCRIPT, NO_CHROMIUM_EXIT, RELAY_PORT, VIEWPORT } from './browser-launch.js';
 import { BrowserSessions, type BrowserSession, type NamedPage } from './browser-sessions.js';
 import { isoNow, type Clock } from './clock.js';
+import type { EventBus } from './event-bus.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import type { SandboxService } from './sandbox-service.js';
 
@@ -42,7 +43,19 @@ export class BrowserService {
     private readonly backend: Backend,
     private readonly events: BrowserEventRepository,
     private readonly clock: Clock,
-  ) {}
+    bus: EventBus,
+  ) {
+    // A sandbox that stops or goes away takes its browser with it: let go of the connection,
+    // and of the event log once nothing can read it (the bus sees every path that removes one).
+    bus.subscribe(({ event }) => {
+      if (!event.sandbox_uuid) return;
+      if (event.type === 'sandbox.stopped' || event.type === 'sandbox.archived') void this.sessions.drop(event.sandbox_uuid);
+      if (event.type === 'sandbox.deleted') {
+        void this.sessions.drop(event.sandbox_uuid);
+        void this.events.deleteFor(event.sandbox_uuid).catch(() => undefined);
+      }
+    });
+  }
 
   /** POST .../browser/start: starts Chromium if needed; its version and open pages. */
   async start(name: string): Promise<{ version: string; pages: PageSummary[] }> {

@@ -85,7 +85,7 @@ export class Services {
     });
     this.lifecycle = new LifecycleService(sandboxRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'lifecycle' }));
     this.recovery = new RecoveryService(sandboxRepo, snapshotRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
-    this.browser = new BrowserService(this.sandboxes, backend, new BrowserEventRepository(store.db), clock);
+    this.browser = new BrowserService(this.sandboxes, backend, new BrowserEventRepository(store.db), clock, this.observability.bus);
     this.hostStats = new HostStats(store.dataDir);
   }
 

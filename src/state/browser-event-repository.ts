@@ -33,4 +33,9 @@ export class BrowserEventRepository {
       .limit(limit)
       .execute();
   }
+
+  /** Forgets the log of a removed sandbox. */
+  async deleteFor(sandboxUuid: string): Promise<void> {
+    await this.db.deleteFrom('browser_events').where('sandbox_uuid', '=', sandboxUuid).execute();
+  }
 }

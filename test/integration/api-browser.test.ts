@@ -159,6 +159,14 @@ describe('browser automation', () => {
     expect(reopened.title).toBe('Greeter');
   });
 
+  it('starts the browser again after the sandbox restarts', async () => {
+    expect((await api('POST', `/sandboxes/${name}/stop`)).status).toBe(200);
+    expect((await api('GET', `/sandboxes/${name}/browser/pages`)).status).toBe(409);
+    expect((await api('POST', `/sandboxes/${name}/start`)).status).toBe(200);
+    await serveSite(rt.url, name);
+    expect((await ok('POST', `${pagePath()}/goto`, { url: `${SITE}/index.html` })).title).toBe('Greeter');
+  });
+
   it('keeps the event log across a server restart', async () => {
     const before = await ok('GET', `/sandboxes/${name}/browser/events`);
     await rt.close();

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { BrowserEventRepository } from '../../src/state/browser-event-repository.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
 let h: FakeHarness;
@@ -33,5 +34,21 @@ describe('browser routes (fake backend)', () => {
     const stopped = await inject('GET', '/sandboxes/a/browser/pages');
     expect(stopped.statusCode).toBe(409);
     expect(stopped.json().error).toMatch(/start it with POST \/sandboxes\/a\/start/);
+  });
+
+  it('numbers events per sandbox from 0 and forgets them when the sandbox is removed', async () => {
+    h = await fakeHarness();
+    expect((await inject('POST', '/sandboxes', { name: 'a' })).statusCode).toBe(201);
+    const { uuid } = await h.services.sandboxes.require('a');
+    const repo = new BrowserEventRepository(h.store.db);
+    const ts = new Date().toISOString();
+    await Promise.all(['page.created', 'page.navigated', 'page.closed'].map((type) => repo.append(uuid, { type, page: 'p', ts })));
+    await repo.append('other-sandbox', { type: 'page.created', page: 'p', ts });
+    const events = (await inject('GET', '/sandboxes/a/browser/events?offset=1')).json();
+    expect(events.map((e: { seq: number }) => e.seq)).toEqual([1, 2]);
+    expect((await h.app.inject({ method: 'DELETE', url: '/sandboxes/a' })).statusCode).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await repo.list(uuid, 0, 100)).toEqual([]);
+    expect(await repo.list('other-sandbox', 0, 100)).toHaveLength(1);
   });
 });
