@@ -169,12 +169,16 @@ describe('browser automation', () => {
 
   it('keeps the event log across a server restart', async () => {
     const before = await ok('GET', `/sandboxes/${name}/browser/events`);
+    const chromiumPid = async () =>
+      (await api('POST', `/sandboxes/${name}/exec`, { command: ['cat', '/tmp/sandboxd-chromium.pid'] })).body.data.stdout;
+    const pid = await chromiumPid();
     await rt.close();
     rt = await dockerRuntime({ dataDir: rt.dataDir });
     expect(await ok('GET', `/sandboxes/${name}/browser/events`)).toEqual(before);
     // The new server connects to the browser that kept running; pages start over.
     expect(await ok('GET', `/sandboxes/${name}/browser/pages`)).toEqual([]);
     expect((await ok('POST', `${pagePath()}/goto`, { url: `${SITE}/next.html` })).title).toBe('Next');
+    expect(await chromiumPid()).toBe(pid);
     const after = await ok('GET', `/sandboxes/${name}/browser/events?offset=${before.length}`);
     expect(after.map((e: { seq: number; type: string }) => [e.seq, e.type])).toEqual([
       [before.length, 'page.created'],
