@@ -121,6 +121,15 @@ describe('browser automation', () => {
     expect(window).toEqual(events.slice(2, 5));
   });
 
+  it('answers 400 when a navigation times out (30 s)', async () => {
+    // A listener that accepts connections and never answers.
+    const hang = "setsid python3 -c 'import socket, time; s = socket.socket(); s.bind((\"127.0.0.1\", 8002)); s.listen(); time.sleep(600)' </dev/null >/dev/null 2>&1 &";
+    expect((await api('POST', `/sandboxes/${name}/exec`, { command: ['bash', '-c', `${hang} sleep 0.5`] })).body.data.exit_code).toBe(0);
+    const timedOut = await api('POST', `${pagePath('slow')}/goto`, { url: 'http://127.0.0.1:8002/' });
+    expect(timedOut.status).toBe(400);
+    expect(timedOut.body.error).toBe('navigation to http://127.0.0.1:8002/ timed out after 30s');
+  }, 60_000);
+
   it('relays the debugging port to the host only, not to other sandboxes', async () => {
     const record = await rt.services.sandboxes.require(name);
     const ip = (await rt.services.backend.inspect(record.backendId!))!.ip!;
