@@ -253,9 +253,11 @@ function staleRef(ref: string, name: string, pageName: string): ServiceError {
 /** A click or fill that found no usable element is the client's error (400). */
 function targetError(err: unknown, name: string, pageName: string, target: Target): unknown {
   if (err instanceof ServiceError || isDisconnect(err)) return err;
-  if (target.ref !== undefined && err instanceof playwrightErrors.TimeoutError) return staleRef(target.ref, name, pageName);
   if (err instanceof playwrightErrors.TimeoutError) {
-    return badRequest(`no usable element matches selector '${target.selector}' within ${ACTION_TIMEOUT_MS / 1000}s`);
+    const what = target.ref !== undefined ? `ref '${target.ref}'` : `selector '${target.selector}'`;
+    return badRequest(
+      `${what} matched no usable element within ${ACTION_TIMEOUT_MS / 1000}s (gone, hidden or disabled): take a new snapshot (GET /sandboxes/${name}/browser/pages/${pageName})`,
+    );
   }
   return badRequest(firstLine(err));
 }

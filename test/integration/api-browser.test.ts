@@ -103,6 +103,7 @@ describe('browser automation', () => {
     expect((await api('POST', `${pagePath('Bad Name')}/goto`, { url: SITE })).status).toBe(400);
     const missing = await api('POST', `${pagePath()}/click`, { selector: '#nothing-here' });
     expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatch(/^selector '#nothing-here' matched no usable element within 5s/);
     const unreachable = await api('POST', `${pagePath()}/goto`, { url: 'http://127.0.0.1:8001/' });
     expect(unreachable.status).toBe(400);
     expect(unreachable.body.error).toMatch(/ERR_CONNECTION_REFUSED/);
