@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchApiOverhead, benchCreate, benchExec } from './core-bench.js';
+import { benchBrowser } from './browser-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     await benchObservability(observed, fake, n * 20);
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
+    await benchBrowser(docker, n);
   } finally {
     await docker.stop();
     await fake.stop();

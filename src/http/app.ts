@@ -10,6 +10,7 @@ import { registerAuth } from './auth.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { registerRequestTelemetry } from './request-telemetry.js';
+import { browserRoutes } from './routes/browser-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
@@ -108,5 +109,6 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);
+  await app.register(browserRoutes, context);
   return app;
 }

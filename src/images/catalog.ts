@@ -66,6 +66,11 @@ export const CATALOG: readonly CatalogEntry[] = [
     env: { PIP_BREAK_SYSTEM_PACKAGES: '1' },
   }),
   defineImage('node', 'base + Node.js and npm (Debian packages)', { packages: ['nodejs', 'npm'] }),
+  // Fonts because headless Chromium renders tofu without them; socat relays the debugging port,
+  // which Chromium binds to 127.0.0.1 only, onto the container's address for the service.
+  defineImage('browser', 'base + headless Chromium, fonts and socat (browser automation)', {
+    packages: ['chromium', 'fonts-liberation', 'fonts-dejavu-core', 'socat'],
+  }),
 ];
 
 /** The image a sandbox gets when its creator names none. */

@@ -14,7 +14,7 @@ export interface ApiRequest {
  * How the MCP tools reach the service: always through the HTTP/JSON API, so that both ways
  * of running (in-process, or against a running `sandboxd serve`) share every code path:
  * validation, auth, the service layer and the error table. `request` resolves with the
- * envelope's `data` and throws a ServiceError with the envelope's code and message.
+ * envelope's `data` (or a bare body, as the browser routes send) and throws a ServiceError with the envelope's code and message.
  */
 export interface ApiClient {
   /** Where requests go, for logs and messages: `in-process (<data-dir>)` or a URL. */
@@ -43,7 +43,7 @@ export function urlOf(request: ApiRequest): string {
   return query ? `${request.path}?${query}` : request.path;
 }
 
-/** The `data` of a success envelope; a ServiceError for an error envelope or a non-envelope reply. */
+/** The `data` of a success envelope (or a bare JSON success body); a ServiceError for an error envelope or a non-JSON reply. */
 export function unwrap<T>(status: number, text: string): T {
   let body: { success?: boolean; data?: T; error?: string; code?: string } | undefined;
   try {
@@ -56,5 +56,7 @@ export function unwrap<T>(status: number, text: string): T {
     const code = body.code && body.code in STATUS_BY_CODE ? (body.code as ErrorCode) : 'INTERNAL';
     throw new ServiceError(code, body.error);
   }
+  // The browser routes answer with bare bodies (SPEC.md): a success that is not an envelope.
+  if (body !== undefined && status < 300) return body as T;
   throw new ServiceError('INTERNAL', `unexpected reply (HTTP ${status}): ${text.slice(0, 200)}`);
 }

@@ -81,7 +81,14 @@ async function callTool(tool: Tool, args: unknown, context: { api: ApiClient; si
 
 const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
 
+/** HTTP routes that service messages name, and the tool that does the same. */
+const ROUTE_TO_TOOL: readonly [RegExp, string][] = [
+  [/POST \/sandboxes\/([^/\s]+)\/start\b/g, "sandbox_start (name '$1')"],
+  [/POST \/sandboxes\/([^/\s]+)\/browser\/pages\/([^/\s]+)\/goto\b/g, "browser_open (name '$1', page '$2')"],
+  [/GET \/sandboxes\/([^/\s]+)\/browser\/pages\/([^/\s)]+)/g, "browser_snapshot (name '$1', page '$2')"],
+];
+
 /** Service messages name HTTP routes where a tool does the same; say the tool instead. */
 function forTools(message: string): string {
-  return message.replace(/POST \/sandboxes\/([^/\s]+)\/start\b/g, "sandbox_start (name '$1')");
+  return ROUTE_TO_TOOL.reduce((text, [route, tool]) => text.replace(route, tool), message);
 }

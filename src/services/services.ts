@@ -1,12 +1,14 @@
 import type { Backend } from '../backends/backend.js';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
+import { BrowserEventRepository } from '../state/browser-event-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { AuditService } from './audit-service.js';
+import { BrowserService } from './browser-service.js';
 import { systemClock, type Clock } from './clock.js';
 import { ExecService } from './exec-service.js';
 import { FileService } from './file-service.js';
@@ -49,6 +51,7 @@ export class Services {
   readonly recovery: RecoveryService;
   readonly snapshots: SnapshotService;
   readonly lifecycle: LifecycleService;
+  readonly browser: BrowserService;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -82,6 +85,7 @@ export class Services {
     });
     this.lifecycle = new LifecycleService(sandboxRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'lifecycle' }));
     this.recovery = new RecoveryService(sandboxRepo, snapshotRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
+    this.browser = new BrowserService(this.sandboxes, backend, new BrowserEventRepository(store.db), clock, this.observability.bus);
     this.hostStats = new HostStats(store.dataDir);
   }
 
@@ -102,8 +106,9 @@ export class Services {
     };
   }
 
-  /** Stops webhook delivery and flushes traces; the store and backend are closed by their owner. */
+  /** Disconnects from browsers, stops webhook delivery and flushes traces; the store and backend are closed by their owner. */
   async close(): Promise<void> {
+    await this.browser.close();
     await this.observability.close();
   }
 

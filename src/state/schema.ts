@@ -52,6 +52,16 @@ export interface AuditTable {
   details: string;
 }
 
+/** One browser action, numbered per sandbox from 0. */
+export interface BrowserEventTable {
+  sandbox_uuid: string;
+  seq: number;
+  /** page.created | page.navigated | page.clicked | page.filled | page.closed */
+  type: string;
+  page: string;
+  ts: string;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -61,5 +71,6 @@ export interface Database {
   sandboxes: SandboxTable;
   audit_log: AuditTable;
   snapshots: SnapshotTable;
+  browser_events: BrowserEventTable;
   meta: MetaTable;
 }

@@ -28,6 +28,13 @@ const TOOLS: Record<string, string[]> = {
   snapshot_list: [],
   snapshot_get: ['name'],
   snapshot_delete: ['name'],
+  browser_open: ['name', 'url'],
+  browser_snapshot: ['name'],
+  browser_click: ['name'],
+  browser_fill: ['name', 'value'],
+  browser_screenshot: ['name'],
+  browser_close: ['name'],
+  browser_events: ['name'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

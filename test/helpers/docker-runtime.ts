@@ -16,9 +16,12 @@ export interface DockerRuntime extends Runtime {
   dispose(): Promise<void>;
 }
 
-/** A real service on the Docker backend, listening on a free loopback port; `clock` replaces the system time. */
+/**
+ * A real service on the Docker backend, listening on a free loopback port; `clock` replaces the
+ * system time. A `dataDir` flag reopens that directory (a restart); otherwise a new one is made.
+ */
 export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}, clock?: Clock): Promise<DockerRuntime> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-it-'));
+  const dataDir = typeof flags.dataDir === 'string' ? flags.dataDir : mkdtempSync(join(tmpdir(), 'sandboxd-it-'));
   const config = loadConfig({ env: {}, flags: { dataDir, port: 0, ...flags } });
   const runtime = await startRuntime(config, silentLogger(), { listen: true, ...(clock ? { clock } : {}) });
   return {

@@ -89,7 +89,7 @@ afterAll(async () => {
 describe('lifecycle', () => {
   it('reports its runtimes once it has reached the engine', () => {
     expect(backend.name).toBe('docker');
-    expect(backend.capabilities()).toMatchObject({ snapshot: true, resize: true, archive: true, browser: false });
+    expect(backend.capabilities()).toMatchObject({ snapshot: true, resize: true, archive: true, browser: true });
     expect(backend.capabilities().runtimes).toEqual(expect.arrayContaining(['runc', 'runsc']));
   });
 

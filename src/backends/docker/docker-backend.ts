@@ -75,7 +75,7 @@ export class DockerBackend implements Backend {
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
   capabilities(): BackendCapabilities {
-    return { snapshot: true, resize: true, archive: true, browser: false, runtimes: [...this.runtimes] };
+    return { snapshot: true, resize: true, archive: true, browser: true, runtimes: [...this.runtimes] };
   }
 
   async ping(): Promise<void> {
