@@ -46,8 +46,9 @@ type startError struct {
 func (e *startError) Error() string { return e.msg }
 
 // startProcess starts argv as the requested user in its own process group, with stdin, stdout
-// and stderr as given (nil means /dev/null), in the sandbox's environment plus spec.Env.
-func startProcess(s spec, defaultUser string, stdin io.Reader, stdout, stderr *os.File) (*process, error) {
+// and stderr as given (nil means /dev/null), in the sandbox's environment plus spec.Env. With
+// dropCaps, a command that runs as root goes through `drop-caps` and starts with no capabilities.
+func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, stdout, stderr *os.File) (*process, error) {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return nil, &startError{code: 127, msg: "argv is empty"}
 	}
@@ -62,6 +63,11 @@ func startProcess(s spec, defaultUser string, stdin io.Reader, stdout, stderr *o
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Env: env, Dir: s.Cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	// A change of uid away from 0 clears every capability by itself; staying root keeps them.
+	if dropCaps && id.uid == 0 {
+		cmd.Path = "/proc/self/exe"
+		cmd.Args = append([]string{"sandboxd-agent", "drop-caps", path}, s.Argv...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:    true,
 		Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups, NoSetGroups: false},

@@ -38,6 +38,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
   const store = await openStore(config.dataDir);
   const backend = createBackend(config.backend, {
     instanceId: store.instanceId,
+    dataDir: config.dataDir,
     logger: logger.child({ part: 'backend' }),
     pidsLimit: config.pidsLimit,
     imageHint: buildHint,
