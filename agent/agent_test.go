@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 && os.Args[1] == "drop-caps" {
 		os.Exit(dropCapsCommand(os.Args[2:]))
 	}
+	if len(os.Args) >= 2 && os.Args[1] == "kill-tagged" {
+		os.Exit(killTaggedCommand(os.Args[2:]))
+	}
 	go children.run()
 	os.Exit(m.Run())
 }

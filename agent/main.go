@@ -7,6 +7,7 @@
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
 //	sandboxd-agent drop-caps PATH ARGV0 ARGS...        (internal: exec PATH without capabilities)
+//	sandboxd-agent kill-tagged TAG                     (internal: kill a command's processes as its user)
 package main
 
 import (
@@ -38,6 +39,9 @@ func main() {
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "drop-caps" {
 		os.Exit(dropCapsCommand(os.Args[2:]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "kill-tagged" {
+		os.Exit(killTaggedCommand(os.Args[2:]))
 	}
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
 		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER]")

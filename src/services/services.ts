@@ -1,6 +1,7 @@
 import type { Backend } from '../backends/backend.js';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
+import { DetachedRepository } from '../state/detached-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
@@ -8,6 +9,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { AuditService } from './audit-service.js';
 import { systemClock, type Clock } from './clock.js';
+import { DetachedService } from './detached-service.js';
 import { ExecService } from './exec-service.js';
 import { FileService } from './file-service.js';
 import { HostStats } from './host-stats.js';
@@ -43,6 +45,7 @@ export interface ServicesInput {
 export class Services {
   readonly sandboxes: SandboxService;
   readonly exec: ExecService;
+  readonly detached: DetachedService;
   readonly files: FileService;
   readonly runs: RunService;
   readonly audit: AuditService;
@@ -74,6 +77,7 @@ export class Services {
     this.audit = new AuditService(new AuditRepository(store.db), clock, this.observability.bus);
     this.sandboxes = new SandboxService(sandboxRepo, backend, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
+    this.detached = new DetachedService(new DetachedRepository(store.db), this.sandboxes, this.exec, backend, this.audit);
     this.files = new FileService(this.sandboxes, backend, this.audit);
     this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }));
     const snapshotRepo = new SnapshotRepository(store.db);

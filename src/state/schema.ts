@@ -52,6 +52,17 @@ export interface AuditTable {
   details: string;
 }
 
+export interface DetachedCommandTable {
+  id: string;
+  sandbox_uuid: string;
+  /** The backend's id of the process within its sandbox. */
+  process_id: string;
+  pid: number;
+  /** JSON argv. */
+  command: string;
+  started_at: string;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -61,5 +72,6 @@ export interface Database {
   sandboxes: SandboxTable;
   audit_log: AuditTable;
   snapshots: SnapshotTable;
+  detached_commands: DetachedCommandTable;
   meta: MetaTable;
 }

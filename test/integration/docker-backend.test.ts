@@ -209,7 +209,9 @@ describe('isolation and limits', () => {
     const state = await backend.create(specOf({ vcpus: 0.5 }));
     const bomb = await run(state.id, ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 100'], { timeoutMs: 5_000 });
     expect(bomb.timedOut).toBe(true);
-    expect(Number((await run(state.id, ['cat', '/sys/fs/cgroup/pids/pids.current'])).stdout)).toBeLessThan(10);
+    // Killed processes are reaped by the agent (PID 1) a moment later.
+    const pids = async () => Number((await run(state.id, ['cat', '/sys/fs/cgroup/pids/pids.current'])).stdout);
+    await expect.poll(pids, { timeout: 5_000 }).toBeLessThan(10);
     expect((await run(moderate.id, ['echo', 'still here'])).stdout).toBe('still here\n');
     await backend.remove(state.id);
   });
@@ -314,12 +316,14 @@ describe('exec', () => {
     it(`times out with partial output and kills the whole tree (${profile})`, async () => {
       const id = profile === 'moderate' ? moderate.id : restrictive.id;
       const started = Date.now();
-      const result = await sh(id, 'echo started; sleep 101 & sleep 102', { timeoutMs: 1_500 });
+      // setsid leaves the process group: only the run's tag finds it (as the command's own user).
+      const result = await sh(id, 'echo started; setsid sleep 103 & sleep 101 & sleep 102', { timeoutMs: 1_500 });
       expect(result).toMatchObject({ timedOut: true, exitCode: 124, output: 'started\n' });
       expect(Date.now() - started).toBeLessThan(8_000);
       const left = await processes(id);
       expect(left).not.toContain('sleep 101');
       expect(left).not.toContain('sleep 102');
+      expect(left).not.toContain('sleep 103');
     });
   }
 

@@ -84,11 +84,37 @@ export class AgentClient {
     response.resume();
   }
 
+  /** Starts a detached command; the agent keeps it and the last 4 MiB of each stream. */
+  async startDetached(request: { argv: string[]; env?: string[]; cwd?: string; user?: string }): Promise<AgentDetached> {
+    return this.json<AgentDetached>('POST', '/v1/detached', Buffer.from(JSON.stringify(request)));
+  }
+
+  async listDetached(): Promise<AgentDetached[]> {
+    return this.json<AgentDetached[]>('GET', '/v1/detached');
+  }
+
+  /** One stream's kept output; NOT_FOUND for an id the agent does not know. */
+  async detachedLogs(id: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+    const response = await this.send({ method: 'GET', path: `/v1/detached/${encodeURIComponent(id)}/logs?stream=${stream}` });
+    if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${id}'`);
+    return collect(response);
+  }
+
+  async killDetached(id: string): Promise<void> {
+    await this.json('DELETE', `/v1/detached/${encodeURIComponent(id)}`);
+  }
+
   /** Resolves once the agent answers its health check. */
   async health(): Promise<void> {
     const response = await this.send({ method: 'GET', path: '/v1/health' });
     response.resume();
     if (response.statusCode !== 200) throw new AgentUnreachable(`agent health: HTTP ${response.statusCode}`);
+  }
+
+  private async json<T>(method: string, path: string, body?: Buffer): Promise<T> {
+    const response = await this.send({ method, path, ...(body ? { body } : {}) });
+    if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${path.split('/')[3] ?? ''}'`);
+    return JSON.parse((await collect(response)).toString('utf8')) as T;
   }
 
   close(): void {
@@ -132,6 +158,22 @@ export class AgentClient {
 
 class Undelivered extends Error {}
 
+/** A detached command as the agent reports it. */
+export interface AgentDetached {
+  id: string;
+  pid: number;
+  argv: string[];
+  status: 'running' | 'completed' | 'failed';
+  exit_code: number | null;
+  started_at: string;
+}
+
+async function collect(stream: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
 function filesPath(path: string): string {
   return `/v1/files?path=${encodeURIComponent(path)}`;
 }
@@ -171,20 +213,18 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
   });
 }
 
-/** Maps an agent's refusal to a service error. */
-async function agentError(response: IncomingMessage, path?: string): Promise<ServiceError> {
+/** Maps an agent's refusal to a service error; `missing` names what a 404 did not find. */
+async function agentError(response: IncomingMessage, path?: string, missing = `file '${path}'`): Promise<ServiceError> {
   let message = `HTTP ${response.statusCode}`;
   try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of response as AsyncIterable<Buffer>) chunks.push(chunk);
-    message = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: string }).error ?? message;
+    message = (JSON.parse((await collect(response)).toString('utf8')) as { error?: string }).error ?? message;
   } catch {
     // The status alone says enough.
   }
   const subject = path ? `'${path}'` : 'the request';
   switch (response.statusCode) {
     case 404:
-      return notFound(`file ${subject} not found`);
+      return notFound(`${missing} not found`);
     case 403:
       return forbidden(`permission denied: ${path ?? message}`);
     case 400:

@@ -4,6 +4,8 @@ import type { Logger } from '../../telemetry/logger.js';
 import type {
   Backend,
   BackendCapabilities,
+  DetachedProcess,
+  DetachedRequest,
   ExecOptions,
   ExecRequest,
   ExecResult,
@@ -30,7 +32,7 @@ import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
-import { AgentClient } from './agent-client.js';
+import { AgentClient, type AgentDetached } from './agent-client.js';
 import { AGENT_IN_SANDBOX, AgentSockets, AgentUnreachable, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 
@@ -249,6 +251,30 @@ export class DockerBackend implements Backend {
     );
   }
 
+  async startDetached(id: string, request: DetachedRequest): Promise<DetachedProcess> {
+    const started = await this.agentOnly(id, (agent) =>
+      agent.startDetached({
+        argv: request.command,
+        ...(request.env ? { env: Object.entries(request.env).map(([key, value]) => `${key}=${value}`) } : {}),
+        ...(request.workdir ? { cwd: request.workdir } : {}),
+        ...(request.user ? { user: request.user } : {}),
+      }),
+    );
+    return detachedFrom(started);
+  }
+
+  async listDetached(id: string): Promise<DetachedProcess[]> {
+    return (await this.agentOnly(id, (agent) => agent.listDetached())).map(detachedFrom);
+  }
+
+  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+    return this.agentOnly(id, (agent) => agent.detachedLogs(processId, stream));
+  }
+
+  killDetached(id: string, processId: string): Promise<void> {
+    return this.agentOnly(id, (agent) => agent.killDetached(processId));
+  }
+
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
   async close(): Promise<void> {
     for (const id of [...this.agents.keys()]) this.dropAgent(id);
@@ -285,6 +311,22 @@ export class DockerBackend implements Backend {
       if (!(err instanceof AgentUnreachable)) throw err;
       this.logger.debug({ container: id, reason: err.message }, 'agent unreachable; using the engine');
       return withEngine();
+    }
+  }
+
+  /**
+   * An operation only the agent offers (the engine has no process table that outlives an exec).
+   * A stopped sandbox is a CONFLICT, one without an agent UNSUPPORTED.
+   */
+  private async agentOnly<T>(id: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+    try {
+      return await operation(this.agentFor(id));
+    } catch (err) {
+      if (!(err instanceof AgentUnreachable)) throw err;
+      const state = await this.inspect(id);
+      if (!state) throw notFound(`container '${id}' not found`);
+      if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
+      throw new UnsupportedError('docker', 'detached commands in a sandbox without the sandbox agent (made by an older sandboxd)');
     }
   }
 
@@ -463,6 +505,17 @@ export class DockerBackend implements Backend {
       stream.destroy();
     }
   }
+}
+
+function detachedFrom(item: AgentDetached): DetachedProcess {
+  return {
+    id: item.id,
+    pid: item.pid,
+    command: item.argv,
+    status: item.status,
+    exitCode: item.exit_code,
+    startedAt: new Date(item.started_at).toISOString(),
+  };
 }
 
 /** The labels of a container that say which agent serves it and as whom commands run. */
