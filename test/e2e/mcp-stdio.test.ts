@@ -44,6 +44,13 @@ describe('sandboxd mcp (in-process, stdio)', () => {
   beforeAll(async () => {
     mcp = await startMcp(['--data-dir', dataDir]);
   });
+  /** Calls a tool that must succeed and answers JSON. */
+  const json = async (tool: string, args: Record<string, unknown>) => {
+    const result = await mcp.call(tool, args);
+    expect(result.isError, `${tool}: ${texts(result)[0]}`).toBeFalsy();
+    return JSON.parse(texts(result)[0]!);
+  };
+
   afterAll(async () => {
     await mcp?.call('sandbox_remove', { name }).catch(() => undefined);
     await mcp?.close();
@@ -111,11 +118,6 @@ describe('sandboxd mcp (in-process, stdio)', () => {
     const source = uniqueName('mcp-snap');
     const copy = `${source}-copy`;
     const snap = uniqueName('snap');
-    const json = async (tool: string, args: Record<string, unknown>) => {
-      const result = await mcp.call(tool, args);
-      expect(result.isError, `${tool}: ${texts(result)[0]}`).toBeFalsy();
-      return JSON.parse(texts(result)[0]!);
-    };
     try {
       await json('sandbox_create', { name: source, ttl: '1h' });
       await mcp.call('sandbox_file_write', { name: source, path: '/workspace/kept.txt', content: 'kept by the snapshot' });
@@ -150,11 +152,6 @@ describe('sandboxd mcp (in-process, stdio)', () => {
 
   it('runs the detached command tools on real Docker', async () => {
     const sandbox = uniqueName('mcp-detached');
-    const json = async (tool: string, args: Record<string, unknown>) => {
-      const result = await mcp.call(tool, args);
-      expect(result.isError, `${tool}: ${texts(result)[0]}`).toBeFalsy();
-      return JSON.parse(texts(result)[0]!);
-    };
     try {
       await json('sandbox_create', { name: sandbox });
       const started = await json('sandbox_exec_detach', { name: sandbox, command: ['sh', '-c', 'echo ready; echo oops >&2; sleep 300'] });
