@@ -51,6 +51,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       allowSudoExec: config.allowSudoExec,
       apiKeyConfigured: config.apiKeys.length > 0,
       snapshotPrefix: config.snapshotPrefix,
+      batchConcurrency: config.batchConcurrency,
+      imageDetection: config.imageDetection,
     },
     store,
     backend,

@@ -106,7 +106,7 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
   await app.register(execRoutes, context);
   await app.register(detachedRoutes, context);
   await app.register(fileRoutes, context);
-  await app.register(runRoutes, context);
+  await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);

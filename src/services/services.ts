@@ -1,4 +1,5 @@
 import type { Backend } from '../backends/backend.js';
+import { DEFAULT_IMAGE_DETECTION } from '../images/image-detection.js';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
 import { DetachedRepository } from '../state/detached-repository.js';
@@ -27,6 +28,10 @@ export interface ServiceSettings {
   apiKeyConfigured: boolean;
   /** Repository part of snapshot image tags; default sandboxd-snapshot. */
   snapshotPrefix?: string;
+  /** Most commands of one batch that run at once; default 4. */
+  batchConcurrency?: number;
+  /** program -> image for runs that name no image; laid over DEFAULT_IMAGE_DETECTION. */
+  imageDetection?: Record<string, string>;
 }
 
 export interface ServicesInput {
@@ -79,7 +84,10 @@ export class Services {
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
     this.detached = new DetachedService(new DetachedRepository(store.db), this.sandboxes, this.exec, backend, this.audit);
     this.files = new FileService(this.sandboxes, backend, this.audit);
-    this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }));
+    this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }), {
+      batchConcurrency: settings.batchConcurrency ?? 4,
+      imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...settings.imageDetection },
+    });
     const snapshotRepo = new SnapshotRepository(store.db);
     this.snapshots = new SnapshotService(snapshotRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'snapshots' }), {
       snapshotPrefix: settings.snapshotPrefix ?? 'sandboxd-snapshot',
