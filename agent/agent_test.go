@@ -21,6 +21,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 && os.Args[1] == "file" {
 		os.Exit(fileCommand(os.Args[2:]))
 	}
+	if len(os.Args) >= 2 && os.Args[1] == "drop-caps" {
+		os.Exit(dropCapsCommand(os.Args[2:]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "kill-tagged" {
+		os.Exit(killTaggedCommand(os.Args[2:]))
+	}
 	go children.run()
 	os.Exit(m.Run())
 }
@@ -28,12 +34,16 @@ func TestMain(m *testing.M) {
 // client talks HTTP to an agent serving on a fresh Unix socket.
 func startAgent(t *testing.T) *http.Client {
 	t.Helper()
+	return serveAgent(t, &agent{started: time.Now(), detached: newDetachedTable()})
+}
+
+func serveAgent(t *testing.T, a *agent) *http.Client {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "agent.sock")
 	listener, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{started: time.Now(), detached: newDetachedTable()}
 	server := &http.Server{Handler: a.routes()}
 	go server.Serve(listener)
 	t.Cleanup(func() { server.Close() })
@@ -317,5 +327,24 @@ func TestDetached(t *testing.T) {
 	res.Body.Close()
 	if len(list) != 1 || list[0].ID != started.ID {
 		t.Fatalf("list: %+v", list)
+	}
+}
+
+func TestDropCapsLeavesRootCommandsWithoutCapabilities(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: only root holds capabilities to drop")
+	}
+	capabilities := func(c *http.Client) string {
+		return execute(t, c, execRequest{spec: spec{Argv: []string{"grep", "^Cap[EP]", "/proc/self/status"}, User: "root"}}).stdout
+	}
+	dropping := serveAgent(t, &agent{dropCaps: true, started: time.Now(), detached: newDetachedTable()})
+	if got := capabilities(dropping); got != "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n" {
+		t.Fatalf("with --drop-caps a root command kept capabilities:\n%s", got)
+	}
+	if got := capabilities(startAgent(t)); strings.Contains(got, "CapEff:\t0000000000000000") {
+		t.Fatalf("without --drop-caps root lost its capabilities:\n%s", got)
+	}
+	if got := execute(t, dropping, execRequest{spec: spec{Argv: []string{"no-such-command"}, User: "root"}}); got.exit.ExitCode != 127 {
+		t.Fatalf("missing command under drop-caps: exit %d", got.exit.ExitCode)
 	}
 }

@@ -72,7 +72,7 @@ func (a *agent) handleDetachedList(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "detached request: "+err.Error())
 			return
 		}
-		item, err := a.detached.start(s, a.defaultUser)
+		item, err := a.detached.start(s, a.defaultUser, a.dropCaps)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
@@ -121,7 +121,7 @@ func (a *agent) handleDetachedItem(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (t *detachedTable) start(s spec, defaultUser string) (*detachedProcess, error) {
+func (t *detachedTable) start(s spec, defaultUser string, dropCaps bool) (*detachedProcess, error) {
 	stdout := &tailBuffer{limit: detachedLogBytes}
 	stderr := &tailBuffer{limit: detachedLogBytes}
 	outR, outW, err := os.Pipe()
@@ -134,7 +134,7 @@ func (t *detachedTable) start(s spec, defaultUser string) (*detachedProcess, err
 		outW.Close()
 		return nil, err
 	}
-	proc, err := startProcess(s, defaultUser, nil, outW, errW)
+	proc, err := startProcess(s, defaultUser, dropCaps, nil, outW, errW)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -69,7 +69,7 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	if req.Stdin != nil {
 		stdin = bytes.NewReader(req.Stdin)
 	}
-	proc, err := startProcess(req.spec, a.defaultUser, stdin, stdoutW, stderrW)
+	proc, err := startProcess(req.spec, a.defaultUser, a.dropCaps, stdin, stdoutW, stderrW)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {

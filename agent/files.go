@@ -71,7 +71,7 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	// /proc/self/exe is a magic link: the user can run the agent's own binary even when the
 	// directory it lives in is closed to them.
 	argv := []string{"/proc/self/exe", "file", op, path}
-	proc, err := startProcess(spec{Argv: argv, User: r.URL.Query().Get("user")}, a.defaultUser, stdin, stdoutW, stderrW)
+	proc, err := startProcess(spec{Argv: argv, User: r.URL.Query().Get("user")}, a.defaultUser, a.dropCaps, stdin, stdoutW, stderrW)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {

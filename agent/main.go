@@ -2,10 +2,12 @@
 // files and detached processes over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--drop-caps]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
+//	sandboxd-agent drop-caps PATH ARGV0 ARGS...        (internal: exec PATH without capabilities)
+//	sandboxd-agent kill-tagged TAG                     (internal: kill a command's processes as its user)
 package main
 
 import (
@@ -25,13 +27,21 @@ const version = "1"
 
 type agent struct {
 	defaultUser string
-	started     time.Time
-	detached    *detachedTable
+	// dropCaps: commands that run as root get no capabilities (see capabilities.go).
+	dropCaps bool
+	started  time.Time
+	detached *detachedTable
 }
 
 func main() {
 	if len(os.Args) >= 2 && os.Args[1] == "file" {
 		os.Exit(fileCommand(os.Args[2:]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "drop-caps" {
+		os.Exit(dropCapsCommand(os.Args[2:]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "kill-tagged" {
+		os.Exit(killTaggedCommand(os.Args[2:]))
 	}
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
 		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER]")
@@ -40,8 +50,9 @@ func main() {
 	flags := flag.NewFlagSet("serve", flag.ExitOnError)
 	socket := flags.String("socket", "/run/sandboxd/agent.sock", "Unix socket to serve on")
 	user := flags.String("user", "", "default user of commands and file operations (name, uid or uid:gid)")
+	dropCaps := flags.Bool("drop-caps", false, "commands that run as root start with no capabilities")
 	flags.Parse(os.Args[2:])
-	if err := serve(*socket, *user); err != nil {
+	if err := serve(*socket, *user, *dropCaps); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
 		os.Exit(1)
 	}
@@ -49,7 +60,7 @@ func main() {
 
 // serve listens on the socket (owner-only: the sandbox's unprivileged user cannot use the agent
 // to act as another user) and handles requests until the process is killed.
-func serve(socket, user string) error {
+func serve(socket, user string, dropCaps bool) error {
 	go children.run()
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		return err
@@ -61,7 +72,7 @@ func serve(socket, user string) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{defaultUser: user, started: time.Now(), detached: newDetachedTable()}
+	a := &agent{defaultUser: user, dropCaps: dropCaps, started: time.Now(), detached: newDetachedTable()}
 	return http.Serve(listener, a.routes())
 }
 

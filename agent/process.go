@@ -34,6 +34,8 @@ type spec struct {
 type process struct {
 	pid  int
 	tag  string
+	uid  uint32
+	gid  uint32
 	done <-chan syscall.WaitStatus
 }
 
@@ -46,8 +48,9 @@ type startError struct {
 func (e *startError) Error() string { return e.msg }
 
 // startProcess starts argv as the requested user in its own process group, with stdin, stdout
-// and stderr as given (nil means /dev/null), in the sandbox's environment plus spec.Env.
-func startProcess(s spec, defaultUser string, stdin io.Reader, stdout, stderr *os.File) (*process, error) {
+// and stderr as given (nil means /dev/null), in the sandbox's environment plus spec.Env. With
+// dropCaps, a command that runs as root goes through `drop-caps` and starts with no capabilities.
+func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, stdout, stderr *os.File) (*process, error) {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return nil, &startError{code: 127, msg: "argv is empty"}
 	}
@@ -62,6 +65,11 @@ func startProcess(s spec, defaultUser string, stdin io.Reader, stdout, stderr *o
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Env: env, Dir: s.Cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	// A change of uid away from 0 clears every capability by itself; staying root keeps them.
+	if dropCaps && id.uid == 0 {
+		cmd.Path = "/proc/self/exe"
+		cmd.Args = append([]string{"sandboxd-agent", "drop-caps", path}, s.Argv...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:    true,
 		Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups, NoSetGroups: false},
@@ -78,14 +86,50 @@ func startProcess(s spec, defaultUser string, stdin io.Reader, stdout, stderr *o
 		}
 		return nil, &startError{code: 126, msg: fmt.Sprintf("%s: %v", s.Argv[0], err)}
 	}
-	return &process{pid: pid, tag: tag, done: done}, nil
+	return &process{pid: pid, tag: tag, uid: id.uid, gid: id.gid, done: done}, nil
 }
 
-// killTree SIGKILLs the process group and every process carrying the tag, repeating until a
-// pass finds none (children may fork while it runs).
+// killTree SIGKILLs the process group and every process carrying the tag. The agent cannot
+// read the environment of another user's processes (that needs CAP_SYS_PTRACE, which no profile
+// grants), so for a command of another user the search also runs as that user, in a child
+// (`sandboxd-agent kill-tagged TAG`), retried while a fork bomb holds the pids limit.
 func (p *process) killTree() {
 	syscall.Kill(-p.pid, syscall.SIGKILL)
-	needle := []byte(tagVar + "=" + p.tag + "\x00")
+	killTagged(p.tag)
+	if p.uid == 0 {
+		return
+	}
+	for attempt := 1; attempt <= 10; attempt++ {
+		cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"sandboxd-agent", "kill-tagged", p.tag}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: p.uid, Gid: p.gid}}
+		_, done, err := children.start(func() (int, error) {
+			if err := cmd.Start(); err != nil {
+				return 0, err
+			}
+			return cmd.Process.Pid, nil
+		})
+		if err == nil {
+			<-done
+			return
+		}
+		time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
+	}
+}
+
+// killTaggedCommand is `sandboxd-agent kill-tagged TAG`: killTagged as the calling user.
+func killTaggedCommand(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent kill-tagged TAG")
+		return 2
+	}
+	killTagged(args[0])
+	return 0
+}
+
+// killTagged SIGKILLs every process (that this process may inspect) whose environment carries
+// the tag, repeating until a pass finds none (children may fork while it runs).
+func killTagged(tag string) {
+	needle := []byte(tagVar + "=" + tag + "\x00")
 	for round := 0; round < 50; round++ {
 		found := false
 		entries, _ := os.ReadDir("/proc")

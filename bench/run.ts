@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchApiOverhead, benchCreate, benchExec } from './core-bench.js';
 import { benchBrowser } from './browser-bench.js';
+import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } from './core-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 
@@ -51,6 +51,8 @@ async function main(): Promise<void> {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
     await benchCreate(docker, Math.max(5, Math.round(n / 2)));
     await benchExec(docker, n * 3);
+    await benchExecRate(docker);
+    await benchFiles(docker, n);
     await benchApiOverhead(fake, n * 20);
     await benchObservability(observed, fake, n * 20);
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');

@@ -30,7 +30,9 @@ done
 # prometheus daemon that Debian enables on systemd hosts is disabled right after.
 PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus)
 TOOL_ONLY_PACKAGES=(prometheus)
-RUNSC_ARGS='["--network=none"]' # gVisor's own netstack does not work on this kind of host
+# --network=none: gVisor's own netstack does not work on this kind of host.
+# --host-uds=create: the agent's socket, created inside the sandbox, must be visible to the host.
+RUNSC_ARGS='["--network=none","--host-uds=create"]'
 DAEMON_JSON=/etc/docker/daemon.json
 DOCKERD_LOG=/var/log/dockerd.log
 
@@ -83,8 +85,9 @@ daemon_change="$(DAEMON_JSON="$DAEMON_JSON" RUNSC_PATH="$runsc_path" RUNSC_ARGS=
   catch (e) { console.error(`setup: error: ${file} is not valid JSON (${e.message}); fix it and rerun`); process.exit(1); }
   const wanted = JSON.parse(process.env.RUNSC_ARGS);
   const runtime = config.runtimes?.runsc ?? {};
-  // Keep any other runsc flags the admin chose; replace only the network mode.
-  const args = (runtime.runtimeArgs ?? []).filter((a) => !a.startsWith("--network"));
+  // Keep any other runsc flags the admin chose; replace only the ones we set.
+  const ours = wanted.map((a) => a.split("=")[0]);
+  const args = (runtime.runtimeArgs ?? []).filter((a) => !ours.includes(a.split("=")[0]));
   const next = { ...config, runtimes: { ...config.runtimes, runsc: { ...runtime, path: process.env.RUNSC_PATH, runtimeArgs: [...args, ...wanted] } } };
   if (JSON.stringify(next) !== JSON.stringify(config)) {
     fs.writeFileSync(file, JSON.stringify(next, null, 2) + "\n");

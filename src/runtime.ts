@@ -38,6 +38,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
   const store = await openStore(config.dataDir);
   const backend = createBackend(config.backend, {
     instanceId: store.instanceId,
+    dataDir: config.dataDir,
     logger: logger.child({ part: 'backend' }),
     pidsLimit: config.pidsLimit,
     imageHint: buildHint,
@@ -50,6 +51,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       allowSudoExec: config.allowSudoExec,
       apiKeyConfigured: config.apiKeys.length > 0,
       snapshotPrefix: config.snapshotPrefix,
+      batchConcurrency: config.batchConcurrency,
+      imageDetection: config.imageDetection,
     },
     store,
     backend,

@@ -85,6 +85,21 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/** A command started with `startDetached`, as its sandbox reports it. */
+export interface DetachedProcess {
+  /** The backend's id of the process, unique within its sandbox for the sandbox's lifetime. */
+  id: string;
+  pid: number;
+  command: string[];
+  /** completed: exited 0; failed: exited non-zero or was killed. */
+  status: 'running' | 'completed' | 'failed';
+  exitCode: number | null;
+  startedAt: string;
+}
+
+/** What `startDetached` runs: an exec request without stdin, timeout or output cap. */
+export type DetachedRequest = Pick<ExecRequest, 'command' | 'workdir' | 'env' | 'user'>;
+
 export interface BackendCapabilities {
   snapshot: boolean;
   resize: boolean;
@@ -118,6 +133,17 @@ export interface Backend {
   writeFile(id: string, path: string, content: Buffer): Promise<void>;
   /** NOT_FOUND for a missing file. */
   deleteFile(id: string, path: string): Promise<void>;
+  /**
+   * Starts a command that outlives the request (and the server): the sandbox keeps it and its
+   * last output. UNSUPPORTED where the instance cannot (a Docker sandbox without its agent).
+   */
+  startDetached(id: string, request: DetachedRequest): Promise<DetachedProcess>;
+  /** Every detached command the instance knows, oldest first (a restarted instance knows none). */
+  listDetached(id: string): Promise<DetachedProcess[]>;
+  /** The last output of one stream of a detached command; NOT_FOUND for an unknown id. */
+  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer>;
+  /** Kills a detached command's process tree; NOT_FOUND for an unknown id. */
+  killDetached(id: string, processId: string): Promise<void>;
   /**
    * Keeps the instance's whole filesystem, /workspace included (also where it is a tmpfs), as
    * image `tag`; consistent while the instance runs (it is paused meanwhile). An existing tag

@@ -7,6 +7,8 @@ import { FakeBackend } from './fake/fake-backend.js';
 export interface BackendContext {
   /** Id of the data directory; the backend labels and finds its instances by it. */
   instanceId: string;
+  /** The data directory, for what a backend keeps on the host (the Docker agents' sockets). */
+  dataDir: string;
   logger: Logger;
   pidsLimit: number;
   /** How to obtain an image the backend cannot find (for its error message). */
@@ -16,7 +18,13 @@ export interface BackendContext {
 /** The one place backends register: id -> factory. */
 export const BACKENDS = {
   docker: (ctx: BackendContext): Backend =>
-    new DockerBackend({ instanceId: ctx.instanceId, logger: ctx.logger, pidsLimit: ctx.pidsLimit, imageHint: ctx.imageHint }),
+    new DockerBackend({
+      instanceId: ctx.instanceId,
+      dataDir: ctx.dataDir,
+      logger: ctx.logger,
+      pidsLimit: ctx.pidsLimit,
+      imageHint: ctx.imageHint,
+    }),
   /** For unit tests of the service layer and demos; never evidence that a feature works. */
   fake: (): Backend => new FakeBackend(),
 } satisfies Record<string, (ctx: BackendContext) => Backend>;

@@ -19,6 +19,8 @@ export function serveCommand(): Command {
     .option('--tls-key <file>', 'TLS private key, PEM (SERVICE_TLS_KEY)')
     .option('--allow-sudo-exec', 'accept exec requests with sudo: true ([api].allow_sudo_exec)')
     .option('--max-sandboxes <n>', 'most sandboxes that may exist at once, 0 = unlimited')
+    .option('--batch-concurrency <n>', 'most commands of one POST /batch/run that run at once (default 4)')
+    .option('--image-detection <table>', 'program=image entries for runs that name no image, e.g. python=my/python:3')
     .addOption(new Option('--backend <name>', 'isolation backend').choices(['docker', 'fake']))
     .option('--default-image <image>', 'image of sandboxes that name none')
     .option('--pids-limit <n>', 'process limit of every sandbox')

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_IMAGE } from '../images/catalog.js';
+import { parseImageDetection } from '../images/image-detection.js';
 
 /**
  * The one typed configuration of `sandboxd serve`. Every option has a TOML key, an
@@ -21,6 +22,8 @@ export const OPTIONS = {
   defaultImage: { toml: 'sandboxes.default_image', env: 'SERVICE_DEFAULT_IMAGE', flag: '--default-image' },
   pidsLimit: { toml: 'sandboxes.pids_limit', env: 'SERVICE_PIDS_LIMIT', flag: '--pids-limit' },
   snapshotPrefix: { toml: 'sandboxes.snapshot_prefix', env: 'SERVICE_SNAPSHOT_PREFIX', flag: '--snapshot-prefix' },
+  batchConcurrency: { toml: 'runs.batch_concurrency', env: 'SERVICE_BATCH_CONCURRENCY', flag: '--batch-concurrency' },
+  imageDetection: { toml: 'runs.image_detection', env: 'SERVICE_IMAGE_DETECTION', flag: '--image-detection' },
   gcInterval: { toml: 'lifecycle.gc_interval', env: 'SERVICE_GC_INTERVAL', flag: '--gc-interval' },
   reconcileInterval: { toml: 'lifecycle.reconcile_interval', env: 'SERVICE_RECONCILE_INTERVAL', flag: '--reconcile-interval' },
   events: { toml: 'events.enabled', env: 'SERVICE_EVENTS', flag: '--events' },
@@ -54,6 +57,22 @@ export const configSchema = z.object({
     .string()
     .regex(/^[a-z0-9]+([._\/-][a-z0-9]+)*$/, 'must be an image repository name such as sandboxd-snapshot')
     .default('sandboxd-snapshot'),
+  /** Most commands of one POST /batch/run that run at once. */
+  batchConcurrency: z.coerce.number().int().min(1).max(64).default(4),
+  /** program -> image entries laid over DEFAULT_IMAGE_DETECTION (TOML table, or `cmd=image,...`). */
+  imageDetection: z
+    .union([
+      z.record(z.string().min(1), z.string().min(1)),
+      z.string().transform((text, ctx) => {
+        try {
+          return parseImageDetection(text);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: `${(err as Error).message}: use python=my/python:tag,node=my/node:tag` });
+          return z.NEVER;
+        }
+      }),
+    ])
+    .default({}),
   /** Seconds between background runs of gc and of lifecycle reconciliation; 0 disables. */
   gcInterval: z.coerce.number().int().min(0).default(60),
   reconcileInterval: z.coerce.number().int().min(0).default(60),

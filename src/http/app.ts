@@ -11,6 +11,7 @@ import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { registerRequestTelemetry } from './request-telemetry.js';
 import { browserRoutes } from './routes/browser-routes.js';
+import { detachedRoutes } from './routes/detached-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
@@ -104,8 +105,9 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
   await app.register(serviceRoutes, context);
   await app.register(sandboxRoutes, context);
   await app.register(execRoutes, context);
+  await app.register(detachedRoutes, context);
   await app.register(fileRoutes, context);
-  await app.register(runRoutes, context);
+  await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);

@@ -5,9 +5,31 @@ import { execBody } from './exec-schemas.js';
 /** POST /run: the exec request fields plus the fresh sandbox's image and profile. */
 export const runBody = execBody
   .extend({
-    image: z.string().min(1).max(255).optional().meta({ description: 'Container image; the server default when omitted' }),
+    image: z.string().min(1).max(255).optional().meta({ description: 'Container image; when omitted, chosen from the command (python3 -> the Python image, node -> the Node image, ...) or the server default' }),
     profile: profile.optional().meta({ description: 'Security profile, default moderate' }),
   })
   .meta({ id: 'RunRequest' });
 
 export type RunInput = z.infer<typeof runBody>;
+
+export const MAX_BATCH_COMMANDS = 100;
+
+/** POST /batch/run: each item is a /run request. */
+export const batchBody = z
+  .strictObject({
+    commands: z
+      .array(runBody)
+      .min(1, 'must hold at least one command')
+      .max(MAX_BATCH_COMMANDS, `at most ${MAX_BATCH_COMMANDS} commands per batch`),
+  })
+  .meta({ id: 'BatchRunRequest' });
+
+export const batchResultItem = z.object({
+  output: z.string().meta({ description: 'stdout and stderr interleaved in arrival order' }),
+  error: z.string().nullable().meta({ description: 'null when the command ran (whatever its exit code); why it could not run otherwise' }),
+  exit_code: z.int().nullable(),
+});
+
+export const batchResult = z.object({ results: z.array(batchResultItem) }).meta({ id: 'BatchRunResult' });
+
+export type BatchResultItem = z.infer<typeof batchResultItem>;

@@ -19,6 +19,8 @@ export type AuditEvent =
   | 'snapshot_restored'
   | 'snapshot_deleted'
   | 'command_executed'
+  | 'command_detached'
+  | 'detached_killed'
   | 'file_written'
   | 'file_read'
   | 'file_deleted';

@@ -1,7 +1,9 @@
 import type { Backend } from '../backends/backend.js';
+import { DEFAULT_IMAGE_DETECTION } from '../images/image-detection.js';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
 import { BrowserEventRepository } from '../state/browser-event-repository.js';
+import { DetachedRepository } from '../state/detached-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
@@ -10,6 +12,7 @@ import type { Tracing } from '../telemetry/tracing.js';
 import { AuditService } from './audit-service.js';
 import { BrowserService } from './browser-service.js';
 import { systemClock, type Clock } from './clock.js';
+import { DetachedService } from './detached-service.js';
 import { ExecService } from './exec-service.js';
 import { FileService } from './file-service.js';
 import { HostStats } from './host-stats.js';
@@ -27,6 +30,10 @@ export interface ServiceSettings {
   apiKeyConfigured: boolean;
   /** Repository part of snapshot image tags; default sandboxd-snapshot. */
   snapshotPrefix?: string;
+  /** Most commands of one batch that run at once; default 4. */
+  batchConcurrency?: number;
+  /** program -> image for runs that name no image; laid over DEFAULT_IMAGE_DETECTION. */
+  imageDetection?: Record<string, string>;
 }
 
 export interface ServicesInput {
@@ -45,6 +52,7 @@ export interface ServicesInput {
 export class Services {
   readonly sandboxes: SandboxService;
   readonly exec: ExecService;
+  readonly detached: DetachedService;
   readonly files: FileService;
   readonly runs: RunService;
   readonly audit: AuditService;
@@ -77,8 +85,12 @@ export class Services {
     this.audit = new AuditService(new AuditRepository(store.db), clock, this.observability.bus);
     this.sandboxes = new SandboxService(sandboxRepo, backend, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
+    this.detached = new DetachedService(new DetachedRepository(store.db), this.sandboxes, this.exec, backend, this.audit);
     this.files = new FileService(this.sandboxes, backend, this.audit);
-    this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }));
+    this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }), {
+      batchConcurrency: settings.batchConcurrency ?? 4,
+      imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...settings.imageDetection },
+    });
     const snapshotRepo = new SnapshotRepository(store.db);
     this.snapshots = new SnapshotService(snapshotRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'snapshots' }), {
       snapshotPrefix: settings.snapshotPrefix ?? 'sandboxd-snapshot',

@@ -62,6 +62,17 @@ export interface BrowserEventTable {
   ts: string;
 }
 
+export interface DetachedCommandTable {
+  id: string;
+  sandbox_uuid: string;
+  /** The backend's id of the process within its sandbox. */
+  process_id: string;
+  pid: number;
+  /** JSON argv. */
+  command: string;
+  started_at: string;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -72,5 +83,6 @@ export interface Database {
   audit_log: AuditTable;
   snapshots: SnapshotTable;
   browser_events: BrowserEventTable;
+  detached_commands: DetachedCommandTable;
   meta: MetaTable;
 }

@@ -16,6 +16,11 @@ const TOOLS: Record<string, string[]> = {
   sandbox_remove: ['name'],
   sandbox_exec: ['name', 'command'],
   sandbox_run: ['command'],
+  sandbox_exec_detach: ['name', 'command'],
+  sandbox_exec_status: ['name', 'id'],
+  sandbox_exec_logs: ['name', 'id'],
+  sandbox_exec_kill: ['name', 'id'],
+  sandbox_exec_list: ['name'],
   sandbox_file_read: ['name', 'path'],
   sandbox_file_write: ['name', 'path', 'content'],
   sandbox_write_files: ['name', 'files'],
@@ -46,6 +51,13 @@ describe('sandboxd mcp (in-process, stdio)', () => {
   beforeAll(async () => {
     mcp = await startMcp(['--data-dir', dataDir]);
   });
+  /** Calls a tool that must succeed and answers JSON. */
+  const json = async (tool: string, args: Record<string, unknown>) => {
+    const result = await mcp.call(tool, args);
+    expect(result.isError, `${tool}: ${texts(result)[0]}`).toBeFalsy();
+    return JSON.parse(texts(result)[0]!);
+  };
+
   afterAll(async () => {
     await mcp?.call('sandbox_remove', { name }).catch(() => undefined);
     await mcp?.close();
@@ -113,11 +125,6 @@ describe('sandboxd mcp (in-process, stdio)', () => {
     const source = uniqueName('mcp-snap');
     const copy = `${source}-copy`;
     const snap = uniqueName('snap');
-    const json = async (tool: string, args: Record<string, unknown>) => {
-      const result = await mcp.call(tool, args);
-      expect(result.isError, `${tool}: ${texts(result)[0]}`).toBeFalsy();
-      return JSON.parse(texts(result)[0]!);
-    };
     try {
       await json('sandbox_create', { name: source, ttl: '1h' });
       await mcp.call('sandbox_file_write', { name: source, path: '/workspace/kept.txt', content: 'kept by the snapshot' });
@@ -147,6 +154,25 @@ describe('sandboxd mcp (in-process, stdio)', () => {
       await mcp.call('snapshot_delete', { name: snap });
       await mcp.call('sandbox_remove', { name: copy });
       await mcp.call('sandbox_remove', { name: source });
+    }
+  });
+
+  it('runs the detached command tools on real Docker', async () => {
+    const sandbox = uniqueName('mcp-detached');
+    try {
+      await json('sandbox_create', { name: sandbox });
+      const started = await json('sandbox_exec_detach', { name: sandbox, command: ['sh', '-c', 'echo ready; echo oops >&2; sleep 300'] });
+      expect(started).toMatchObject({ sandbox, status: 'running' });
+      await expect.poll(async () => texts(await mcp.call('sandbox_exec_logs', { name: sandbox, id: started.id }))[0]).toBe('ready\n');
+      expect(texts(await mcp.call('sandbox_exec_logs', { name: sandbox, id: started.id, stream: 'stderr' }))).toEqual(['oops\n']);
+      expect(await json('sandbox_exec_status', { name: sandbox, id: started.id })).toMatchObject({ id: started.id, status: 'running' });
+      expect((await json('sandbox_exec_list', { name: sandbox })).map((d: { id: string }) => d.id)).toEqual([started.id]);
+      expect(await json('sandbox_exec_kill', { name: sandbox, id: started.id })).toMatchObject({ status: 'failed' });
+      const unknown = await mcp.call('sandbox_exec_status', { name: sandbox, id: 'no-such-id' });
+      expect(unknown.isError).toBe(true);
+      expect(texts(unknown)[0]).toMatch(/not found/);
+    } finally {
+      await mcp.call('sandbox_remove', { name: sandbox });
     }
   });
 

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
+import type { SandboxSpec } from '../../src/backends/backend.js';
 
 const run = promisify(execFile);
 
@@ -60,3 +61,15 @@ export async function removeInstanceContainers(instanceId: string): Promise<void
   const ids = await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${instanceId}`);
   if (ids) await docker('rm', '-f', '-v', ...ids.split('\n'));
 }
+
+/** A moderate sandbox of TEST_IMAGE with a unique name and uuid, for backend tests. */
+export const sandboxSpec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
+  name: uniqueName('t'),
+  uuid: randomUUID(),
+  image: TEST_IMAGE,
+  vcpus: 1,
+  memoryMb: 256,
+  profile: 'moderate',
+  env: {},
+  ...overrides,
+});

@@ -1,5 +1,7 @@
 import Docker from 'dockerode';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentBinary } from '../../src/backends/docker/agent-sockets.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 const docker = new Docker();
@@ -176,8 +178,12 @@ describe('isolation and limits', () => {
     expect(out).not.toContain('SANDBOXD_TEST_SERVER_SECRET');
     expect(out).toContain('No such file or directory');
     const info = await docker.getContainer((await containerOf(created.body.data.uuid))!.Id).inspect();
-    expect(info.Mounts).toEqual([]);
-    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    // Only the agent: its binary read-only, and this sandbox's own socket directory.
+    const mounts = (info.Mounts ?? []).map(({ Source, Destination, RW }) => ({ Source, Destination, RW }));
+    expect(mounts.sort((a, b) => a.Destination.localeCompare(b.Destination))).toEqual([
+      { Source: agentBinary(), Destination: '/.sandboxd/agent', RW: false },
+      { Source: join(rt.dataDir, 'agents', created.body.data.uuid), Destination: '/run/sandboxd', RW: true },
+    ]);
     expect(info.HostConfig.Privileged).toBe(false);
     await api('DELETE', `/sandboxes/${name}`);
   });

@@ -1,35 +1,30 @@
 import { spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecRequest, InstanceState, OutputChunk, SandboxSpec } from '../../src/backends/backend.js';
+import type { ExecRequest, InstanceState, OutputChunk } from '../../src/backends/backend.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { agentBinary } from '../../src/backends/docker/agent-sockets.js';
 import { ServiceError } from '../../src/errors.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
-import { TEST_IMAGE, TRIAL_IMAGE, docker, ensureTestImage, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
+import { TRIAL_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
 
 const instanceId = uniqueName('itest');
 const PIDS_LIMIT = 256;
+const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-backend-'));
 const backend = new DockerBackend({
   instanceId,
+  dataDir,
   logger: silentLogger(),
   pidsLimit: PIDS_LIMIT,
   imageHint: (image) => `build it with \`sandboxd images build ${image}\``,
 });
 
-const specOf = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
-  name: uniqueName('t'),
-  uuid: randomUUID(),
-  image: TEST_IMAGE,
-  vcpus: 1,
-  memoryMb: 256,
-  profile: 'moderate',
-  env: {},
-  ...overrides,
-});
+const specOf = sandboxSpec;
 
 const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) =>
   backend.exec(id, { command, timeoutMs: 60_000, ...extra });
@@ -49,6 +44,14 @@ async function capBnd(id: string): Promise<bigint> {
   const status = (await run(id, ['cat', '/proc/self/status'])).stdout;
   return BigInt(`0x${/CapBnd:\s*([0-9a-f]+)/.exec(status)![1]}`);
 }
+/** Permitted and effective capability sets of a command run as `user`. */
+async function capSets(id: string, user?: string): Promise<{ prm: bigint; eff: bigint }> {
+  const status = (await run(id, ['cat', '/proc/self/status'], user ? { user } : {})).stdout;
+  const mask = (name: string) => BigInt(`0x${new RegExp(`${name}:\\s*([0-9a-f]+)`).exec(status)![1]}`);
+  return { prm: mask('CapPrm'), eff: mask('CapEff') };
+}
+/** The restrictive profile's bounding set: what the agent needs, never held by a command. */
+const AGENT_CAPS = (1n << 5n) | (1n << 6n) | (1n << 7n);
 const CAP_NET_RAW = 1n << 13n;
 const CAP_MKNOD = 1n << 27n;
 const CAP_AUDIT_WRITE = 1n << 29n;
@@ -84,6 +87,7 @@ afterAll(async () => {
   delete process.env.SANDBOXD_TEST_MARKER;
   await removeInstanceContainers(instanceId);
   await backend.close();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('lifecycle', () => {
@@ -107,7 +111,10 @@ describe('lifecycle', () => {
       'sandboxd.uuid': spec.uuid,
       'sandboxd.role': 'pool',
     });
-    expect(info.HostConfig.Init).toBe(true);
+    // The agent is PID 1 and reaps; it runs as root to run commands as the default user.
+    expect(info.HostConfig.Init).toBeFalsy();
+    expect(info.Config.Entrypoint).toEqual(['/.sandboxd/agent', 'serve', '--socket', '/run/sandboxd/agent.sock', '--user', 'sandbox']);
+    expect(info.Config.User).toBe('0');
     await backend.remove(state.id);
   });
 
@@ -136,7 +143,7 @@ describe('lifecycle', () => {
     const listed = await backend.list();
     expect(listed.map((s) => s.id)).toEqual(expect.arrayContaining([moderate.id, restrictive.id, permissive.id]));
     expect(listed.find((s) => s.id === restrictive.id)).toMatchObject({ status: 'running', runtime: 'runsc' });
-    const other = new DockerBackend({ instanceId: uniqueName('other'), logger: silentLogger() });
+    const other = new DockerBackend({ instanceId: uniqueName('other'), dataDir: join(dataDir, 'other'), logger: silentLogger() });
     expect(await other.list()).toEqual([]);
   });
 
@@ -158,7 +165,7 @@ describe('lifecycle', () => {
   });
 
   it('reports an unreachable engine as BACKEND_UNAVAILABLE', async () => {
-    const offline = new DockerBackend({ instanceId, logger: silentLogger(), socketPath: '/nonexistent/docker.sock' });
+    const offline = new DockerBackend({ instanceId, dataDir, logger: silentLogger(), socketPath: '/nonexistent/docker.sock' });
     const err = await offline.ping().catch((e: unknown) => e);
     expect((err as ServiceError).code).toBe('BACKEND_UNAVAILABLE');
     expect((err as ServiceError).message).toContain('Docker Engine is not reachable at /nonexistent/docker.sock');
@@ -173,11 +180,16 @@ describe('isolation and limits', () => {
     expect(env).not.toContain('must-not-leak');
   });
 
-  it('mounts nothing from the host', async () => {
+  it('mounts nothing from the host but the agent (read-only) and its own socket directory', async () => {
     for (const state of [moderate, restrictive, permissive]) {
       const info = await inspectJson(state.id);
-      expect(info.Mounts).toEqual([]);
-      expect(info.HostConfig.Binds).toBeNull();
+      const mounts = (info.Mounts as Array<{ Source: string; Destination: string; RW: boolean }>)
+        .map(({ Source, Destination, RW }) => ({ Source, Destination, RW }))
+        .sort((a, b) => a.Destination.localeCompare(b.Destination));
+      expect(mounts).toEqual([
+        { Source: agentBinary(), Destination: '/.sandboxd/agent', RW: false },
+        { Source: join(dataDir, 'agents', state.uuid), Destination: '/run/sandboxd', RW: true },
+      ]);
     }
   });
 
@@ -197,7 +209,9 @@ describe('isolation and limits', () => {
     const state = await backend.create(specOf({ vcpus: 0.5 }));
     const bomb = await run(state.id, ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 100'], { timeoutMs: 5_000 });
     expect(bomb.timedOut).toBe(true);
-    expect(Number((await run(state.id, ['cat', '/sys/fs/cgroup/pids/pids.current'])).stdout)).toBeLessThan(10);
+    // Killed processes are reaped by the agent (PID 1) a moment later.
+    const pids = async () => Number((await run(state.id, ['cat', '/sys/fs/cgroup/pids/pids.current'])).stdout);
+    await expect.poll(pids, { timeout: 5_000 }).toBeLessThan(10);
     expect((await run(moderate.id, ['echo', 'still here'])).stdout).toBe('still here\n');
     await backend.remove(state.id);
   });
@@ -219,18 +233,21 @@ describe('isolation and limits', () => {
     expect((await sh(restrictive.id, 'touch /tmp/a /workspace/b && echo ok')).stdout).toBe('ok\n');
     expect(await ownerOf(restrictive.id, '/workspace')).toBe('1000');
     expect((await run(restrictive.id, ['dmesg'])).stdout).toContain('gVisor');
-    expect(await capBnd(restrictive.id)).toBe(0n);
+    expect(await capBnd(restrictive.id)).toBe(AGENT_CAPS);
+    expect(await capSets(restrictive.id)).toEqual({ prm: 0n, eff: 0n });
+    expect(await capSets(restrictive.id, 'root')).toEqual({ prm: 0n, eff: 0n });
     expect(await noNewPrivs(restrictive.id)).toBe('1');
   });
 
   it('restrictive falls back to runc with the same confinement', async () => {
-    const runcOnly = new DockerBackend({ instanceId, logger: silentLogger(), restrictiveRuntime: 'runc' });
+    const runcOnly = new DockerBackend({ instanceId, dataDir, logger: silentLogger(), restrictiveRuntime: 'runc' });
     const state = await runcOnly.create(specOf({ profile: 'restrictive' }));
     expect(state.runtime).toBe('runc');
     expect((await run(state.id, ['touch', '/x'], { user: 'root' })).output).toContain('Read-only file system');
     await backend.writeFile(state.id, '/workspace/w.txt', Buffer.from('w'));
     expect(await ownerOf(state.id, '/workspace')).toBe('1000');
-    expect(await capBnd(state.id)).toBe(0n);
+    expect(await capBnd(state.id)).toBe(AGENT_CAPS);
+    expect(await capSets(state.id, 'root')).toEqual({ prm: 0n, eff: 0n });
     expect((await run(state.id, ['cat', '/proc/net/dev'])).stdout).not.toContain('eth0');
     await backend.remove(state.id);
   });
@@ -299,12 +316,14 @@ describe('exec', () => {
     it(`times out with partial output and kills the whole tree (${profile})`, async () => {
       const id = profile === 'moderate' ? moderate.id : restrictive.id;
       const started = Date.now();
-      const result = await sh(id, 'echo started; sleep 101 & sleep 102', { timeoutMs: 1_500 });
+      // setsid leaves the process group: only the run's tag finds it (as the command's own user).
+      const result = await sh(id, 'echo started; setsid sleep 103 & sleep 101 & sleep 102', { timeoutMs: 1_500 });
       expect(result).toMatchObject({ timedOut: true, exitCode: 124, output: 'started\n' });
       expect(Date.now() - started).toBeLessThan(8_000);
       const left = await processes(id);
       expect(left).not.toContain('sleep 101');
       expect(left).not.toContain('sleep 102');
+      expect(left).not.toContain('sleep 103');
     });
   }
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxSpec } from '../../src/backends/backend.js';
@@ -8,7 +11,8 @@ import { docker, removeInstanceContainers, uniqueName } from '../helpers/docker.
 
 /** The Docker backend's snapshot, archive, image and resize operations, below the services. */
 const instanceId = uniqueName('isnap');
-const backend = new DockerBackend({ instanceId, logger: silentLogger() });
+const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-snapshots-'));
+const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
 const repo = `sandboxd-itest-${instanceId}`;
 
 const specOf = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
@@ -28,6 +32,7 @@ beforeAll(() => backend.ping());
 afterAll(async () => {
   await removeInstanceContainers(instanceId);
   for (const tag of await backend.listImages()) await backend.removeImage(tag);
+  rmSync(dataDir, { recursive: true, force: true });
   await backend.close();
 });
 

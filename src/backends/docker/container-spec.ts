@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
+import { AGENT_IN_SANDBOX } from './agent-sockets.js';
 
 /** Labels every container of this service carries; reconciliation finds its containers by them. */
 export const LABEL = {
@@ -11,6 +12,8 @@ export const LABEL = {
   profile: 'sandboxd.profile',
   /** Kept as a label so that `list()` needs no inspect per container. */
   runtime: 'sandboxd.runtime',
+  /** The image's default user: the container itself runs its agent as root. */
+  user: 'sandboxd.user',
 } as const;
 
 /** Where a sandbox's work tree lives, in every profile. */
@@ -20,6 +23,8 @@ interface ProfileSettings {
   network: 'bridge' | 'none';
   readonlyRootfs: boolean;
   capDrop: string[];
+  /** Given back after capDrop: what the agent needs to run commands as the default user. */
+  capAdd: string[];
   noNewPrivileges: boolean;
   /** Runs under the restrictive runtime (gVisor when available). */
   restrictiveRuntime: boolean;
@@ -27,15 +32,28 @@ interface ProfileSettings {
 
 /** The security profiles, exactly as DECISIONS.md "Security profiles" lays them out. */
 export const PROFILE_SETTINGS: Record<Profile, ProfileSettings> = {
-  permissive: { network: 'bridge', readonlyRootfs: false, capDrop: [], noNewPrivileges: false, restrictiveRuntime: false },
+  permissive: { network: 'bridge', readonlyRootfs: false, capDrop: [], capAdd: [], noNewPrivileges: false, restrictiveRuntime: false },
   moderate: {
     network: 'bridge',
     readonlyRootfs: false,
     capDrop: ['NET_RAW', 'MKNOD', 'AUDIT_WRITE'],
+    capAdd: [],
     noNewPrivileges: true,
     restrictiveRuntime: false,
   },
-  restrictive: { network: 'none', readonlyRootfs: true, capDrop: ['ALL'], noNewPrivileges: true, restrictiveRuntime: true },
+  /**
+   * The agent (PID 1, root) needs SETUID/SETGID to become the default user and KILL to kill that
+   * user's processes on a timeout. Commands never keep them: a change of uid clears every
+   * capability, and commands that stay root go through the agent's --drop-caps.
+   */
+  restrictive: {
+    network: 'none',
+    readonlyRootfs: true,
+    capDrop: ['ALL'],
+    capAdd: ['SETUID', 'SETGID', 'KILL'],
+    noNewPrivileges: true,
+    restrictiveRuntime: true,
+  },
 };
 
 /** Numeric owner of the image's default user. */
@@ -51,6 +69,10 @@ export interface ContainerContext {
   pidsLimit: number;
   /** Owner of the tmpfs /workspace on a read-only root filesystem. */
   workspaceOwner: UserIds;
+  /** The image's default user (its Config.User; empty means root). */
+  defaultUser: string;
+  /** Host paths of the agent binary and of this sandbox's socket directory. */
+  agent: { binary: string; socketDir: string };
 }
 
 /** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
@@ -64,19 +86,21 @@ export function instanceFilter(instanceId: string): string[] {
 }
 
 /**
- * The Engine API create body for a sandbox. The container idles under docker-init with
- * `sleep infinity` (the image's entrypoint is overridden) so that commands arrive through exec.
- * Nothing from the host is mounted and the environment is the spec's alone.
+ * The Engine API create body for a sandbox. The sandbox agent is PID 1 (the image's entrypoint
+ * is overridden; the agent reaps, so no docker-init) and runs as root so that it can run
+ * commands as the image's default user or as root. The only host paths mounted are the agent
+ * binary (read-only) and the sandbox's own socket directory; the environment is the spec's alone.
  */
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
   const profile = PROFILE_SETTINGS[spec.profile];
   const memoryBytes = spec.memoryMb * 1024 * 1024;
   const hostConfig: Docker.HostConfig = {
-    Init: true,
     Runtime: ctx.runtime,
     NetworkMode: profile.network,
     ReadonlyRootfs: profile.readonlyRootfs,
     CapDrop: profile.capDrop,
+    CapAdd: profile.capAdd,
+    Binds: [`${ctx.agent.binary}:${AGENT_IN_SANDBOX.binary}:ro`, `${ctx.agent.socketDir}:${AGENT_IN_SANDBOX.dir}`],
     SecurityOpt: profile.noNewPrivileges ? ['no-new-privileges'] : [],
     NanoCpus: Math.round(spec.vcpus * 1e9),
     Memory: memoryBytes,
@@ -88,8 +112,18 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
   return {
     name: containerName(spec),
     Image: spec.image,
-    Entrypoint: [],
-    Cmd: ['sleep', 'infinity'],
+    Entrypoint: [
+      AGENT_IN_SANDBOX.binary,
+      'serve',
+      '--socket',
+      AGENT_IN_SANDBOX.socket,
+      '--user',
+      ctx.defaultUser || '0',
+      // Capabilities given to the agent alone must not reach root commands.
+      ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
+    ],
+    Cmd: [],
+    User: '0',
     Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
     Labels: {
       [LABEL.managed]: 'true',
@@ -99,6 +133,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       [LABEL.role]: spec.role ?? 'sandbox',
       [LABEL.profile]: spec.profile,
       [LABEL.runtime]: ctx.runtime,
+      [LABEL.user]: ctx.defaultUser,
     },
     HostConfig: hostConfig,
   };

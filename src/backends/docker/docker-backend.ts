@@ -4,6 +4,8 @@ import type { Logger } from '../../telemetry/logger.js';
 import type {
   Backend,
   BackendCapabilities,
+  DetachedProcess,
+  DetachedRequest,
   ExecOptions,
   ExecRequest,
   ExecResult,
@@ -15,6 +17,7 @@ import type {
 } from '../backend.js';
 import { OutputCollector } from '../output-collector.js';
 import {
+  LABEL,
   PROFILE_SETTINGS,
   WORKSPACE,
   createOptions,
@@ -29,11 +32,15 @@ import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
+import { AgentClient, type AgentDetached } from './agent-client.js';
+import { AGENT_IN_SANDBOX, AgentSockets, AgentUnreachable, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
   instanceId: string;
+  /** The service's data directory; the agents' sockets live under `<dataDir>/agents/`. */
+  dataDir: string;
   logger: Logger;
   /** Default: DOCKER_HOST when it is a unix:// address, else /var/run/docker.sock. */
   socketPath?: string;
@@ -48,11 +55,13 @@ export interface DockerBackendOptions {
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 const STOP_TIMEOUT_S = 5;
 const ROOT: UserIds = { uid: 0, gid: 0 };
+/** How long a started sandbox's agent may take to answer before the engine's exec is used. */
+const AGENT_READY_MS = 5_000;
 
 /**
- * Sandboxes as Docker containers. Each container idles under docker-init; commands and file
- * operations arrive through the Engine API's exec, so no host path (and no agent binary) is
- * ever mounted into a sandbox.
+ * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
+ * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
+ * (~45 ms) only where no agent answers (a container made before the agent existed).
  */
 export class DockerBackend implements Backend {
   readonly name = 'docker';
@@ -64,6 +73,10 @@ export class DockerBackend implements Backend {
   /** Runtimes the engine offers; `runc` until `detectRuntimes` has asked the engine. */
   private runtimes: string[] = ['runc'];
   private detecting?: Promise<string[]>;
+  private readonly sockets: AgentSockets;
+  /** One agent connection pool per container id, and the labels of each container that matter here. */
+  private readonly agents = new Map<string, AgentClient>();
+  private readonly identities = new Map<string, ContainerIdentity>();
 
   constructor(private readonly options: DockerBackendOptions) {
     this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
@@ -71,6 +84,7 @@ export class DockerBackend implements Backend {
     this.logger = options.logger.child({ backend: 'docker' });
     this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
+    this.sockets = new AgentSockets(options.dataDir);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -108,29 +122,33 @@ export class DockerBackend implements Backend {
       const container = this.docker.getContainer(id);
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
-      return instanceFromInspect(await container.inspect());
+      const info = await container.inspect();
+      this.dropAgent(id);
+      if (hasAgent(info)) await this.waitForAgent(id);
+      return instanceFromInspect(info);
     }, id);
   }
 
   async stop(id: string): Promise<void> {
+    this.dropAgent(id);
     await this.engine(() => this.docker.getContainer(id).stop({ t: STOP_TIMEOUT_S }).catch(ignoreStatus(304)), id);
   }
 
   async remove(id: string): Promise<void> {
     await this.engine(async () => {
       const container = this.docker.getContainer(id);
-      const image = await container.inspect().then(
-        (info) => info.Image,
-        () => undefined,
-      );
+      const info = await container.inspect().catch(() => undefined);
+      this.forget(id);
       // 404: already gone; 409: a removal is already under way.
       await container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
-      if (image) await this.snapshots.removeIfDangling(image);
+      const uuid = info?.Config.Labels?.[LABEL.uuid];
+      if (uuid) await this.sockets.remove(uuid);
+      if (info) await this.snapshots.removeIfDangling(info.Image);
     });
   }
 
   async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {
-    await this.engine(() => this.snapshots.commit(this.docker.getContainer(id), tag, kind), id);
+    await this.engine(() => this.snapshots.commit(this.docker.getContainer(id), tag, kind, (request) => this.run(id, request)), id);
   }
 
   async archive(id: string, tag: string): Promise<void> {
@@ -181,7 +199,10 @@ export class DockerBackend implements Backend {
     const rows = await this.engine(() =>
       this.docker.listContainers({ all: true, filters: { label: instanceFilter(this.options.instanceId) } }),
     );
-    return rows.map(instanceFromSummary);
+    const instances = rows.map(instanceFromSummary);
+    // Reconciliation starts here: socket directories of containers that no longer exist go.
+    await this.sockets.removeOrphans(new Set(instances.map((instance) => instance.uuid)));
+    return instances;
   }
 
   async exec(id: string, request: ExecRequest, options: ExecOptions = {}): Promise<ExecResult> {
@@ -207,23 +228,160 @@ export class DockerBackend implements Backend {
   }
 
   readFile(id: string, path: string): Promise<Buffer> {
-    return files.readFile((request) => this.run(id, request), path);
+    return this.viaAgent(
+      id,
+      (agent) => agent.readFile(path, files.MAX_READ_BYTES, () => files.tooLarge(path)),
+      () => files.readFile((request) => this.engineExec(id, request), path),
+    );
   }
 
   writeFile(id: string, path: string, content: Buffer): Promise<void> {
-    return files.writeFile((request) => this.run(id, request), path, content);
+    return this.viaAgent(
+      id,
+      (agent) => agent.writeFile(path, content),
+      () => files.writeFile((request) => this.engineExec(id, request), path, content),
+    );
   }
 
   deleteFile(id: string, path: string): Promise<void> {
-    return files.deleteFile((request) => this.run(id, request), path);
+    return this.viaAgent(
+      id,
+      (agent) => agent.deleteFile(path),
+      () => files.deleteFile((request) => this.engineExec(id, request), path),
+    );
   }
 
-  /** Nothing to release: every Engine API call opens and closes its own connection. */
-  async close(): Promise<void> {}
+  async startDetached(id: string, request: DetachedRequest): Promise<DetachedProcess> {
+    const started = await this.agentOnly(id, (agent) =>
+      agent.startDetached({
+        argv: request.command,
+        ...(request.env ? { env: Object.entries(request.env).map(([key, value]) => `${key}=${value}`) } : {}),
+        ...(request.workdir ? { cwd: request.workdir } : {}),
+        ...(request.user ? { user: request.user } : {}),
+      }),
+    );
+    return detachedFrom(started);
+  }
 
-  /** One exec in a container, with the engine's refusals turned into service errors. */
+  async listDetached(id: string): Promise<DetachedProcess[]> {
+    return (await this.agentOnly(id, (agent) => agent.listDetached())).map(detachedFrom);
+  }
+
+  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+    return this.agentOnly(id, (agent) => agent.detachedLogs(processId, stream));
+  }
+
+  killDetached(id: string, processId: string): Promise<void> {
+    return this.agentOnly(id, (agent) => agent.killDetached(processId));
+  }
+
+  /** Closes the agents' kept-alive connections; Engine API calls keep none. */
+  async close(): Promise<void> {
+    for (const id of [...this.agents.keys()]) this.dropAgent(id);
+  }
+
+  /** One command in a container: through its agent, else through the engine. */
   private run(id: string, request: RawExec): Promise<RawExecOutcome> {
-    return this.engine(() => runExec(this.docker.getContainer(id), request, this.logger), id);
+    return this.viaAgent(
+      id,
+      (agent) => agent.exec(request),
+      () => this.engineExec(id, request),
+    );
+  }
+
+  /**
+   * One Engine API exec, with the engine's refusals turned into service errors. The container
+   * runs as root (for its agent), so the default user is named explicitly.
+   */
+  private engineExec(id: string, request: RawExec): Promise<RawExecOutcome> {
+    return this.engine(async () => {
+      const user = request.user ?? (await this.identityOf(id))?.user;
+      return runExec(this.docker.getContainer(id), { ...request, user }, this.logger);
+    }, id);
+  }
+
+  /**
+   * Does an operation through the container's agent; where the agent cannot be reached (the
+   * request was never delivered, so nothing ran), through the engine instead.
+   */
+  private async viaAgent<T>(id: string, withAgent: (agent: AgentClient) => Promise<T>, withEngine: () => Promise<T>): Promise<T> {
+    try {
+      return await withAgent(this.agentFor(id));
+    } catch (err) {
+      if (!(err instanceof AgentUnreachable)) throw err;
+      this.logger.debug({ container: id, reason: err.message }, 'agent unreachable; using the engine');
+      return withEngine();
+    }
+  }
+
+  /**
+   * An operation only the agent offers (the engine has no process table that outlives an exec).
+   * A stopped sandbox is a CONFLICT, one without an agent UNSUPPORTED.
+   */
+  private async agentOnly<T>(id: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+    try {
+      return await operation(this.agentFor(id));
+    } catch (err) {
+      if (!(err instanceof AgentUnreachable)) throw err;
+      const state = await this.inspect(id);
+      if (!state) throw notFound(`container '${id}' not found`);
+      if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
+      throw new UnsupportedError('docker', 'detached commands in a sandbox without the sandbox agent (made by an older sandboxd)');
+    }
+  }
+
+  private agentFor(id: string): AgentClient {
+    let agent = this.agents.get(id);
+    if (!agent) {
+      agent = new AgentClient(async () => {
+        const identity = await this.identityOf(id);
+        if (!identity) throw new AgentUnreachable(`container '${id}' is no sandbox of this service`);
+        return this.sockets.relink(identity.uuid);
+      });
+      this.agents.set(id, agent);
+    }
+    return agent;
+  }
+
+  private dropAgent(id: string): void {
+    this.agents.get(id)?.close();
+    this.agents.delete(id);
+  }
+
+  /** Forgets a removed container. */
+  private forget(id: string): void {
+    this.dropAgent(id);
+    this.identities.delete(id);
+  }
+
+  /** The sandbox uuid and default user of a container (its labels), asked of the engine once. */
+  private async identityOf(id: string): Promise<ContainerIdentity | undefined> {
+    let identity = this.identities.get(id);
+    if (!identity) {
+      const labels = (await this.docker.getContainer(id).inspect().catch(() => undefined))?.Config.Labels ?? {};
+      const uuid = labels[LABEL.uuid];
+      if (!uuid) return undefined;
+      identity = { uuid, user: labels[LABEL.user] || undefined };
+      this.identities.set(id, identity);
+    }
+    return identity;
+  }
+
+  /** Waits until a just-started agent answers; past the deadline the engine's exec stands in. */
+  private async waitForAgent(id: string): Promise<void> {
+    const deadline = Date.now() + AGENT_READY_MS;
+    for (;;) {
+      try {
+        return await this.agentFor(id).health();
+      } catch (err) {
+        if (!(err instanceof AgentUnreachable)) throw err;
+        if (Date.now() > deadline) {
+          this.logger.warn({ container: id, reason: err.message }, 'the sandbox agent did not start; using the engine exec');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
   }
 
   /**
@@ -283,28 +441,41 @@ export class DockerBackend implements Backend {
     const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs;
     // Only a tmpfs /workspace and a copied source need the default user's ids (it may cost a probe).
     const owner = readOnly || source ? await this.images.defaultUser(image) : ROOT;
+    const binary = agentBinary();
+    const socketDir = await this.sockets.prepare(spec.uuid);
     const options = createOptions(spec, {
       instanceId: this.options.instanceId,
       runtime,
       pidsLimit: this.options.pidsLimit ?? 512,
       workspaceOwner: owner,
+      defaultUser: image.Config.User ?? '',
+      agent: { binary, socketDir: socketDir.dir },
     });
-    const container = await this.docker.createContainer(options).catch((err: unknown) => {
-      throw createError(err, spec.image, options.name ?? spec.name, this.options.imageHint);
-    });
+    let container: Docker.Container | undefined;
     try {
+      container = await this.docker.createContainer(options).catch((err: unknown) => {
+        throw createError(err, spec.image, options.name ?? spec.name, this.options.imageHint);
+      });
+      this.identities.set(container.id, { uuid: spec.uuid, user: image.Config.User || undefined });
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
       await container.start();
+      await this.waitForAgent(container.id);
       if (source && readOnly) await this.copyIntoRunning(container, source, owner);
-      if (readOnly) await this.snapshots.restoreWorkspace(container, image);
+      if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
       const state = instanceFromInspect(await container.inspect());
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');
       return state;
     } catch (err) {
-      await container.remove({ force: true, v: true }).catch((removeErr: unknown) => {
-        this.logger.error({ err: removeErr, container: container.id }, 'could not remove a failed sandbox');
-      });
+      if (container) {
+        this.forget(container.id);
+        await container.remove({ force: true, v: true }).catch((removeErr: unknown) => {
+          this.logger.error({ err: removeErr, container: container?.id }, 'could not remove a failed sandbox');
+        });
+      }
+      await this.sockets.remove(spec.uuid);
       throw err;
+    } finally {
+      socketDir.done();
     }
   }
 
@@ -313,10 +484,12 @@ export class DockerBackend implements Backend {
     const { stream, done } = source.archive(owner);
     const stderr: Buffer[] = [];
     try {
+      // Through the engine, which takes a streamed stdin; as the owner, not the agent's root.
       const outcome = await runExec(
         container,
         {
           cmd: ['tar', '-x', '--no-same-owner', '--strip-components=1', '-C', WORKSPACE, '-f', '-'],
+          user: `${owner.uid}:${owner.gid}`,
           stdin: stream,
           onFrame: (kind, data) => void (kind === 'stderr' && stderr.push(data)),
         },
@@ -332,6 +505,29 @@ export class DockerBackend implements Backend {
       stream.destroy();
     }
   }
+}
+
+function detachedFrom(item: AgentDetached): DetachedProcess {
+  return {
+    id: item.id,
+    pid: item.pid,
+    command: item.argv,
+    status: item.status,
+    exitCode: item.exit_code,
+    startedAt: new Date(item.started_at).toISOString(),
+  };
+}
+
+/** The labels of a container that say which agent serves it and as whom commands run. */
+interface ContainerIdentity {
+  uuid: string;
+  /** The image's default user; undefined means the container's own user. */
+  user?: string;
+}
+
+/** Whether a container runs the sandbox agent (containers made before it did not). */
+function hasAgent(info: Docker.ContainerInspectInfo): boolean {
+  return (info.Mounts ?? []).some((mount) => mount.Destination === AGENT_IN_SANDBOX.dir);
 }
 
 /** A writable root filesystem takes an archive before start: no tool is needed in the image. */

@@ -2,7 +2,8 @@ import { ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from './docker-exec.js';
 
 /**
- * File operations run as small POSIX sh scripts through exec: they work in any image with
+ * File operations through the Engine API's exec, for sandboxes whose agent does not answer.
+ * They run as small POSIX sh scripts: they work in any image with
  * /bin/sh, on tmpfs mounts and under gVisor, and as the image's default user, so that written
  * files belong to that user. The path is always an argument ($1), never part of the script.
  */
@@ -35,25 +36,28 @@ export async function readFile(run: ExecRunner, path: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   const stderr: Buffer[] = [];
   let size = 0;
-  const tooLarge = new AbortController();
+  const overflow = new AbortController();
   const outcome = await run({
     cmd: ['sh', '-c', READ_SCRIPT, 'sh', path],
     env: FILE_OP_ENV,
     timeoutMs: FILE_OP_TIMEOUT_MS,
-    signal: tooLarge.signal,
+    signal: overflow.signal,
     onFrame: (stream, data) => {
       if (stream === 'stderr') return void stderr.push(data);
       size += data.length;
-      if (size > MAX_READ_BYTES) tooLarge.abort();
+      if (size > MAX_READ_BYTES) overflow.abort();
       else chunks.push(data);
     },
   });
-  if (outcome.aborted) {
-    throw new ServiceError('PAYLOAD_TOO_LARGE', `file '${path}' is larger than ${MAX_READ_BYTES / 1024 / 1024} MiB`);
-  }
+  if (outcome.aborted) throw tooLarge(path);
   if (outcome.exitCode === 3) throw badRequest(`'${path}' is a directory`);
   if (outcome.exitCode !== 0) throw fileError('reading', path, outcome, stderr);
   return Buffer.concat(chunks);
+}
+
+/** The refusal of a file past MAX_READ_BYTES. */
+export function tooLarge(path: string): ServiceError {
+  return new ServiceError('PAYLOAD_TOO_LARGE', `file '${path}' is larger than ${MAX_READ_BYTES / 1024 / 1024} MiB`);
 }
 
 /** Writes (replaces) a file, creating its parent directories. */

@@ -9,7 +9,7 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { SavedImageKind } from '../backend.js';
 import { LABEL, WORKSPACE } from './container-spec.js';
 import { dockerStatus, isNotFound } from './docker-errors.js';
-import { runExec } from './docker-exec.js';
+import type { ExecRunner } from './docker-files.js';
 
 /** Labels of the images this backend commits. */
 export const IMAGE_LABEL = {
@@ -50,11 +50,17 @@ export class DockerSnapshots {
     }
   }
 
-  /** Commits the container as `tag`; the container is paused while its layer is copied. */
-  async commit(container: Docker.Container, tag: string, kind: SavedImageKind): Promise<void> {
+  /**
+   * Commits the container as `tag`; the container is paused while its layer is copied. `run`
+   * runs a command in it (to read a tmpfs /workspace).
+   */
+  async commit(container: Docker.Container, tag: string, kind: SavedImageKind, run: ExecRunner): Promise<void> {
     const info = await container.inspect();
     const { repo, version } = splitTag(tag);
     const changes = [`LABEL ${LABEL.instance}=${this.instanceId}`, `LABEL ${IMAGE_LABEL.kind}=${kind}`];
+    // The container runs its agent as root; the image keeps the default user of its own image.
+    const user = info.Config.Labels?.[LABEL.user];
+    if (user !== undefined) changes.push(`USER ${user || '0'}`);
     const tmpfsWorkspace = info.HostConfig.Tmpfs?.[WORKSPACE] !== undefined;
     if (!tmpfsWorkspace || !info.State.Running) {
       // A stopped container's tmpfs is gone, and so is its workspace: an older copy that the
@@ -66,7 +72,7 @@ export class DockerSnapshots {
     const scratch = await mkdtemp(join(tmpdir(), this.scratchPrefix));
     try {
       const tarFile = join(scratch, 'workspace.tar');
-      await this.readWorkspace(container, tarFile);
+      await this.readWorkspace(run, tarFile);
       await this.commitWithWorkspace(container, tarFile, repo, version, changes);
     } finally {
       await rm(scratch, { recursive: true, force: true });
@@ -97,18 +103,14 @@ export class DockerSnapshots {
   }
 
   /** Unpacks the saved workspace of the container's image, if it has one, into its tmpfs. */
-  async restoreWorkspace(container: Docker.Container, image: Docker.ImageInspectInfo): Promise<void> {
+  async restoreWorkspace(image: Docker.ImageInspectInfo, run: ExecRunner): Promise<void> {
     if (!image.Config.Labels?.[IMAGE_LABEL.workspace]) return;
     const stderr: Buffer[] = [];
-    const outcome = await runExec(
-      container,
-      {
-        cmd: ['tar', '-x', '--no-same-owner', '-C', WORKSPACE, '-f', WORKSPACE_ARCHIVE],
-        timeoutMs: ARCHIVE_TIMEOUT_MS,
-        onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
-      },
-      this.logger,
-    );
+    const outcome = await run({
+      cmd: ['tar', '-x', '--no-same-owner', '-C', WORKSPACE, '-f', WORKSPACE_ARCHIVE],
+      timeoutMs: ARCHIVE_TIMEOUT_MS,
+      onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
+    });
     if (outcome.exitCode !== 0) {
       throw new ServiceError('INTERNAL', `restoring ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
     }
@@ -147,19 +149,15 @@ export class DockerSnapshots {
   }
 
   /** Writes the workspace as a tar to `file`, read as the image's default user (who owns it). */
-  private async readWorkspace(container: Docker.Container, file: string): Promise<void> {
+  private async readWorkspace(run: ExecRunner, file: string): Promise<void> {
     const out = createWriteStream(file);
     const stderr: Buffer[] = [];
-    const outcome = await runExec(
-      container,
-      {
-        cmd: ['tar', '-c', '-C', WORKSPACE, '.'],
-        env: ['LC_ALL=C'],
-        timeoutMs: ARCHIVE_TIMEOUT_MS,
-        onFrame: (stream, data) => void (stream === 'stdout' ? out.write(data) : stderr.push(data)),
-      },
-      this.logger,
-    ).finally(() => new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve()))));
+    const outcome = await run({
+      cmd: ['tar', '-c', '-C', WORKSPACE, '.'],
+      env: ['LC_ALL=C'],
+      timeoutMs: ARCHIVE_TIMEOUT_MS,
+      onFrame: (stream, data) => void (stream === 'stdout' ? out.write(data) : stderr.push(data)),
+    }).finally(() => new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve()))));
     // GNU tar exits 1 when a file changed while it was read: the archive is still whole.
     if (outcome.exitCode !== 0 && outcome.exitCode !== 1) {
       throw new ServiceError('INTERNAL', `reading ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);

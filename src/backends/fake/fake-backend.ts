@@ -161,6 +161,23 @@ export class FakeBackend implements Backend {
     for (const p of doomed) instance.files.delete(p);
   }
 
+  /** Detached commands need a real process table: only real backends have them. */
+  async startDetached(): Promise<never> {
+    throw new UnsupportedError(this.name, 'detached commands');
+  }
+
+  async listDetached(): Promise<never> {
+    throw new UnsupportedError(this.name, 'detached commands');
+  }
+
+  async detachedLogs(): Promise<never> {
+    throw new UnsupportedError(this.name, 'detached commands');
+  }
+
+  async killDetached(): Promise<never> {
+    throw new UnsupportedError(this.name, 'detached commands');
+  }
+
   async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {
     this.requireSupport('snapshot');
     const instance = this.require('snapshot', id);

@@ -1,5 +1,6 @@
 import type { Tool } from '../tool.js';
 import { browserTools } from './browser-tools.js';
+import { detachedTools } from './detached-tools.js';
 import { execTools } from './exec-tools.js';
 import { fileTools } from './file-tools.js';
 import { lifecycleTools } from './lifecycle-tools.js';
@@ -7,4 +8,4 @@ import { sandboxTools } from './sandbox-tools.js';
 import { snapshotTools } from './snapshot-tools.js';
 
 /** Every tool the MCP server offers, one family per file; a new family is one more entry. */
-export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [sandboxTools, execTools, fileTools, lifecycleTools, snapshotTools, browserTools];
+export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [sandboxTools, execTools, detachedTools, fileTools, lifecycleTools, snapshotTools, browserTools];

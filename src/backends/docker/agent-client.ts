@@ -1,0 +1,235 @@
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
+import { AgentUnreachable } from './agent-sockets.js';
+import type { RawExec, RawExecOutcome } from './docker-exec.js';
+
+/** Frame types of the agent's exec stream (agent/README.md). */
+const FRAME = { stdout: 1, stderr: 2, exit: 3, error: 4 } as const;
+const FRAME_HEADER = 5;
+
+/** Connection errors that mean the request never reached an agent, so it may be sent elsewhere. */
+const NOT_DELIVERED = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
+
+interface AgentRequest {
+  method: string;
+  path: string;
+  body?: Buffer;
+  signal?: AbortSignal;
+}
+
+/**
+ * HTTP/1.1 to one sandbox's agent over its Unix socket, on kept-alive connections. `connect`
+ * yields the socket path to use; `reconnect` makes a fresh one (the agent recreates its socket
+ * when the sandbox restarts). A request that could not be delivered is tried once more after a
+ * reconnect, then fails with AgentUnreachable so that the caller can fall back to the engine.
+ */
+export class AgentClient {
+  private readonly pool = new Agent({ keepAlive: true, maxSockets: 64 });
+  private socketPath?: string;
+
+  constructor(private readonly reconnect: () => Promise<string>) {}
+
+  /** Runs a command; the same contract as the Engine API's `runExec`. */
+  async exec(request: RawExec): Promise<RawExecOutcome> {
+    if (request.stdin !== undefined && !Buffer.isBuffer(request.stdin)) throw new AgentUnreachable('streamed stdin goes through the engine');
+    const body = Buffer.from(
+      JSON.stringify({
+        argv: request.cmd,
+        env: request.env,
+        cwd: request.workdir,
+        user: request.user,
+        stdin: request.stdin?.toString('base64'),
+        timeout_ms: request.timeoutMs,
+      }),
+    );
+    let response: IncomingMessage;
+    try {
+      response = await this.send({ method: 'POST', path: '/v1/exec', body, signal: request.signal });
+    } catch (err) {
+      if (request.signal?.aborted) return { exitCode: 137, timedOut: false, aborted: true };
+      throw err;
+    }
+    if (response.statusCode !== 200) throw await agentError(response);
+    return readFrames(response, request);
+  }
+
+  /** A file's bytes; NOT_FOUND, BAD_REQUEST (a directory), FORBIDDEN; `tooLarge` past `maxBytes`. */
+  async readFile(path: string, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
+    const response = await this.send({ method: 'GET', path: filesPath(path) });
+    if (response.statusCode !== 200) throw await agentError(response, path);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        response.destroy();
+        throw tooLarge();
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  /** Writes (replaces) a file as the sandbox's default user; parents are created. */
+  async writeFile(path: string, content: Buffer): Promise<void> {
+    const response = await this.send({ method: 'PUT', path: filesPath(path), body: content });
+    if (response.statusCode !== 200) throw await agentError(response, path);
+    response.resume();
+  }
+
+  /** Deletes a file or a directory tree. */
+  async deleteFile(path: string): Promise<void> {
+    const response = await this.send({ method: 'DELETE', path: filesPath(path) });
+    if (response.statusCode !== 200) throw await agentError(response, path);
+    response.resume();
+  }
+
+  /** Starts a detached command; the agent keeps it and the last 4 MiB of each stream. */
+  async startDetached(request: { argv: string[]; env?: string[]; cwd?: string; user?: string }): Promise<AgentDetached> {
+    return this.json<AgentDetached>('POST', '/v1/detached', Buffer.from(JSON.stringify(request)));
+  }
+
+  async listDetached(): Promise<AgentDetached[]> {
+    return this.json<AgentDetached[]>('GET', '/v1/detached');
+  }
+
+  /** One stream's kept output; NOT_FOUND for an id the agent does not know. */
+  async detachedLogs(id: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+    const response = await this.send({ method: 'GET', path: `/v1/detached/${encodeURIComponent(id)}/logs?stream=${stream}` });
+    if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${id}'`);
+    return collect(response);
+  }
+
+  async killDetached(id: string): Promise<void> {
+    await this.json('DELETE', `/v1/detached/${encodeURIComponent(id)}`);
+  }
+
+  /** Resolves once the agent answers its health check. */
+  async health(): Promise<void> {
+    const response = await this.send({ method: 'GET', path: '/v1/health' });
+    response.resume();
+    if (response.statusCode !== 200) throw new AgentUnreachable(`agent health: HTTP ${response.statusCode}`);
+  }
+
+  private async json<T>(method: string, path: string, body?: Buffer): Promise<T> {
+    const response = await this.send({ method, path, ...(body ? { body } : {}) });
+    if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${path.split('/')[3] ?? ''}'`);
+    return JSON.parse((await collect(response)).toString('utf8')) as T;
+  }
+
+  close(): void {
+    this.pool.destroy();
+  }
+
+  private async send(request: AgentRequest): Promise<IncomingMessage> {
+    for (let attempt = 0; ; attempt++) {
+      this.socketPath ??= await this.reconnect();
+      try {
+        return await this.once(this.socketPath, request);
+      } catch (err) {
+        if (!(err instanceof Undelivered)) throw err;
+        this.socketPath = undefined;
+        if (attempt > 0) throw new AgentUnreachable(err.message);
+      }
+    }
+  }
+
+  /** One request; Undelivered when it provably never reached the agent. */
+  private once(socketPath: string, request: AgentRequest): Promise<IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({
+        socketPath,
+        agent: this.pool,
+        method: request.method,
+        path: request.path,
+        headers: { 'content-length': request.body?.length ?? 0 },
+        signal: request.signal,
+      });
+      req.once('response', resolve);
+      req.once('error', (err: NodeJS.ErrnoException) => {
+        // A kept-alive connection the agent closed meanwhile (e.g. the sandbox restarted).
+        const staleReuse = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+        reject(NOT_DELIVERED.has(err.code ?? '') || staleReuse ? new Undelivered(err.message) : err);
+      });
+      req.end(request.body);
+    });
+  }
+}
+
+class Undelivered extends Error {}
+
+/** A detached command as the agent reports it. */
+export interface AgentDetached {
+  id: string;
+  pid: number;
+  argv: string[];
+  status: 'running' | 'completed' | 'failed';
+  exit_code: number | null;
+  started_at: string;
+}
+
+async function collect(stream: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+function filesPath(path: string): string {
+  return `/v1/files?path=${encodeURIComponent(path)}`;
+}
+
+/** Reads exec frames until the exit frame; an abort ends the request, and the agent kills the command. */
+function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExecOutcome> {
+  return new Promise((resolve, reject) => {
+    let pending: Buffer = Buffer.alloc(0);
+    let outcome: RawExecOutcome | undefined;
+    const aborted = () => ({ exitCode: 137, timedOut: false, aborted: true });
+    response.on('data', (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= FRAME_HEADER) {
+        const size = pending.readUInt32BE(1);
+        if (pending.length < FRAME_HEADER + size) break;
+        const type = pending[0];
+        const payload = pending.subarray(FRAME_HEADER, FRAME_HEADER + size);
+        pending = pending.subarray(FRAME_HEADER + size);
+        if (type === FRAME.stdout || type === FRAME.stderr) {
+          if (payload.length > 0) request.onFrame(type === FRAME.stdout ? 'stdout' : 'stderr', payload);
+        } else if (type === FRAME.exit) {
+          const exit = JSON.parse(payload.toString('utf8')) as { exit_code: number; timed_out: boolean };
+          outcome = { exitCode: exit.exit_code, timedOut: exit.timed_out, aborted: false };
+        } else if (type === FRAME.error) {
+          const { error } = JSON.parse(payload.toString('utf8')) as { error: string };
+          request.onFrame('stderr', Buffer.from(`sandboxd-agent: ${error}\n`));
+        }
+      }
+    });
+    response.once('end', () => {
+      if (outcome) resolve(outcome);
+      else if (request.signal?.aborted) resolve(aborted());
+      else reject(new ServiceError('INTERNAL', 'the sandbox agent closed the exec stream before the command ended'));
+    });
+    response.once('error', (err) => (request.signal?.aborted ? resolve(aborted()) : reject(err)));
+    response.once('aborted', () => request.signal?.aborted && resolve(aborted()));
+  });
+}
+
+/** Maps an agent's refusal to a service error; `missing` names what a 404 did not find. */
+async function agentError(response: IncomingMessage, path?: string, missing = `file '${path}'`): Promise<ServiceError> {
+  let message = `HTTP ${response.statusCode}`;
+  try {
+    message = (JSON.parse((await collect(response)).toString('utf8')) as { error?: string }).error ?? message;
+  } catch {
+    // The status alone says enough.
+  }
+  const subject = path ? `'${path}'` : 'the request';
+  switch (response.statusCode) {
+    case 404:
+      return notFound(`${missing} not found`);
+    case 403:
+      return forbidden(`permission denied: ${path ?? message}`);
+    case 400:
+      return badRequest(`${subject}: ${message}`);
+    default:
+      return new ServiceError('INTERNAL', `the sandbox agent failed: ${message}`);
+  }
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { execBody } from '../../schemas/exec-schemas.js';
+import type { DetachedLogsBody } from '../../schemas/detached-schemas.js';
+import { apiPath } from '../api-client.js';
+import { defineTool, json, text, type Tool } from '../tool.js';
+import { sandboxName } from './arguments.js';
+
+const detachedId = z.string().min(1).max(64).meta({ description: 'Id returned by sandbox_exec_detach (see sandbox_exec_list)' });
+
+const STATUS =
+  'JSON {id, sandbox, command, pid, status, exit_code, started_at}; status is running, completed (exit 0) or failed ' +
+  '(non-zero exit, killed, or lost when the sandbox restarted).';
+
+/** Detached commands: servers, watchers and long builds that outlive one call. */
+export const detachedTools: Tool[] = [
+  defineTool({
+    name: 'sandbox_exec_detach',
+    title: 'Start a background command in a sandbox',
+    description:
+      'Start a long-running command (a dev server, a watcher, a long build) in a running sandbox and return at once ' +
+      'with its id; it keeps running after this call, and after a server restart. Follow it with sandbox_exec_status, ' +
+      'sandbox_exec_logs and sandbox_exec_kill. command is an argv array run without a shell. Returns ' + STATUS,
+    inputSchema: z.strictObject({ name: sandboxName, ...execBody.omit({ stdin: true, timeout_ms: true }).shape }),
+    annotations: { destructiveHint: true, openWorldHint: true },
+    handle: async ({ name, ...body }, { api, signal }) =>
+      json(await api.request({ method: 'POST', path: apiPath('sandboxes', name, 'exec', 'detach'), body }, signal)),
+  }),
+
+  defineTool({
+    name: 'sandbox_exec_status',
+    title: 'Status of a background command',
+    description: 'Whether a command started by sandbox_exec_detach still runs, and its exit code once it ended. Returns ' + STATUS,
+    inputSchema: z.strictObject({ name: sandboxName, id: detachedId }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    handle: async ({ name, id }, { api, signal }) =>
+      json(await api.request({ method: 'GET', path: apiPath('sandboxes', name, 'exec', 'detached', id) }, signal)),
+  }),
+
+  defineTool({
+    name: 'sandbox_exec_logs',
+    title: 'Output of a background command',
+    description:
+      'The output a command started by sandbox_exec_detach printed so far on one stream (stdout by default), at most ' +
+      'its last 4 MiB; the server shows at most the first and last 8 KB of that.',
+    inputSchema: z.strictObject({
+      name: sandboxName,
+      id: detachedId,
+      stream: z.enum(['stdout', 'stderr']).optional().meta({ description: 'stdout (default) or stderr' }),
+    }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    handle: async ({ name, id, stream }, { api, signal }) => {
+      const logs = await api.request<DetachedLogsBody>(
+        { method: 'GET', path: apiPath('sandboxes', name, 'exec', 'detached', id, 'logs'), query: { stream: stream ?? 'stdout' } },
+        signal,
+      );
+      return text(logs.content || `(no ${logs.stream} output)`);
+    },
+  }),
+
+  defineTool({
+    name: 'sandbox_exec_kill',
+    title: 'Kill a background command',
+    description: 'Kill a command started by sandbox_exec_detach, with every process it started. Returns ' + STATUS,
+    inputSchema: z.strictObject({ name: sandboxName, id: detachedId }),
+    annotations: { destructiveHint: true, openWorldHint: false },
+    handle: async ({ name, id }, { api, signal }) =>
+      json(await api.request({ method: 'DELETE', path: apiPath('sandboxes', name, 'exec', 'detached', id) }, signal)),
+  }),
+
+  defineTool({
+    name: 'sandbox_exec_list',
+    title: 'List background commands',
+    description: 'Every command started by sandbox_exec_detach in a sandbox, oldest first, as a JSON array; each is ' + STATUS,
+    inputSchema: z.strictObject({ name: sandboxName }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    handle: async ({ name }, { api, signal }) =>
+      json(await api.request({ method: 'GET', path: apiPath('sandboxes', name, 'exec', 'detached') }, signal)),
+  }),
+];

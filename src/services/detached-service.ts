@@ -1,0 +1,105 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Backend, DetachedProcess } from '../backends/backend.js';
+import { notFound } from '../errors.js';
+import type { DetachedCommandBody, DetachedLogsBody } from '../schemas/detached-schemas.js';
+import type { ExecInput } from '../schemas/exec-schemas.js';
+import type { DetachedRecord, DetachedRepository } from '../state/detached-repository.js';
+import type { AuditService } from './audit-service.js';
+import type { ExecService } from './exec-service.js';
+import type { SandboxRecord } from '../state/sandbox-repository.js';
+import type { SandboxService } from './sandbox-service.js';
+
+/**
+ * Commands that run on after the request that started them. The sandbox keeps the process and
+ * its last output (the Docker agent does); the store maps the service's ids, scoped to their
+ * sandbox, to the sandbox's own process ids, so that status, logs and kill work after a server
+ * restart. A command the sandbox no longer knows (it was restarted) reads as failed, exit null.
+ */
+export class DetachedService {
+  constructor(
+    private readonly repo: DetachedRepository,
+    private readonly sandboxes: SandboxService,
+    private readonly exec: ExecService,
+    private readonly backend: Backend,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** Starts a command in a running sandbox and returns at once. */
+  async start(name: string, input: ExecInput): Promise<DetachedCommandBody> {
+    const sandbox = await this.sandboxes.requireRunning(name);
+    this.exec.check(input);
+    const process = await this.backend.startDetached(sandbox.backendId, {
+      command: input.command,
+      ...(input.workdir ? { workdir: input.workdir } : {}),
+      ...(input.env ? { env: input.env } : {}),
+      ...(input.sudo ? { user: 'root' } : {}),
+    });
+    const record: DetachedRecord = {
+      id: uuidv7(),
+      sandboxUuid: sandbox.uuid,
+      processId: process.id,
+      pid: process.pid,
+      command: input.command,
+      startedAt: process.startedAt,
+    };
+    await this.repo.insert(record);
+    await this.sandboxes.touch(sandbox);
+    await this.audit.record('command_detached', sandbox, { id: record.id, command: input.command, ...(input.sudo ? { sudo: true } : {}) });
+    return view(sandbox, record, process);
+  }
+
+  /** A sandbox's detached commands, oldest first. */
+  async list(name: string): Promise<DetachedCommandBody[]> {
+    const sandbox = await this.sandboxes.requireRunning(name);
+    const [records, processes] = await Promise.all([this.repo.forSandbox(sandbox.uuid), this.backend.listDetached(sandbox.backendId)]);
+    return records.map((record) => view(sandbox, record, matching(processes, record)));
+  }
+
+  async get(name: string, id: string): Promise<DetachedCommandBody> {
+    const { sandbox, record } = await this.require(name, id);
+    return view(sandbox, record, matching(await this.backend.listDetached(sandbox.backendId), record));
+  }
+
+  /** The last output of one stream; empty for a command the sandbox lost. */
+  async logs(name: string, id: string, stream: 'stdout' | 'stderr'): Promise<DetachedLogsBody> {
+    const { sandbox, record } = await this.require(name, id);
+    const process = matching(await this.backend.listDetached(sandbox.backendId), record);
+    const content = process ? await this.backend.detachedLogs(sandbox.backendId, process.id, stream) : Buffer.alloc(0);
+    return { id, stream, content: content.toString('utf8') };
+  }
+
+  /** Kills the command's process tree (a finished one stays as it was); returns its status after. */
+  async kill(name: string, id: string): Promise<DetachedCommandBody> {
+    const { sandbox, record } = await this.require(name, id);
+    const process = matching(await this.backend.listDetached(sandbox.backendId), record);
+    if (process?.status === 'running') {
+      await this.backend.killDetached(sandbox.backendId, process.id);
+      await this.audit.record('detached_killed', sandbox, { id });
+    }
+    return view(sandbox, record, matching(await this.backend.listDetached(sandbox.backendId), record));
+  }
+
+  private async require(name: string, id: string): Promise<{ sandbox: SandboxRecord & { backendId: string }; record: DetachedRecord }> {
+    const sandbox = await this.sandboxes.requireRunning(name);
+    const record = await this.repo.byId(sandbox.uuid, id);
+    if (!record) throw notFound(`detached command '${id}' not found in sandbox '${name}'`);
+    return { sandbox, record };
+  }
+}
+
+/** The sandbox's process for a record: same id and start time (ids restart with the sandbox). */
+function matching(processes: DetachedProcess[], record: DetachedRecord): DetachedProcess | undefined {
+  return processes.find((p) => p.id === record.processId && p.startedAt === record.startedAt);
+}
+
+function view(sandbox: SandboxRecord, record: DetachedRecord, process: DetachedProcess | undefined): DetachedCommandBody {
+  return {
+    id: record.id,
+    sandbox: sandbox.name,
+    command: record.command,
+    pid: record.pid,
+    status: process?.status ?? 'failed',
+    exit_code: process ? process.exitCode : null,
+    started_at: record.startedAt,
+  };
+}

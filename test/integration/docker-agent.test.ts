@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecRequest, InstanceState } from '../../src/backends/backend.js';
+import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { TEST_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
+
+const instanceId = uniqueName('itest-agent');
+const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-'));
+const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
+
+const specOf = sandboxSpec;
+
+const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeoutMs: 60_000, ...extra });
+
+/** The parent pid of a command: 1 when the agent (PID 1) started it, 0 for an Engine API exec. */
+const parentOf = async (id: string) => (await run(id, ['sh', '-c', 'cut -d" " -f4 /proc/$$/stat'])).stdout.trim();
+
+/** Capability masks of a command; `sudo` runs it as root. */
+async function caps(id: string, sudo = false): Promise<{ prm: string; eff: string }> {
+  const status = (await run(id, ['cat', '/proc/self/status'], sudo ? { user: 'root' } : {})).stdout;
+  return { prm: /CapPrm:\s*(\w+)/.exec(status)![1]!, eff: /CapEff:\s*(\w+)/.exec(status)![1]! };
+}
+
+let moderate: InstanceState;
+let restrictive: InstanceState;
+
+beforeAll(async () => {
+  await ensureTestImage();
+  [moderate, restrictive] = await Promise.all([backend.create(specOf()), backend.create(specOf({ profile: 'restrictive' }))]);
+});
+
+afterAll(async () => {
+  await removeInstanceContainers(instanceId);
+  await backend.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('the sandbox agent', () => {
+  it('runs as PID 1 and serves exec in runc and gVisor sandboxes', async () => {
+    for (const state of [moderate, restrictive]) {
+      expect((await run(state.id, ['cat', '/proc/1/cmdline'])).stdout.split('\0')[0]).toBe('/.sandboxd/agent');
+      expect(await parentOf(state.id)).toBe('1');
+      expect((await run(state.id, ['id', '-un'])).stdout).toBe('sandbox\n');
+      expect((await run(state.id, ['id', '-un'], { user: 'root' })).stdout).toBe('root\n');
+    }
+    expect(restrictive.runtime).toBe('runsc');
+  });
+
+  it('is fast: an exec costs a few milliseconds', async () => {
+    await run(moderate.id, ['true']);
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < 20; i++) await run(moderate.id, ['true']);
+    expect(Number(process.hrtime.bigint() - started) / 1e6 / 20).toBeLessThan(20);
+  });
+
+  it('serves again after a stop and a start', async () => {
+    const state = await backend.create(specOf());
+    await backend.stop(state.id);
+    await backend.start(state.id);
+    expect(await parentOf(state.id)).toBe('1');
+    await backend.remove(state.id);
+    expect(existsSync(join(dataDir, 'agents', state.uuid))).toBe(false);
+    expect(existsSync(join(dataDir, 'agents', `${state.uuid}.sock`))).toBe(false);
+  });
+
+  it('falls back to the Engine API exec for a container without an agent, as its default user', async () => {
+    const uuid = randomUUID();
+    const id = await docker(
+      'run', '-d', '--label', 'sandboxd.managed=true', '--label', `sandboxd.instance=${instanceId}`,
+      '--label', `sandboxd.uuid=${uuid}`, '--label', 'sandboxd.name=old', TEST_IMAGE, 'sleep', 'infinity',
+    );
+    expect(await parentOf(id)).toBe('0');
+    expect((await run(id, ['id', '-un'])).stdout).toBe('sandbox\n');
+    await backend.writeFile(id, '/workspace/old.txt', Buffer.from('old'));
+    expect((await backend.readFile(id, '/workspace/old.txt')).toString()).toBe('old');
+    await backend.remove(id);
+  });
+
+  it('never connects to what the sandbox puts in place of its socket', async () => {
+    const state = await backend.create(specOf());
+    const hostDir = mkdtempSync(join(tmpdir(), 'sandboxd-host-'));
+    const hostSocket = join(hostDir, 'host.sock');
+    let connections = 0;
+    const server = createServer((conn) => {
+      connections++;
+      conn.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(hostSocket, resolve));
+    try {
+      await run(state.id, ['sh', '-c', `rm /run/sandboxd/agent.sock && ln -s ${hostSocket} /run/sandboxd/agent.sock`], { user: 'root' });
+      // A restarted server links the socket afresh: it must refuse the symlink and use the engine.
+      const restarted = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
+      expect((await restarted.exec(state.id, { command: ['echo', 'safe'], timeoutMs: 10_000 })).stdout).toBe('safe\n');
+      await run(state.id, ['sh', '-c', 'rm /run/sandboxd/agent.sock && mkdir /run/sandboxd/agent.sock'], { user: 'root' });
+      expect((await restarted.exec(state.id, { command: ['echo', 'safe'], timeoutMs: 10_000 })).stdout).toBe('safe\n');
+      await restarted.close();
+      expect(connections).toBe(0);
+    } finally {
+      server.close();
+      rmSync(hostDir, { recursive: true, force: true });
+      await backend.remove(state.id);
+    }
+  });
+
+  it('keeps its socket from the sandbox user', async () => {
+    const script = 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/sandboxd/agent.sock")';
+    for (const state of [moderate, restrictive]) {
+      const attempt = await run(state.id, ['python3', '-c', script]);
+      expect(attempt.exitCode).not.toBe(0);
+      expect(attempt.stderr).toMatch(/PermissionError|Permission denied/);
+    }
+  });
+
+  it('gives commands no more capabilities than the profile: none in restrictive, even with sudo', async () => {
+    expect(await caps(restrictive.id)).toEqual({ prm: '0000000000000000', eff: '0000000000000000' });
+    expect(await caps(restrictive.id, true)).toEqual({ prm: '0000000000000000', eff: '0000000000000000' });
+    expect(await caps(moderate.id)).toEqual({ prm: '0000000000000000', eff: '0000000000000000' });
+    // Docker's default set without NET_RAW, MKNOD and AUDIT_WRITE.
+    expect(await caps(moderate.id, true)).toEqual({ prm: '00000000800405fb', eff: '00000000800405fb' });
+  });
+
+  it('removes the socket directories of sandboxes that no longer exist when it lists', async () => {
+    const orphan = randomUUID();
+    mkdirSync(join(dataDir, 'agents', orphan), { recursive: true });
+    writeFileSync(join(dataDir, 'agents', `${orphan}.sock`), '');
+    await backend.list();
+    expect(existsSync(join(dataDir, 'agents', orphan))).toBe(false);
+    expect(existsSync(join(dataDir, 'agents', `${orphan}.sock`))).toBe(false);
+    expect(existsSync(join(dataDir, 'agents', moderate.uuid))).toBe(true);
+  });
+});
