@@ -5,13 +5,14 @@
 #
 # Usage: bash scripts/setup.sh [--quiet] [--images "base python node"]
 #   --quiet     print only what is being changed, not what is already in place
-#   --images    catalog images to build when absent or stale (default: base);
+#   --images    catalog images to build when absent or stale (default: base python node,
+#               the images that /run picks from a command; browser is built on demand);
 #               the environment variable SANDBOXD_SETUP_IMAGES does the same
 #   SANDBOXD_SETUP_SKIP_IMAGES=1 skips the image phase (e.g. a machine without a mirror)
 set -euo pipefail
 
 QUIET=0
-IMAGES="${SANDBOXD_SETUP_IMAGES:-base}"
+IMAGES="${SANDBOXD_SETUP_IMAGES:-base python node}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quiet | -q) QUIET=1 ;;

@@ -5,10 +5,10 @@ import type { SandboxSpec } from '../../src/backends/backend.js';
 
 const run = promisify(execFile);
 
-/** A small image shaped like sandboxd/base: default user `sandbox` (uid 1000), WORKDIR /workspace. */
-export const TEST_IMAGE = 'sandboxd-test/base:latest';
-/** The image TEST_IMAGE is derived from (Debian with bash, coreutils, git, python3; user root). */
-export const TRIAL_IMAGE = 'trial:base';
+/** The default image, which setup builds: default user `sandbox` (uid 1000), WORKDIR /workspace. */
+export const TEST_IMAGE = 'sandboxd/base:bookworm';
+/** TEST_IMAGE with root as its default user, for what the backend does with root images. */
+export const ROOT_IMAGE = 'sandboxd-test/root:latest';
 
 /** Runs the docker CLI; resolves with stdout. */
 export async function docker(...args: string[]): Promise<string> {
@@ -16,38 +16,17 @@ export async function docker(...args: string[]): Promise<string> {
   return stdout.trim();
 }
 
-/** Builds TEST_IMAGE from TRIAL_IMAGE when it is missing (no Dockerfile, no registry). */
+/** Derives ROOT_IMAGE from TEST_IMAGE when it is missing (no Dockerfile, no registry). */
 export async function ensureTestImage(): Promise<void> {
-  const present = await docker('image', 'inspect', TEST_IMAGE).then(
+  const present = await docker('image', 'inspect', ROOT_IMAGE).then(
     () => true,
     () => false,
   );
   if (present) return;
   const builder = `sandboxd-test-build-${randomBytes(4).toString('hex')}`;
-  await docker('create', '--name', builder, '--entrypoint', '', TRIAL_IMAGE, 'sleep', 'infinity');
+  await docker('create', '--name', builder, TEST_IMAGE);
   try {
-    await docker('start', builder);
-    await docker(
-      'exec',
-      builder,
-      'sh',
-      '-c',
-      'useradd -u 1000 -m -s /bin/bash sandbox && mkdir -p /workspace && chown sandbox:sandbox /workspace',
-    );
-    await docker('stop', '-t', '0', builder);
-    await docker(
-      'commit',
-      '--change',
-      'USER sandbox',
-      '--change',
-      'WORKDIR /workspace',
-      '--change',
-      'ENTRYPOINT []',
-      '--change',
-      'CMD ["bash"]',
-      builder,
-      TEST_IMAGE,
-    );
+    await docker('commit', '--change', 'USER root', '--change', 'WORKDIR /', builder, ROOT_IMAGE);
   } finally {
     await docker('rm', '-f', builder);
   }

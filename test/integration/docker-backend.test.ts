@@ -11,7 +11,7 @@ import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { agentBinary } from '../../src/backends/docker/agent-sockets.js';
 import { ServiceError } from '../../src/errors.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
-import { TRIAL_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
+import { ROOT_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
 
 const instanceId = uniqueName('itest');
 const PIDS_LIMIT = 256;
@@ -253,7 +253,7 @@ describe('isolation and limits', () => {
   });
 
   it('restrictive with a root image: /workspace belongs to root', async () => {
-    const state = await backend.create(specOf({ image: TRIAL_IMAGE, profile: 'restrictive' }));
+    const state = await backend.create(specOf({ image: ROOT_IMAGE, profile: 'restrictive' }));
     await backend.writeFile(state.id, '/workspace/r.txt', Buffer.from('r'));
     expect(await ownerOf(state.id, '/workspace')).toBe('0');
     expect(await ownerOf(state.id, '/workspace/r.txt')).toBe('0');
