@@ -15,18 +15,10 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary serve as `sandboxd-agent file ...`, which the agent runs as
-// os.Executable() for file operations.
+// TestMain lets the test binary serve the agent's internal commands (`file`, `drop-caps`,
+// `kill-tagged`), which the agent runs as /proc/self/exe.
 func TestMain(m *testing.M) {
-	if len(os.Args) >= 2 && os.Args[1] == "file" {
-		os.Exit(fileCommand(os.Args[2:]))
-	}
-	if len(os.Args) >= 2 && os.Args[1] == "drop-caps" {
-		os.Exit(dropCapsCommand(os.Args[2:]))
-	}
-	if len(os.Args) >= 2 && os.Args[1] == "kill-tagged" {
-		os.Exit(killTaggedCommand(os.Args[2:]))
-	}
+	runInternalCommand(os.Args)
 	go children.run()
 	os.Exit(m.Run())
 }

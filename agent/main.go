@@ -33,16 +33,25 @@ type agent struct {
 	detached *detachedTable
 }
 
+// internalCommands are the modes in which the agent re-executes itself (as /proc/self/exe) to
+// act as another user or with fewer privileges.
+var internalCommands = map[string]func([]string) int{
+	"file":        fileCommand,
+	"drop-caps":   dropCapsCommand,
+	"kill-tagged": killTaggedCommand,
+}
+
+// runInternalCommand exits the process with the internal command's code when args name one.
+func runInternalCommand(args []string) {
+	if len(args) >= 2 {
+		if command, ok := internalCommands[args[1]]; ok {
+			os.Exit(command(args[2:]))
+		}
+	}
+}
+
 func main() {
-	if len(os.Args) >= 2 && os.Args[1] == "file" {
-		os.Exit(fileCommand(os.Args[2:]))
-	}
-	if len(os.Args) >= 2 && os.Args[1] == "drop-caps" {
-		os.Exit(dropCapsCommand(os.Args[2:]))
-	}
-	if len(os.Args) >= 2 && os.Args[1] == "kill-tagged" {
-		os.Exit(killTaggedCommand(os.Args[2:]))
-	}
+	runInternalCommand(os.Args)
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
 		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER]")
 		os.Exit(2)

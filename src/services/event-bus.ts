@@ -100,6 +100,28 @@ export class EventBus {
     };
   }
 
+  /**
+   * Follows the events that match `filter`: first those after `after` that the backlog still
+   * holds (`onGap` is called before them when some are gone), then every new one. Replay and
+   * subscription happen in one synchronous step, so no event falls between them.
+   */
+  follow(
+    filter: { sandbox?: string; types?: ReadonlySet<EventType> },
+    after: number | undefined,
+    deliver: EventListener,
+    onGap?: () => void,
+  ): () => void {
+    const send = (published: PublishedEvent) => {
+      const { event } = published;
+      if ((!filter.sandbox || event.sandbox === filter.sandbox) && (!filter.types || filter.types.has(event.type))) deliver(published);
+    };
+    const replay = after === undefined ? undefined : this.since(after);
+    const unsubscribe = this.subscribe(send, { client: true });
+    if (replay?.gap) onGap?.();
+    for (const published of replay?.events ?? []) send(published);
+    return unsubscribe;
+  }
+
   /** The backlog after `lastId` (ids are consecutive, so this is one slice). */
   since(lastId: number): Replay {
     const kept = this.ring.length > this.capacity ? this.ring.slice(-this.capacity) : this.ring;

@@ -156,30 +156,30 @@ function writableTmpfs(memoryMb: number, owner: UserIds): Record<string, string>
 /** The InstanceState of an inspected container. */
 export function instanceFromInspect(info: Docker.ContainerInspectInfo): InstanceState {
   const labels = info.Config.Labels ?? {};
-  const running = info.State.Running;
-  return {
-    id: info.Id,
-    name: labels[LABEL.name] ?? '',
-    uuid: labels[LABEL.uuid] ?? '',
-    role: roleOf(labels),
-    status: running ? 'running' : 'stopped',
-    ip: running ? bridgeAddress(info.NetworkSettings.Networks) : undefined,
-    runtime: info.HostConfig.Runtime ?? labels[LABEL.runtime],
-  };
+  return instanceOf(info.Id, labels, info.State.Running, info.NetworkSettings.Networks, info.HostConfig.Runtime ?? labels[LABEL.runtime]);
 }
 
-/** The InstanceState of a `docker ps` row. */
+/** The InstanceState of a `docker ps` row (no inspect needed: the runtime is a label). */
 export function instanceFromSummary(row: Docker.ContainerInfo): InstanceState {
   const labels = row.Labels ?? {};
-  const running = row.State === 'running';
+  return instanceOf(row.Id, labels, row.State === 'running', row.NetworkSettings?.Networks, labels[LABEL.runtime]);
+}
+
+function instanceOf(
+  id: string,
+  labels: Record<string, string>,
+  running: boolean,
+  networks: Record<string, { IPAddress?: string }> | undefined,
+  runtime: string | undefined,
+): InstanceState {
   return {
-    id: row.Id,
+    id,
     name: labels[LABEL.name] ?? '',
     uuid: labels[LABEL.uuid] ?? '',
     role: roleOf(labels),
     status: running ? 'running' : 'stopped',
-    ip: running ? bridgeAddress(row.NetworkSettings?.Networks) : undefined,
-    runtime: labels[LABEL.runtime],
+    ip: running ? bridgeAddress(networks) : undefined,
+    runtime,
   };
 }
 

@@ -1,7 +1,6 @@
 import type { OpenAPIV3_2 } from '@fastify/swagger';
 import { ServiceError } from '../../errors.js';
 import { eventsHeaders, eventsQuery, type EventType } from '../../schemas/event-schemas.js';
-import type { PublishedEvent } from '../../services/event-bus.js';
 import { errors, textReply, type App, type RouteContext } from '../route-types.js';
 import { SseStream } from '../sse-stream.js';
 
@@ -80,8 +79,7 @@ export async function eventRoutes(app: App, { services, heartbeatMs }: EventRout
         );
       }
       const types = request.query.type === undefined ? undefined : new Set<EventType>([request.query.type].flat());
-      const sandbox = request.query.sandbox;
-      const wanted = ({ event }: PublishedEvent) => (!sandbox || event.sandbox === sandbox) && (!types || types.has(event.type));
+      const filter = { ...(request.query.sandbox ? { sandbox: request.query.sandbox } : {}), ...(types ? { types } : {}) };
       const lastId = request.headers['last-event-id'];
 
       reply.hijack();
@@ -90,20 +88,18 @@ export async function eventRoutes(app: App, { services, heartbeatMs }: EventRout
         maxBufferedBytes: MAX_BUFFERED_BYTES,
         onSlowClient: () => metrics.eventClientsDropped.inc(),
       });
-      const send = (published: PublishedEvent) => {
-        if (wanted(published)) stream.send(published.event.id, published.event.type, published.json);
-      };
-      // Replay and subscription happen in one synchronous step, so no event falls between them.
-      const replay = lastId === undefined ? undefined : bus.since(Number(lastId));
-      const unsubscribe = bus.subscribe(send, { client: true });
+      stream.comment(`sandboxd events; latest id ${bus.lastId}`);
+      const unsubscribe = bus.follow(
+        filter,
+        lastId === undefined ? undefined : Number(lastId),
+        (published) => stream.send(published.event.id, published.event.type, published.json),
+        () => stream.comment(`some events after ${lastId} are no longer in the backlog`),
+      );
       streams.add(stream);
       stream.onClose(() => {
         unsubscribe();
         streams.delete(stream);
       });
-      stream.comment(`sandboxd events; latest id ${bus.lastId}`);
-      if (replay?.gap) stream.comment(`some events after ${lastId} are no longer in the backlog`);
-      for (const published of replay?.events ?? []) send(published);
     },
   );
 }
