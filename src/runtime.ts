@@ -21,12 +21,15 @@ export interface Runtime {
   services: Services;
   backend: Backend;
   app: App;
+  /** This data directory's id: every container of it carries the label sandboxd.instance=<id>. */
+  instanceId: string;
   /** Base URL while listening. */
   url?: string;
   close(): Promise<void>;
 }
 
 const RECOVERY_RETRY_MS = 10_000;
+const POOL_EVICT_INTERVAL_S = 60;
 
 /**
  * The composition root: opens the data directory, makes the backend, wires the services,
@@ -53,6 +56,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       snapshotPrefix: config.snapshotPrefix,
       batchConcurrency: config.batchConcurrency,
       imageDetection: config.imageDetection,
+      poolSize: config.poolSize,
+      poolSizes: config.poolSizes,
     },
     store,
     backend,
@@ -71,6 +76,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
   const recover = async (): Promise<void> => {
     try {
       await services.recovery.reconcile();
+      // Only now: recovery removes every pool instance it finds, as a crash's leftovers.
+      services.pool.warm();
     } catch (err) {
       if (!isServiceError(err) || err.code !== 'BACKEND_UNAVAILABLE') throw err;
       logger.warn(`${err.message}; retrying in ${RECOVERY_RETRY_MS / 1000} s`);
@@ -81,6 +88,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
   const loops = [
     repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
     repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
+    repeatEvery(POOL_EVICT_INTERVAL_S, async () => services.pool.evictIdle(), logger.child({ loop: 'pool' })),
   ];
   void backend.ensureImage(config.defaultImage).catch((err: Error) => logger.warn(`default image: ${err.message}`));
 
@@ -108,6 +116,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     services,
     backend,
     app,
+    instanceId: store.instanceId,
     ...(url ? { url } : {}),
     async close() {
       clearTimeout(recoveryTimer);

@@ -118,6 +118,13 @@ export interface Backend {
   ensureImage(image: string): Promise<void>;
   /** Creates and starts an instance; it is running when this resolves. */
   create(spec: SandboxSpec): Promise<InstanceState>;
+  /**
+   * Makes a running instance created with role `pool` the sandbox `spec` (same uuid, image and
+   * profile): it takes the sandbox's name and limits. The sandbox's env is not applied here:
+   * the service passes it with every command. CONFLICT when the instance no longer runs,
+   * UNSUPPORTED when its limits cannot change in place; either way the instance is untouched.
+   */
+  claim(id: string, spec: SandboxSpec): Promise<void>;
   start(id: string): Promise<InstanceState>;
   stop(id: string): Promise<void>;
   /** Removes the instance and everything it holds; a missing instance is not an error. */

@@ -11,6 +11,7 @@ const OBSERVED = new Set<PropertyKey>([
   'ping',
   'ensureImage',
   'create',
+  'claim',
   'start',
   'stop',
   'remove',

@@ -23,6 +23,10 @@ export function mcpCommand(): Command {
     .option('--max-sandboxes <n>', 'in-process: most sandboxes that may exist at once, 0 = unlimited')
     .addOption(new Option('--backend <name>', 'in-process: isolation backend').choices(['docker', 'fake']))
     .option('--default-image <image>', 'in-process: image of sandboxes that name none')
+    .option('--batch-concurrency <n>', 'in-process: most commands of one batch that run at once (default 4)')
+    .option('--image-detection <table>', 'in-process: program=image entries for runs that name no image')
+    .option('--pool-size <n>', 'in-process: ready pool instances kept per (image, profile), 0 = none (default 2)')
+    .option('--pool-sizes <table>', 'in-process: image[@profile]=n entries, warmed at start')
     .option('--pids-limit <n>', 'in-process: process limit of every sandbox')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (logs go to stderr)')
     .action(async (opts: Record<string, unknown>) => {

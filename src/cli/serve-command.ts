@@ -21,6 +21,8 @@ export function serveCommand(): Command {
     .option('--max-sandboxes <n>', 'most sandboxes that may exist at once, 0 = unlimited')
     .option('--batch-concurrency <n>', 'most commands of one POST /batch/run that run at once (default 4)')
     .option('--image-detection <table>', 'program=image entries for runs that name no image, e.g. python=my/python:3')
+    .option('--pool-size <n>', 'ready pool instances kept per (image, profile) for fast runs and creates, 0 = none (default 2)')
+    .option('--pool-sizes <table>', 'image[@profile]=n entries, warmed at start, e.g. sandboxd/python:bookworm=4')
     .addOption(new Option('--backend <name>', 'isolation backend').choices(['docker', 'fake']))
     .option('--default-image <image>', 'image of sandboxes that name none')
     .option('--pids-limit <n>', 'process limit of every sandbox')

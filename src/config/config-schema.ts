@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_IMAGE } from '../images/catalog.js';
 import { parseImageDetection } from '../images/image-detection.js';
+import { MAX_POOL_SIZE, parsePoolSizes } from './pool-sizes.js';
 
 /**
  * The one typed configuration of `sandboxd serve`. Every option has a TOML key, an
@@ -24,6 +25,8 @@ export const OPTIONS = {
   snapshotPrefix: { toml: 'sandboxes.snapshot_prefix', env: 'SERVICE_SNAPSHOT_PREFIX', flag: '--snapshot-prefix' },
   batchConcurrency: { toml: 'runs.batch_concurrency', env: 'SERVICE_BATCH_CONCURRENCY', flag: '--batch-concurrency' },
   imageDetection: { toml: 'runs.image_detection', env: 'SERVICE_IMAGE_DETECTION', flag: '--image-detection' },
+  poolSize: { toml: 'pool.size', env: 'SERVICE_POOL_SIZE', flag: '--pool-size' },
+  poolSizes: { toml: 'pool.sizes', env: 'SERVICE_POOL_SIZES', flag: '--pool-sizes' },
   gcInterval: { toml: 'lifecycle.gc_interval', env: 'SERVICE_GC_INTERVAL', flag: '--gc-interval' },
   reconcileInterval: { toml: 'lifecycle.reconcile_interval', env: 'SERVICE_RECONCILE_INTERVAL', flag: '--reconcile-interval' },
   events: { toml: 'events.enabled', env: 'SERVICE_EVENTS', flag: '--events' },
@@ -73,6 +76,20 @@ export const configSchema = z.object({
       }),
     ])
     .default({}),
+  /** Ready pool instances kept per (image, profile); 0 makes none ahead of demand. */
+  poolSize: z.coerce.number().int().min(0).max(MAX_POOL_SIZE).default(2),
+  /** Sizes of particular (image, profile) keys, warmed at start (TOML table, or `image[@profile]=n,...`). */
+  poolSizes: z
+    .union([z.record(z.string().min(1), z.unknown()), z.string()])
+    .transform((input, ctx) => {
+      try {
+        return parsePoolSizes(input);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `${(err as Error).message}: use sandboxd/python:bookworm=2,sandboxd/base:bookworm@restrictive=1` });
+        return z.NEVER;
+      }
+    })
+    .default([]),
   /** Seconds between background runs of gc and of lifecycle reconciliation; 0 disables. */
   gcInterval: z.coerce.number().int().min(0).default(60),
   reconcileInterval: z.coerce.number().int().min(0).default(60),

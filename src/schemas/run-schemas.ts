@@ -7,6 +7,10 @@ export const runBody = execBody
   .extend({
     image: z.string().min(1).max(255).optional().meta({ description: 'Container image; when omitted, chosen from the command (python3 -> the Python image, node -> the Node image, ...) or the server default' }),
     profile: profile.optional().meta({ description: 'Security profile, default moderate' }),
+    fast: z
+      .boolean()
+      .optional()
+      .meta({ description: 'Default true: a pristine pre-started container from the warm pool, used once; false: a sandbox created, run and removed' }),
   })
   .meta({ id: 'RunRequest' });
 

@@ -5,7 +5,7 @@ import type { DetachedCommandBody, DetachedLogsBody } from '../schemas/detached-
 import type { ExecInput } from '../schemas/exec-schemas.js';
 import type { DetachedRecord, DetachedRepository } from '../state/detached-repository.js';
 import type { AuditService } from './audit-service.js';
-import type { ExecService } from './exec-service.js';
+import { backendRequest, type ExecService } from './exec-service.js';
 import type { SandboxRecord } from '../state/sandbox-repository.js';
 import type { SandboxService } from './sandbox-service.js';
 
@@ -28,12 +28,9 @@ export class DetachedService {
   async start(name: string, input: ExecInput): Promise<DetachedCommandBody> {
     const sandbox = await this.sandboxes.requireRunning(name);
     this.exec.check(input);
-    const process = await this.backend.startDetached(sandbox.backendId, {
-      command: input.command,
-      ...(input.workdir ? { workdir: input.workdir } : {}),
-      ...(input.env ? { env: input.env } : {}),
-      ...(input.sudo ? { user: 'root' } : {}),
-    });
+    // Stdin and a timeout have no meaning for a command that outlives its request.
+    const { stdin: _stdin, timeoutMs: _timeout, ...request } = backendRequest(input, sandbox.env);
+    const process = await this.backend.startDetached(sandbox.backendId, request);
     const record: DetachedRecord = {
       id: uuidv7(),
       sandboxUuid: sandbox.uuid,

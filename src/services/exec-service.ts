@@ -1,4 +1,4 @@
-import type { Backend, ExecOptions } from '../backends/backend.js';
+import type { Backend, ExecOptions, ExecRequest, ExecResult } from '../backends/backend.js';
 import { badRequest, forbidden, isServiceError } from '../errors.js';
 import type { ExecInput, ExecResultBody } from '../schemas/exec-schemas.js';
 import type { AuditService } from './audit-service.js';
@@ -31,7 +31,8 @@ export class ExecService {
 
   /**
    * Runs one command and waits for it. A non-zero exit is a normal result; a timeout
-   * kills the process tree and returns the partial output with exit code 124.
+   * kills the process tree and returns the partial output with exit code 124. The sandbox's
+   * env is under the request's (a sandbox made from a pool instance has it from here alone).
    */
   async exec(name: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
     const sandbox = await this.sandboxes.require(name);
@@ -39,18 +40,7 @@ export class ExecService {
     const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {
-      result = await this.backend.exec(
-        running.backendId,
-        {
-          command: input.command,
-          ...(input.workdir ? { workdir: input.workdir } : {}),
-          ...(input.env ? { env: input.env } : {}),
-          ...(input.sudo ? { user: 'root' } : {}),
-          ...(input.stdin !== undefined ? { stdin: Buffer.from(input.stdin, 'utf8') } : {}),
-          timeoutMs: input.timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS,
-        },
-        options,
-      );
+      result = await this.backend.exec(running.backendId, backendRequest(input, sandbox.env), options);
     } catch (err) {
       if (isServiceError(err) && err.code === 'CONFLICT') {
         // The container stopped behind the service's back: say so the same way as for a stopped sandbox.
@@ -67,14 +57,37 @@ export class ExecService {
       timed_out: result.timedOut,
       ...(input.sudo ? { sudo: true } : {}),
     });
-    return {
-      output: result.output,
-      exit_code: result.exitCode,
-      stdout: result.stdout,
-      stderr: result.stderr,
-      duration_ms: result.durationMs,
-      timed_out: result.timedOut,
-      truncated: result.truncated,
-    };
+    return resultBody(result);
   }
+
+  /** Runs one command in an instance that is no sandbox (a pool instance of a fast run). */
+  async execInstance(backendId: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
+    this.check(input);
+    return resultBody(await this.backend.exec(backendId, backendRequest(input), options));
+  }
+}
+
+/** The backend's form of an exec request; the sandbox's env lies under the request's. */
+export function backendRequest(input: ExecInput, sandboxEnv: Record<string, string> = {}): ExecRequest {
+  const env = { ...sandboxEnv, ...input.env };
+  return {
+    command: input.command,
+    ...(input.workdir ? { workdir: input.workdir } : {}),
+    ...(Object.keys(env).length > 0 ? { env } : {}),
+    ...(input.sudo ? { user: 'root' } : {}),
+    ...(input.stdin !== undefined ? { stdin: Buffer.from(input.stdin, 'utf8') } : {}),
+    timeoutMs: input.timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS,
+  };
+}
+
+function resultBody(result: ExecResult): ExecResultBody {
+  return {
+    output: result.output,
+    exit_code: result.exitCode,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    duration_ms: result.durationMs,
+    timed_out: result.timedOut,
+    truncated: result.truncated,
+  };
 }

@@ -26,6 +26,8 @@ export interface ObservabilityInput {
   logger: Logger;
   /** Running sandboxes, read at scrape time. */
   activeSandboxes: () => Promise<number>;
+  /** Ready warm-pool instances, read at scrape time. */
+  warmPoolSize: () => number;
 }
 
 /**
@@ -39,14 +41,13 @@ export class Observability {
   readonly tracing: Tracing | undefined;
   private readonly webhooks: WebhookDispatcher | undefined;
 
-  constructor({ backend, events, tracing, logger, activeSandboxes }: ObservabilityInput) {
+  constructor({ backend, events, tracing, logger, activeSandboxes, warmPoolSize }: ObservabilityInput) {
     this.tracing = tracing;
     this.bus = new EventBus({ enabled: events.enabled, backlog: events.backlog, logger: logger.child({ part: 'events' }) });
     this.metrics = new Metrics(
       {
         activeSandboxes,
-        // TODO(issue 3): the warm pool's size, once the pool exists.
-        warmPoolSize: () => 0,
+        warmPoolSize,
         eventClients: () => this.bus.clients,
         webhookQueue: () => this.webhooks?.stats() ?? { queued: 0, inFlight: 0 },
       },

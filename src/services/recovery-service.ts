@@ -29,8 +29,9 @@ export interface RecoveryReport {
  * - an archive that never finished is finished when its container is gone (the image is
  *   committed before the container goes), else rolled back;
  * - a snapshot that was being made or deleted is removed with its image;
- * - containers labelled as this instance's but unknown to the store are removed, and so are
- *   snapshot and archive images that no snapshot or sandbox refers to.
+ * - containers labelled as this instance's but unknown to the store (unclaimed pool instances
+ *   among them) are removed, and so are snapshot and archive images that no snapshot or
+ *   sandbox refers to.
  */
 export class RecoveryService {
   constructor(
@@ -46,7 +47,8 @@ export class RecoveryService {
     const report: RecoveryReport = { corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 };
     const images = await this.backend.listImages();
     const instances = await this.backend.list();
-    const byUuid = new Map<string, InstanceState>(instances.filter((i) => i.role === 'sandbox').map((i) => [i.uuid, i]));
+    // A sandbox made from a pool instance keeps the role label `pool`: the store says it is a sandbox.
+    const byUuid = new Map<string, InstanceState>(instances.filter((i) => i.role !== 'helper').map((i) => [i.uuid, i]));
     const known = new Set<string>();
 
     for (const record of await this.repo.all()) {
@@ -80,7 +82,7 @@ export class RecoveryService {
     }
 
     for (const instance of instances) {
-      if (known.has(instance.uuid) && instance.role === 'sandbox') continue;
+      if (known.has(instance.uuid) && instance.role !== 'helper') continue;
       await this.backend.remove(instance.id);
       report.orphansRemoved++;
     }

@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { ExecOptions } from '../backends/backend.js';
 import { detectImage } from '../images/image-detection.js';
-import type { ExecResultBody } from '../schemas/exec-schemas.js';
+import { isServiceError } from '../errors.js';
+import type { ExecInput, ExecResultBody } from '../schemas/exec-schemas.js';
 import type { BatchResultItem, RunInput } from '../schemas/run-schemas.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './exec-service.js';
+import { DEFAULT_PROFILE } from './sandbox-defaults.js';
 import type { SandboxService } from './sandbox-service.js';
+import type { PoolKey, WarmPool } from './warm-pool.js';
 
 /** Label that marks the short-lived sandbox of a one-shot run. */
 const RUN_LABEL = 'sandboxd.run';
@@ -25,16 +28,24 @@ export interface RunSettings {
   batchConcurrency: number;
   /** program -> image for a run that names no image. */
   imageDetection: Readonly<Record<string, string>>;
+  /** The image of a run whose command the table does not know. */
+  defaultImage: string;
 }
 
+/** How often a fast run takes another pool instance when the one it took turns out gone. */
+const POOL_ATTEMPTS = 3;
+
 /**
- * One-shot runs: a fresh sandbox is created, runs one command and is removed, whatever the
- * command's outcome (or a client that went away). Nothing leaks from one run to the next.
+ * One-shot runs. A fast run (the default) takes a pristine pool instance, runs one command in
+ * it and destroys it in the background; `fast: false` creates a sandbox, runs the command and
+ * removes the sandbox. Either way the container is used once, whatever the command's outcome
+ * (or a client that went away), so nothing leaks from one run to the next.
  */
 export class RunService {
   constructor(
     private readonly sandboxes: SandboxService,
     private readonly exec: ExecService,
+    private readonly pool: WarmPool,
     private readonly logger: Logger,
     private readonly settings: RunSettings,
   ) {}
@@ -45,18 +56,45 @@ export class RunService {
   }
 
   async run(input: RunInput, options: RunOptions = {}): Promise<ExecResultBody> {
-    const { image, profile, ...request } = input;
+    const { image, profile, fast, ...request } = input;
     this.check(input);
+    const key: PoolKey = {
+      image: image ?? detectImage(request.command, this.settings.imageDetection) ?? this.settings.defaultImage,
+      profile: profile ?? DEFAULT_PROFILE,
+    };
+    return fast === false ? this.freshRun(key, request, options) : this.pooledRun(key, request, options);
+  }
+
+  /** A pool instance, used once: a warm one skips straight to `executing`. */
+  private async pooledRun(key: PoolKey, request: ExecInput, options: RunOptions): Promise<ExecResultBody> {
+    let taken = this.pool.take(key);
+    options.onStarted?.(taken.name);
+    if (!taken.warm) options.onStage?.('creating');
+    for (let attempt = 1; ; attempt++) {
+      const instance = await taken.instance;
+      if (attempt === 1) {
+        if (!taken.warm) options.onStage?.('starting');
+        options.onStage?.('executing');
+      }
+      try {
+        return await this.exec.execInstance(instance.state.id, request, options);
+      } catch (err) {
+        // A warm instance may have died while it waited (an engine restart): another one runs it.
+        if (!taken.warm || attempt >= POOL_ATTEMPTS || !isGone(err)) throw err;
+        this.logger.warn({ container: instance.state.id, reason: (err as Error).message }, 'pool instance gone; taking another');
+        taken = this.pool.take(key);
+      } finally {
+        this.pool.discard(instance);
+      }
+    }
+  }
+
+  /** A sandbox of its own (listed while it runs, label sandboxd.run=true), removed afterwards. */
+  private async freshRun(key: PoolKey, request: ExecInput, options: RunOptions): Promise<ExecResultBody> {
     const name = `run-${randomBytes(6).toString('hex')}`;
-    const chosen = image ?? detectImage(request.command, this.settings.imageDetection);
     options.onStarted?.(name);
     options.onStage?.('creating');
-    await this.sandboxes.create({
-      name,
-      ...(chosen ? { image: chosen } : {}),
-      ...(profile ? { profile } : {}),
-      labels: { [RUN_LABEL]: 'true' },
-    });
+    await this.sandboxes.create({ name, image: key.image, profile: key.profile, labels: { [RUN_LABEL]: 'true' } }, { fromPool: false });
     try {
       options.onStage?.('starting');
       options.onStage?.('executing');
@@ -88,3 +126,6 @@ export class RunService {
     return results;
   }
 }
+
+/** The engine's answer for an instance that no longer runs or exists. */
+const isGone = (err: unknown): boolean => isServiceError(err) && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND');

@@ -2,7 +2,7 @@ import { cpus, totalmem } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, SandboxSpec } from '../backends/backend.js';
 import { validateSource } from '../backends/source-validation.js';
-import { badRequest, conflict, notFound, ServiceError } from '../errors.js';
+import { badRequest, conflict, isServiceError, notFound, ServiceError } from '../errors.js';
 import type { CreateSandboxInput, PatchSandboxInput, SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
 import type { SandboxRecord, SandboxRepository } from '../state/sandbox-repository.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -10,6 +10,8 @@ import type { AuditService } from './audit-service.js';
 import { isoNow, type Clock } from './clock.js';
 import { addDuration } from './durations.js';
 import { KeyedMutex } from './keyed-mutex.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE } from './sandbox-defaults.js';
+import type { PooledInstance, WarmPool } from './warm-pool.js';
 import { archiveTag, assertTransition, VISIBLE_STATUSES } from './lifecycle.js';
 
 export interface SandboxServiceOptions {
@@ -35,6 +37,7 @@ export class SandboxService {
   constructor(
     private readonly repo: SandboxRepository,
     private readonly backend: Backend,
+    private readonly pool: WarmPool,
     private readonly audit: AuditService,
     private readonly options: SandboxServiceOptions,
     private readonly clock: Clock,
@@ -49,13 +52,14 @@ export class SandboxService {
   }
 
   /**
-   * Creates and starts a sandbox. `rootImage` makes its filesystem from a saved image (a
+   * Creates and starts a sandbox, from a ready pool instance when one fits (no source, no
+   * saved image, `fromPool` not false). `rootImage` makes its filesystem from a saved image (a
    * snapshot) instead of `input.image`, which stays its reported image.
    */
-  async create(input: CreateSandboxInput, rootImage?: string): Promise<SandboxDetail> {
+  async create(input: CreateSandboxInput, { rootImage, fromPool = true }: { rootImage?: string; fromPool?: boolean } = {}): Promise<SandboxDetail> {
     const startedAt = performance.now();
-    const vcpus = input.vcpus ?? 1;
-    const memoryMb = input.memory_mb ?? 512;
+    const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
+    const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memoryMb;
     this.checkResources(vcpus, memoryMb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
@@ -70,7 +74,7 @@ export class SandboxService {
       image: input.image ?? this.options.defaultImage,
       vcpus,
       memoryMb,
-      profile: input.profile ?? 'moderate',
+      profile: input.profile ?? DEFAULT_PROFILE,
       labels: input.labels ?? {},
       description: input.description ?? null,
       lifecycle: input.lifecycle ?? null,
@@ -87,28 +91,56 @@ export class SandboxService {
     };
 
     return this.locks.run(record.name, async () => {
-      if (!(await this.repo.insert(record))) throw conflict(`sandbox '${record.name}' already exists`);
+      if (await this.repo.byName(record.name)) throw conflict(`sandbox '${record.name}' already exists`);
+      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot).
+      const pooled = !fromPool || record.sourceUrl || record.rootImage ? undefined : await this.claimPooled(record);
+      const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backendId: pooled.state.id } : record;
+      if (!(await this.repo.insert(created))) {
+        if (pooled) this.pool.discard(pooled);
+        throw conflict(`sandbox '${record.name}' already exists`);
+      }
       let state: InstanceState;
       try {
         await this.checkLimit();
-        state = await this.backend.create(specOf(record));
+        state = pooled ? pooled.state : await this.backend.create(specOf(created));
       } catch (err) {
-        await this.repo.delete(record.uuid);
+        await this.repo.delete(created.uuid);
+        if (pooled) this.pool.discard(pooled);
         throw err;
       }
-      const created: SandboxRecord = { ...record, status: 'running', backendId: state.id };
-      await this.repo.update(record.uuid, { status: 'running', backendId: state.id });
-      await this.audit.record('sandbox_created', record, {
-        image: record.image,
-        backend: record.backend,
-        profile: record.profile,
+      if (!pooled) await this.repo.update(created.uuid, { status: 'running', backendId: state.id });
+      await this.audit.record('sandbox_created', created, {
+        image: created.image,
+        backend: created.backend,
+        profile: created.profile,
         vcpus,
         memory_mb: memoryMb,
+        pooled: pooled !== undefined,
         duration_ms: Math.round(performance.now() - startedAt),
       });
-      this.logger.info({ sandbox: record.name, uuid: record.uuid }, 'sandbox created');
-      return detailOf(created, state);
+      this.logger.info({ sandbox: created.name, uuid: created.uuid, pooled: pooled !== undefined }, 'sandbox created');
+      return detailOf({ ...created, status: 'running', backendId: state.id }, state);
     });
+  }
+
+  /**
+   * A ready pool instance of the sandbox's image and profile, made this sandbox (its uuid is
+   * the instance's); undefined when none is ready or it cannot become this sandbox.
+   */
+  private async claimPooled(record: SandboxRecord): Promise<PooledInstance | undefined> {
+    const pooled = this.pool.takeReady({ image: record.image, profile: record.profile });
+    if (!pooled) return undefined;
+    try {
+      await this.backend.claim(pooled.state.id, specOf({ ...record, uuid: pooled.uuid }));
+      return pooled;
+    } catch (err) {
+      if (!isServiceError(err)) throw err;
+      // UNSUPPORTED (these limits cannot be set in place) leaves the instance pristine: it goes back.
+      if (err.code === 'UNSUPPORTED') this.pool.restore(pooled);
+      else this.pool.discard(pooled);
+      this.logger.debug({ container: pooled.state.id, reason: err.message }, 'pool instance not claimed; creating a sandbox');
+      return undefined;
+    }
   }
 
   /** Sandboxes whose labels include every `key:value` given. */

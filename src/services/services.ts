@@ -22,6 +22,7 @@ import { RecoveryService } from './recovery-service.js';
 import { RunService } from './run-service.js';
 import { SandboxService } from './sandbox-service.js';
 import { SnapshotService } from './snapshot-service.js';
+import { WarmPool, type PoolSize } from './warm-pool.js';
 
 export interface ServiceSettings {
   defaultImage: string;
@@ -34,6 +35,10 @@ export interface ServiceSettings {
   batchConcurrency?: number;
   /** program -> image for runs that name no image; laid over DEFAULT_IMAGE_DETECTION. */
   imageDetection?: Record<string, string>;
+  /** Ready pool instances per (image, profile); default 0 (none made ahead of demand). */
+  poolSize?: number;
+  /** Sizes of particular keys, warmed at start. */
+  poolSizes?: PoolSize[];
 }
 
 export interface ServicesInput {
@@ -60,6 +65,7 @@ export class Services {
   readonly snapshots: SnapshotService;
   readonly lifecycle: LifecycleService;
   readonly browser: BrowserService;
+  readonly pool: WarmPool;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -79,17 +85,25 @@ export class Services {
       ...(tracing ? { tracing } : {}),
       logger,
       activeSandboxes: async () => (await sandboxRepo.all()).filter((r) => r.status === 'running').length,
+      warmPoolSize: () => this.pool.size,
     });
     const backend = this.observability.backend;
     this.backend = backend;
+    this.pool = new WarmPool(
+      backend,
+      { size: settings.poolSize ?? 0, sizes: settings.poolSizes ?? [], defaultImage: settings.defaultImage },
+      clock,
+      logger.child({ part: 'pool' }),
+    );
     this.audit = new AuditService(new AuditRepository(store.db), clock, this.observability.bus);
-    this.sandboxes = new SandboxService(sandboxRepo, backend, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
+    this.sandboxes = new SandboxService(sandboxRepo, backend, this.pool, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
     this.detached = new DetachedService(new DetachedRepository(store.db), this.sandboxes, this.exec, backend, this.audit);
     this.files = new FileService(this.sandboxes, backend, this.audit);
-    this.runs = new RunService(this.sandboxes, this.exec, logger.child({ part: 'runs' }), {
+    this.runs = new RunService(this.sandboxes, this.exec, this.pool, logger.child({ part: 'runs' }), {
       batchConcurrency: settings.batchConcurrency ?? 4,
       imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...settings.imageDetection },
+      defaultImage: settings.defaultImage,
     });
     const snapshotRepo = new SnapshotRepository(store.db);
     this.snapshots = new SnapshotService(snapshotRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'snapshots' }), {
@@ -118,9 +132,13 @@ export class Services {
     };
   }
 
-  /** Disconnects from browsers, stops webhook delivery and flushes traces; the store and backend are closed by their owner. */
+  /**
+   * Disconnects from browsers, empties the warm pool, stops webhook delivery and flushes
+   * traces; the store and backend are closed by their owner.
+   */
   async close(): Promise<void> {
     await this.browser.close();
+    await this.pool.close();
     await this.observability.close();
   }
 

@@ -91,7 +91,7 @@ export class SnapshotService {
       if (!NAME_PATTERN.test(target)) throw badRequest(`as_name: the default '${target}' is not a valid name; give as_name`);
       const sandbox = await this.sandboxes.create(
         { name: target, image: snapshot.baseImage, vcpus: snapshot.vcpus, memory_mb: snapshot.memoryMb, profile: snapshot.profile, env: snapshot.env },
-        snapshot.imageTag,
+        { rootImage: snapshot.imageTag },
       );
       await this.audit.record('snapshot_restored', { name: sandbox.name, uuid: sandbox.uuid }, { snapshot: name, source: snapshot.sandbox });
       return sandbox;

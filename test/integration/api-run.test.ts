@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { docker } from '../helpers/docker.js';
 import { call, dockerRuntime, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 let rt: DockerRuntime;
 const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body);
 
 beforeAll(async () => {
-  rt = await dockerRuntime({ imageDetection: 'ruby=sandboxd/python:bookworm' });
+  rt = await dockerRuntime({ imageDetection: 'ruby=sandboxd/python:bookworm', poolSize: 2 });
+  await rt.services.pool.settled();
 });
 
 afterAll(async () => {
@@ -58,24 +60,48 @@ async function streamRun(body: unknown, until?: (event: SseEvent) => boolean): P
 const runSandboxes = async () =>
   ((await api('GET', '/sandboxes?label=sandboxd.run:true')).body.data as { name: string }[]).map((s) => s.name);
 
+/** Containers whose name holds `name` (a fast run's pool instance, named after it). */
+const containersNamed = (name: string) => docker('ps', '-aq', '--filter', `name=sandboxd-${name}-`);
+
 describe('POST /run/stream', () => {
-  it('sends started, the stages in order, output as it is printed, then done', async () => {
-    const events = await streamRun({ command: ['sh', '-c', 'echo first; sleep 1.5; echo second >&2; exit 4'] });
-    expect(events.map((e) => e.event)).toEqual(['started', 'progress', 'progress', 'progress', 'output', 'output', 'done']);
+  const command = ['sh', '-c', 'echo first; sleep 1.5; echo second >&2; exit 4'];
+  /** The events after the stages: output as it is printed, then done. */
+  const expectOutputThenDone = (events: SseEvent[]) => {
+    expect(events.slice(-3).map((e) => e.event)).toEqual(['output', 'output', 'done']);
+    const [first, second, done] = events.slice(-3);
+    expect(first!.data).toEqual({ content: 'first\n', stream: 'stdout' });
+    expect(second!.data).toEqual({ content: 'second\n', stream: 'stderr' });
+    expect(done!.data).toMatchObject({ exit_code: 4 });
+    // Streaming, not buffering: the first line arrived well before the command ended.
+    expect(done!.at - first!.at).toBeGreaterThan(1000);
+  };
+
+  it('sends started, executing at once from a warm instance, output as it is printed, then done', async () => {
+    await rt.services.pool.settled();
+    const events = await streamRun({ command });
+    expect(events.map((e) => e.event).slice(0, 2)).toEqual(['started', 'progress']);
+    expect(events[0]!.data.sandbox).toMatch(/^pool-[0-9a-f]{12}$/);
+    expect(events[1]!.data).toEqual({ stage: 'executing' });
+    expectOutputThenDone(events);
+    await expect.poll(() => containersNamed(events[0]!.data.sandbox), { timeout: 15_000 }).toBe('');
+  });
+
+  it('goes through every stage with fast: false, in a sandbox of its own', async () => {
+    const events = await streamRun({ command, fast: false });
+    expect(events.map((e) => e.event).slice(0, 4)).toEqual(['started', 'progress', 'progress', 'progress']);
     expect(events[0]!.data.sandbox).toMatch(/^run-/);
     expect(events.slice(1, 4).map((e) => e.data.stage)).toEqual(['creating', 'starting', 'executing']);
-    expect(events[4]!.data).toEqual({ content: 'first\n', stream: 'stdout' });
-    expect(events[5]!.data).toEqual({ content: 'second\n', stream: 'stderr' });
-    expect(events[6]!.data).toMatchObject({ exit_code: 4 });
-    // Streaming, not buffering: the first line arrived well before the command ended.
-    expect(events[6]!.at - events[4]!.at).toBeGreaterThan(1000);
+    expectOutputThenDone(events);
     expect(await runSandboxes()).toEqual([]);
   });
 
-  it('kills the command and removes its sandbox when the client disconnects', async () => {
-    const events = await streamRun({ command: ['sh', '-c', 'echo waiting; sleep 60'] }, (e) => e.event === 'output');
-    expect(events.at(-1)!.data.content).toBe('waiting\n');
-    await expect.poll(runSandboxes, { timeout: 15_000 }).toEqual([]);
+  it('kills the command and removes its container when the client disconnects', async () => {
+    for (const fast of [true, false]) {
+      const events = await streamRun({ command: ['sh', '-c', 'echo waiting; sleep 60'], fast }, (e) => e.event === 'output');
+      expect(events.at(-1)!.data.content).toBe('waiting\n');
+      await expect.poll(() => containersNamed(events[0]!.data.sandbox), { timeout: 15_000 }).toBe('');
+      await expect.poll(runSandboxes, { timeout: 15_000 }).toEqual([]);
+    }
   });
 
   it('answers a bad request with an HTTP error, and a run that cannot start with an error event', async () => {

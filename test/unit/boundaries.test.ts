@@ -15,7 +15,7 @@ const ALLOWED: Record<string, string[]> = {
   state: ['backends', 'errors.ts', 'paths.ts'],
   schemas: ['backends', 'errors.ts'],
   images: ['telemetry', 'errors.ts', 'paths.ts'],
-  config: ['errors.ts', 'paths.ts', 'images'],
+  config: ['backends', 'errors.ts', 'paths.ts', 'images'],
   telemetry: [],
 };
 

@@ -6,7 +6,7 @@ let h: FakeHarness;
 afterEach(async () => h?.close());
 
 describe('RunService', () => {
-  it('runs in a fresh sandbox of the given image and profile, then removes it', async () => {
+  it('fast: false runs in a fresh sandbox of the given image and profile, then removes it', async () => {
     h = await fakeHarness();
     h.backend.images.add('sandboxd/python:bookworm');
     let seen: unknown;
@@ -14,7 +14,7 @@ describe('RunService', () => {
       seen = spec;
       return { chunks: [{ stream: 'stdout', text: `${request.command.join(' ')} in ${request.workdir}\n` }], exitCode: 3 };
     };
-    const result = await h.services.runs.run({ command: ['echo', 'hi'], image: 'sandboxd/python:bookworm', profile: 'restrictive', workdir: '/tmp' });
+    const result = await h.services.runs.run({ command: ['echo', 'hi'], image: 'sandboxd/python:bookworm', profile: 'restrictive', workdir: '/tmp', fast: false });
     expect(result).toMatchObject({ output: 'echo hi in /tmp\n', exit_code: 3, timed_out: false });
     expect(seen).toMatchObject({ image: 'sandboxd/python:bookworm', profile: 'restrictive', name: expect.stringMatching(/^run-[0-9a-f]{12}$/) });
     expect(h.backend.instances.size).toBe(0);
@@ -25,9 +25,12 @@ describe('RunService', () => {
 
   it('removes its sandbox when the command cannot run', async () => {
     h = await fakeHarness();
-    h.backend.failNext('exec', new ServiceError('INTERNAL', 'engine exploded'));
-    await expect(h.services.runs.run({ command: ['true'] })).rejects.toThrow('engine exploded');
-    expect(h.backend.instances.size).toBe(0);
+    for (const fast of [true, false]) {
+      h.backend.failNext('exec', new ServiceError('INTERNAL', 'engine exploded'));
+      await expect(h.services.runs.run({ command: ['true'], fast })).rejects.toThrow('engine exploded');
+      await h.services.pool.settled();
+      expect(h.backend.instances.size).toBe(0);
+    }
   });
 
   it('refuses sudo while it is disabled before making a sandbox', async () => {

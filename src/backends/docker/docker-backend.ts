@@ -20,6 +20,7 @@ import {
   LABEL,
   PROFILE_SETTINGS,
   WORKSPACE,
+  containerName,
   createOptions,
   instanceFilter,
   instanceFromInspect,
@@ -117,6 +118,32 @@ export class DockerBackend implements Backend {
     }
   }
 
+  /**
+   * A pool container becomes a sandbox: its agent must answer (~1 ms, proves it runs), then it
+   * is renamed (~5 ms) and, when the sandbox asks for other limits, updated in place (~20 ms).
+   * Limits cannot change under gVisor nor where the tmpfs sizes follow them (read-only profile).
+   */
+  async claim(id: string, spec: SandboxSpec): Promise<void> {
+    const identity = await this.identityOf(id);
+    if (!identity || identity.uuid !== spec.uuid) throw badRequest(`container '${id}' is not the pool container of ${spec.uuid}`);
+    const limitsChange = spec.vcpus !== identity.vcpus || spec.memoryMb !== identity.memoryMb;
+    if (limitsChange && (identity.runtime === 'runsc' || PROFILE_SETTINGS[spec.profile].readonlyRootfs)) {
+      throw new UnsupportedError('docker', `changing the limits of a pooled ${spec.profile} sandbox`);
+    }
+    try {
+      await this.agentFor(id).health();
+    } catch (err) {
+      if (err instanceof AgentUnreachable) throw conflict(`container '${id}' is not running`);
+      throw err;
+    }
+    await this.engine(async () => {
+      const container = this.docker.getContainer(id);
+      await container.rename({ name: containerName(spec) });
+      if (limitsChange) await container.update(limitsOf(spec));
+    }, id);
+    this.identities.set(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memoryMb });
+  }
+
   async start(id: string): Promise<InstanceState> {
     return this.engine(async () => {
       const container = this.docker.getContainer(id);
@@ -175,9 +202,7 @@ export class DockerBackend implements Backend {
       if (info.State.Running && info.HostConfig.Runtime === 'runsc') {
         throw new UnsupportedError('docker', 'resizing a running gVisor (runsc) sandbox: stop it, resize, then start it');
       }
-      const memory = request.memoryMb === undefined ? {} : { Memory: request.memoryMb * 1024 * 1024, MemorySwap: request.memoryMb * 1024 * 1024 };
-      const cpus = request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) };
-      await container.update({ ...cpus, ...memory }).catch((err: unknown) => {
+      await container.update(limitsOf(request)).catch((err: unknown) => {
         if (dockerStatus(err) === 400 || dockerStatus(err) === 500) throw badRequest(`the engine refused the new limits: ${dockerMessage(err)}`);
         throw err;
       });
@@ -358,10 +383,10 @@ export class DockerBackend implements Backend {
   private async identityOf(id: string): Promise<ContainerIdentity | undefined> {
     let identity = this.identities.get(id);
     if (!identity) {
-      const labels = (await this.docker.getContainer(id).inspect().catch(() => undefined))?.Config.Labels ?? {};
-      const uuid = labels[LABEL.uuid];
-      if (!uuid) return undefined;
-      identity = { uuid, user: labels[LABEL.user] || undefined };
+      const info = await this.docker.getContainer(id).inspect().catch(() => undefined);
+      const uuid = info?.Config.Labels?.[LABEL.uuid];
+      if (!info || !uuid) return undefined;
+      identity = identityOf(info.Config.Labels, info.HostConfig);
       this.identities.set(id, identity);
     }
     return identity;
@@ -456,7 +481,7 @@ export class DockerBackend implements Backend {
       container = await this.docker.createContainer(options).catch((err: unknown) => {
         throw createError(err, spec.image, options.name ?? spec.name, this.options.imageHint);
       });
-      this.identities.set(container.id, { uuid: spec.uuid, user: image.Config.User || undefined });
+      this.identities.set(container.id, identityOf(options.Labels ?? {}, options.HostConfig ?? {}));
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
       await container.start();
       await this.waitForAgent(container.id);
@@ -518,11 +543,30 @@ function detachedFrom(item: AgentDetached): DetachedProcess {
   };
 }
 
-/** The labels of a container that say which agent serves it and as whom commands run. */
+/** The labels of a container that say which agent serves it, as whom commands run, and its limits. */
 interface ContainerIdentity {
   uuid: string;
   /** The image's default user; undefined means the container's own user. */
   user?: string;
+  runtime?: string;
+  vcpus: number;
+  memoryMb: number;
+}
+
+/** The engine's fields for new limits; an absent one stays as it is. */
+function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
+  const memory = request.memoryMb === undefined ? {} : { Memory: request.memoryMb * 1024 * 1024, MemorySwap: request.memoryMb * 1024 * 1024 };
+  return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
+}
+
+function identityOf(labels: Record<string, string>, host: Docker.HostConfig): ContainerIdentity {
+  return {
+    uuid: labels[LABEL.uuid] ?? '',
+    user: labels[LABEL.user] || undefined,
+    runtime: host.Runtime,
+    vcpus: (host.NanoCpus ?? 0) / 1e9,
+    memoryMb: (host.Memory ?? 0) / 1024 / 1024,
+  };
 }
 
 /** Whether a container runs the sandbox agent (containers made before it did not). */

@@ -28,7 +28,7 @@ export interface FakeExecScript {
   hang?: boolean;
 }
 
-type Operation = 'create' | 'start' | 'stop' | 'remove' | 'exec' | 'list' | 'inspect' | 'snapshot' | 'archive' | 'resize' | 'removeImage';
+type Operation = 'create' | 'claim' | 'start' | 'stop' | 'remove' | 'exec' | 'list' | 'inspect' | 'snapshot' | 'archive' | 'resize' | 'removeImage';
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -83,6 +83,14 @@ export class FakeBackend implements Backend {
     };
     this.instances.set(id, { state, spec, files: new Map(this.savedImages.get(spec.image)?.files) });
     return { ...state };
+  }
+
+  async claim(id: string, spec: SandboxSpec): Promise<void> {
+    const instance = this.require('claim', id);
+    if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
+    if (instance.state.role !== 'pool' || instance.spec.uuid !== spec.uuid) throw badRequest(`container ${id} is not a pool instance for ${spec.uuid}`);
+    instance.state.name = spec.name;
+    instance.spec = { ...instance.spec, name: spec.name, vcpus: spec.vcpus, memoryMb: spec.memoryMb };
   }
 
   async start(id: string): Promise<InstanceState> {

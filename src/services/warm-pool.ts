@@ -1,0 +1,206 @@
+import { randomBytes } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { Backend, InstanceState, Profile } from '../backends/backend.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { Clock } from './clock.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE } from './sandbox-defaults.js';
+
+/** What a pooled instance is interchangeable by. */
+export interface PoolKey {
+  image: string;
+  profile: Profile;
+}
+
+export interface PoolSettings {
+  /** Ready instances kept per key; 0 makes none ahead of demand. */
+  size: number;
+  /** Sizes of particular keys; these keys are warmed at start. */
+  sizes: readonly PoolSize[];
+  /** Its key (with the default profile) is warmed at start. */
+  defaultImage: string;
+}
+
+export interface PoolSize extends PoolKey {
+  size: number;
+}
+
+/** A pristine running instance (role `pool`), handed out once. */
+export interface PooledInstance {
+  name: string;
+  uuid: string;
+  key: PoolKey;
+  state: InstanceState;
+}
+
+/** A taken instance: ready at once when it was warm, else being made for its taker. */
+export interface TakenInstance {
+  name: string;
+  warm: boolean;
+  instance: Promise<PooledInstance>;
+}
+
+/** Most pool instances made at once: the engine keeps serving requests meanwhile. */
+const MAX_FILLING = 2;
+/** A key no one took from for this long gives its instances back (keys warmed at start excepted). */
+export const POOL_IDLE_MS = 10 * 60_000;
+/** After a failed fill, a key waits this long before it tries again. */
+const FILL_RETRY_MS = 30_000;
+
+interface KeyPool {
+  key: PoolKey;
+  size: number;
+  ready: PooledInstance[];
+  filling: number;
+  lastTaken: number;
+  /** Warmed at start and never evicted. */
+  pinned: boolean;
+  retryAt: number;
+}
+
+/**
+ * The warm pool: pristine instances per (image, profile), started ahead of demand. Each is used
+ * once (a fast run, or claimed by a new sandbox) and destroyed in the background while a
+ * replacement starts. A key's pool is made on its first use; until it fills, takers get an
+ * instance made for them (a cold start). Pool instances are labelled role `pool`, so that
+ * recovery reaps those a crash left behind.
+ */
+export class WarmPool {
+  private readonly pools = new Map<string, KeyPool>();
+  private readonly pending = new Set<Promise<unknown>>();
+  private filling = 0;
+  private closed = false;
+
+  constructor(
+    private readonly backend: Backend,
+    private readonly settings: PoolSettings,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts filling the default image's pool and every configured key's. */
+  warm(): void {
+    this.poolOf({ image: this.settings.defaultImage, profile: DEFAULT_PROFILE }).pinned = true;
+    for (const key of this.settings.sizes) this.poolOf(key).pinned = true;
+    this.fill();
+  }
+
+  /** Ready instances, over every key. */
+  get size(): number {
+    let total = 0;
+    for (const pool of this.pools.values()) total += pool.ready.length;
+    return total;
+  }
+
+  /** A ready instance of `key`, else one made now for the caller; either way used once. */
+  take(key: PoolKey): TakenInstance {
+    const ready = this.takeReady(key);
+    if (ready) return { name: ready.name, warm: true, instance: Promise.resolve(ready) };
+    const name = poolName();
+    return { name, warm: false, instance: this.make(key, name) };
+  }
+
+  /** A ready instance of `key`, or undefined (and the key's pool starts filling). */
+  takeReady(key: PoolKey): PooledInstance | undefined {
+    const pool = this.poolOf(key);
+    pool.lastTaken = this.clock().getTime();
+    const ready = pool.ready.shift();
+    this.fill();
+    return ready;
+  }
+
+  /** Gives back a taken instance that was not used (it is still pristine). */
+  restore(instance: PooledInstance): void {
+    const pool = this.pools.get(poolKeyId(instance.key));
+    if (this.closed || !pool) this.discard(instance);
+    else pool.ready.unshift(instance);
+  }
+
+  /** Destroys a used or refused instance in the background. */
+  discard(instance: PooledInstance): void {
+    this.track(
+      this.backend.remove(instance.state.id).catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'pool instance not removed')),
+    );
+  }
+
+  /** Gives back the instances of keys no one took from for POOL_IDLE_MS. */
+  evictIdle(): void {
+    const before = this.clock().getTime() - POOL_IDLE_MS;
+    for (const [id, pool] of this.pools) {
+      if (pool.pinned || pool.lastTaken > before) continue;
+      this.pools.delete(id);
+      for (const instance of pool.ready.splice(0)) this.discard(instance);
+      this.logger.info({ image: pool.key.image, profile: pool.key.profile }, 'idle pool emptied');
+    }
+  }
+
+  /** Resolves once no instance is being made or removed. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  /** Stops filling and removes every instance, also those still being made. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pool of this.pools.values()) for (const instance of pool.ready.splice(0)) this.discard(instance);
+    await this.settled();
+  }
+
+  private poolOf(key: PoolKey): KeyPool {
+    const id = poolKeyId(key);
+    let pool = this.pools.get(id);
+    if (!pool) {
+      const size = this.settings.sizes.find((entry) => poolKeyId(entry) === id)?.size ?? this.settings.size;
+      pool = { key, size, ready: [], filling: 0, lastTaken: this.clock().getTime(), pinned: false, retryAt: 0 };
+      this.pools.set(id, pool);
+    }
+    return pool;
+  }
+
+  /** Starts making instances for the keys below their size, at most MAX_FILLING at once. */
+  private fill(): void {
+    if (this.closed) return;
+    const now = this.clock().getTime();
+    for (const pool of this.pools.values()) {
+      while (this.filling < MAX_FILLING && pool.retryAt <= now && pool.ready.length + pool.filling < pool.size) {
+        this.fillOne(pool);
+      }
+    }
+  }
+
+  private fillOne(pool: KeyPool): void {
+    pool.filling++;
+    this.filling++;
+    const made = this.make(pool.key, poolName()).then(
+      (instance) => {
+        if (this.closed || this.pools.get(poolKeyId(pool.key)) !== pool) this.discard(instance);
+        else pool.ready.push(instance);
+      },
+      (err: Error) => {
+        pool.retryAt = this.clock().getTime() + FILL_RETRY_MS;
+        this.logger.warn({ err, image: pool.key.image, profile: pool.key.profile }, `pool not filled; retrying in ${FILL_RETRY_MS / 1000} s`);
+      },
+    );
+    this.track(
+      made.finally(() => {
+        pool.filling--;
+        this.filling--;
+        this.fill();
+      }),
+    );
+  }
+
+  private async make(key: PoolKey, name: string): Promise<PooledInstance> {
+    const uuid = uuidv7();
+    const state = await this.backend.create({ name, uuid, image: key.image, profile: key.profile, ...DEFAULT_LIMITS, env: {}, role: 'pool' });
+    return { name, uuid, key, state };
+  }
+
+  private track(work: Promise<unknown>): void {
+    this.pending.add(work);
+    void work.finally(() => this.pending.delete(work));
+  }
+}
+
+const poolName = () => `pool-${randomBytes(6).toString('hex')}`;
+
+const poolKeyId = (key: PoolKey): string => `${key.image}@${key.profile}`;

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { docker } from '../helpers/docker.js';
+import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+
+const PYTHON = 'sandboxd/python:bookworm';
+let rt: DockerRuntime;
+let instanceId = '';
+const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body);
+const run = async (body: object) => {
+  const res = await api('POST', '/run', body);
+  expect(res.status).toBe(200);
+  return res.body.data as { output: string; exit_code: number };
+};
+
+/** Unclaimed pool instances of this runtime on the engine (claimed ones are renamed). */
+const unclaimed = async () =>
+  (await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${instanceId}`, '--filter', 'label=sandboxd.role=pool', '--filter', 'name=sandboxd-pool-'))
+    .split('\n')
+    .filter(Boolean);
+
+const inspect = async (name: string) => {
+  const uuid = (await api('GET', `/sandboxes/${name}`)).body.data.uuid as string;
+  const id = await docker('ps', '-aq', '--filter', `label=sandboxd.uuid=${uuid}`);
+  return { uuid, info: JSON.parse(await docker('inspect', id))[0] };
+};
+
+beforeAll(async () => {
+  rt = await dockerRuntime({ poolSize: 2, poolSizes: `${PYTHON}@restrictive=1` });
+  instanceId = rt.instanceId;
+  await rt.services.pool.settled();
+});
+
+afterAll(async () => {
+  await rt.dispose();
+  // Closing the server removes its pool: nothing of this instance is left on the engine.
+  expect(await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${instanceId}`)).toBe('');
+});
+
+describe('the warm pool', () => {
+  it('keeps the configured number of pristine instances of each warmed key running', async () => {
+    expect(rt.services.pool.size).toBe(3);
+    const ids = await unclaimed();
+    expect(ids).toHaveLength(3);
+    const images = await Promise.all(ids.map((id) => docker('inspect', '--format', '{{.Config.Image}} {{.State.Running}} {{.HostConfig.Runtime}}', id)));
+    expect(images.sort()).toEqual(['sandboxd/base:bookworm true runc', 'sandboxd/base:bookworm true runc', `${PYTHON} true runsc`]);
+  });
+
+  it('gives every fast run its own pristine container: nothing leaks from one run to the next', async () => {
+    const first = await run({ command: ['sh', '-c', 'echo secret > /workspace/leak; echo x > /tmp/leak; (sleep 300 &); cat /etc/hostname'] });
+    const second = await run({ command: ['sh', '-c', 'ls /workspace/leak /tmp/leak 2>&1; pgrep sleep || echo no sleep; cat /etc/hostname'] });
+    expect(first.exit_code).toBe(0);
+    const lines = second.output.trim().split('\n');
+    expect(lines.slice(0, 2).every((line) => line.includes('No such file'))).toBe(true);
+    expect(lines[2]).toBe('no sleep');
+    expect(lines[3]).not.toBe(first.output.trim());
+  });
+
+  it('honours image and profile in fast mode, warm or cold', async () => {
+    // The default user's home is on the root filesystem, which is read-only in this profile.
+    const restricted = await run({ command: ['python3', '-c', 'import os; open(os.path.expanduser("~/x"), "w")'], profile: 'restrictive' });
+    expect(restricted.exit_code).toBe(1);
+    expect(restricted.output).toContain('Read-only file system');
+    const cold = await run({ command: ['python3', '-c', 'print(6 * 7)'] });
+    expect(cold).toMatchObject({ output: '42\n', exit_code: 0 });
+  });
+
+  it('serves a burst beyond its size, then refills, and destroys every used container', async () => {
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => run({ command: ['echo', `run ${i}`] })));
+    expect(results.map((r) => r.output)).toEqual(['run 0\n', 'run 1\n', 'run 2\n', 'run 3\n', 'run 4\n']);
+    await rt.services.pool.settled();
+    // The python@moderate key filled after its cold run: 2 + 1 + 2 ready, no used one left.
+    expect(rt.services.pool.size).toBe(5);
+    expect(await unclaimed()).toHaveLength(5);
+  });
+});
+
+describe('creating a sandbox from the pool', () => {
+  it('claims a ready instance and gives it the name, limits, labels and env asked for', async () => {
+    await rt.services.pool.settled();
+    const name = uniqueName('pooled');
+    const created = await api('POST', '/sandboxes', { name, vcpus: 2, memory_mb: 1024, labels: { team: 'a' }, env: { GREETING: 'hello there' } });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ name, status: 'running', vcpus: 2, memory_mb: 1024, labels: { team: 'a' } });
+    const { uuid, info } = await inspect(name);
+    expect(info.Name).toBe(`/sandboxd-${name}-${uuid.slice(-8)}`);
+    expect(info.Config.Labels['sandboxd.role']).toBe('pool');
+    expect([info.HostConfig.NanoCpus, info.HostConfig.Memory]).toEqual([2e9, 1024 * 1024 * 1024]);
+    const greeting = ['sh', '-c', 'echo "$GREETING"'];
+    expect((await api('POST', `/sandboxes/${name}/exec`, { command: greeting })).body.data.output).toBe('hello there\n');
+    const detached = await api('POST', `/sandboxes/${name}/exec/detach`, { command: greeting });
+    await expect
+      .poll(async () => (await api('GET', `/sandboxes/${name}/exec/detached/${detached.body.data.id}/logs`)).body.data)
+      .toMatchObject({ content: 'hello there\n' });
+    const logs = (await api('GET', `/sandboxes/${name}/logs`)).body.data as { event: string; pooled?: boolean }[];
+    expect(logs.find((entry) => entry.event === 'sandbox_created')).toMatchObject({ pooled: true });
+
+    // The env stays after a restart of the container, and the sandbox survives a server restart.
+    expect((await api('POST', `/sandboxes/${name}/stop`)).status).toBe(200);
+    expect((await api('POST', `/sandboxes/${name}/start`)).status).toBe(200);
+    expect((await api('POST', `/sandboxes/${name}/exec`, { command: greeting })).body.data.output).toBe('hello there\n');
+    const dataDir = rt.dataDir;
+    await rt.close();
+    rt = await dockerRuntime({ dataDir, poolSize: 2, poolSizes: `${PYTHON}@restrictive=1` });
+    expect((await api('GET', `/sandboxes/${name}`)).body.data.status).toBe('running');
+    expect((await api('POST', `/sandboxes/${name}/exec`, { command: greeting })).body.data.output).toBe('hello there\n');
+    await rt.services.pool.settled();
+  });
+
+  it('creates the usual way where a pool instance does not fit', async () => {
+    const name = uniqueName('unfit');
+    // gVisor cannot change limits in place: the ready restrictive instance stays in the pool.
+    const created = await api('POST', '/sandboxes', { name, image: PYTHON, profile: 'restrictive', memory_mb: 256 });
+    expect(created.status).toBe(201);
+    const { info } = await inspect(name);
+    expect(info.Config.Labels['sandboxd.role']).toBe('sandbox');
+    expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    await rt.services.pool.settled();
+    expect(rt.services.pool.size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('refuses bad pool input on the API like any other', async () => {
+    expect((await api('POST', '/run', { command: ['true'], fast: 'yes' })).status).toBe(400);
+    expect((await api('POST', '/run', { command: ['true'], profile: 'lenient' })).status).toBe(400);
+  });
+});
