@@ -27,7 +27,7 @@ export async function post(api: Api, path: string, body?: unknown): Promise<any>
 export const del = (api: Api, path: string) => fetch(api.url + path, { method: 'DELETE' });
 
 /** Create-to-running through the API against `docker run -d` of the same image. */
-export async function benchCreate(api: Api, n: number): Promise<void> {
+export async function benchCreate(api: Api, n: number, label = 'create-to-running (API)'): Promise<void> {
   const names: string[] = [];
   const ids: string[] = [];
   const { ours, plain } = await timePaired(
@@ -44,7 +44,7 @@ export async function benchCreate(api: Api, n: number): Promise<void> {
   );
   await Promise.all(names.map((name) => del(api, `/sandboxes/${name}`)));
   await run('docker', ['rm', '-f', ...ids]);
-  report('create-to-running (API)', ours, plain, 'docker run -d');
+  report(label, ours, plain, 'docker run -d');
 }
 
 /** exec of `true` through the API against a direct Engine API exec in a plain container. */

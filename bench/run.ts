@@ -6,6 +6,7 @@ import { benchBrowser } from './browser-bench.js';
 import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } from './core-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
+import { benchFastRun, benchPoolDrain } from './pool-bench.js';
 
 interface Server {
   url: string;
@@ -37,19 +38,32 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
   };
 }
 
+/** Runs `work` against a Docker server of its own, stopped afterwards. */
+async function withServer(args: string[], work: (server: Server) => Promise<void>): Promise<void> {
+  const server = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', ...args]);
+  try {
+    await work(server);
+  } finally {
+    await server.stop();
+  }
+}
+
 /**
  * `npm run bench`: real servers on temporary data directories; each figure is printed beside
  * the plain alternative measured in the same run, interleaved. Never part of npm test.
  */
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
-  const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0']);
+  const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();
   const observed = await startServer(['--backend', 'fake', '--webhook-url', sink.url, '--otel-endpoint', sink.url]);
   try {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
-    await benchCreate(docker, Math.max(5, Math.round(n / 2)));
+    await benchFastRun(docker, n, 2);
+    await benchCreate(docker, Math.max(5, Math.round(n / 2)), 'create-to-running, from the pool');
+    await withServer(['--pool-size', '0'], (cold) => benchCreate(cold, Math.max(5, Math.round(n / 2)), 'create-to-running, no pool'));
+    await withServer(['--pool-size', '10'], (pooled) => benchPoolDrain(pooled, 10));
     await benchExec(docker, n * 3);
     await benchExecRate(docker);
     await benchFiles(docker, n);

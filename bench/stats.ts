@@ -12,7 +12,8 @@ export function summarize(samples: number[]): Summary {
   return { n: samples.length, p50: pick(0.5), p95: pick(0.95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
 
-async function timed(work: () => Promise<unknown>): Promise<number> {
+/** Milliseconds `work` takes. */
+export async function timed(work: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await work();
   return performance.now() - started;

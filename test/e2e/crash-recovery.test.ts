@@ -23,24 +23,36 @@ afterAll(async () => {
 });
 
 /** Containers of this data directory's instance (other test runs may share the engine), by uuid. */
-async function containers(): Promise<Map<string, string>> {
+async function containers(): Promise<Map<string, { id: string; state: string; pooled: boolean }>> {
   const rows = await docker.listContainers({ all: true, filters: { label: ['sandboxd.managed=true', `sandboxd.instance=${instance}`] } });
-  return new Map(rows.map((r) => [r.Labels['sandboxd.uuid']!, r.State]));
+  return new Map(
+    rows.map((r) => [r.Labels['sandboxd.uuid']!, { id: r.Id, state: r.State, pooled: r.Names.some((n) => n.startsWith('/sandboxd-pool-')) }]),
+  );
 }
 
-/** Every sandbox is consistent with the engine, and no container of ours is unaccounted for. */
-async function expectConsistent(url: string) {
+/** Ids of every container of ours, just before a kill. */
+const containerIds = async () => new Set([...(await containers()).values()].map((c) => c.id));
+
+/**
+ * Every sandbox is consistent with the engine, and no container of ours is unaccounted for:
+ * the only containers no sandbox owns are pool instances the new server made (those of the
+ * killed server were reaped).
+ */
+async function expectConsistent(url: string, beforeKill: Set<string> = new Set()) {
   const list = (await call(url, 'GET', '/sandboxes')).body.data as { name: string; uuid: string; status: string }[];
   const engine = await containers();
   const ours = new Set(list.map((s) => s.uuid));
   for (const sb of list) {
-    const state = engine.get(sb.uuid);
+    const state = engine.get(sb.uuid)?.state;
     expect(state === 'running' ? 'running' : 'stopped', sb.name).toBe(sb.status);
     if (sb.status === 'running') {
       expect((await call(url, 'POST', `/sandboxes/${sb.name}/exec`, { command: ['true'] })).body.data.exit_code).toBe(0);
     }
   }
-  for (const uuid of engine.keys()) expect(ours.has(uuid), `container ${uuid} is an orphan`).toBe(true);
+  for (const [uuid, container] of engine) {
+    if (ours.has(uuid)) continue;
+    expect(container.pooled && !beforeKill.has(container.id), `container ${uuid} is an orphan`).toBe(true);
+  }
   return list;
 }
 
@@ -58,9 +70,10 @@ describe('recovery after kill -9', () => {
     for (const [i, delay] of [20, 150, 400, 900].entries()) {
       void call(server.url, 'POST', '/sandboxes', { name: `mid-create-${i}` }).catch(() => undefined);
       await new Promise((r) => setTimeout(r, delay));
+      const beforeKill = await containerIds();
       await server.kill9();
       server = await startServer(dir);
-      const list = await expectConsistent(server.url);
+      const list = await expectConsistent(server.url, beforeKill);
       expect(list.map((s) => s.name)).toEqual(expect.arrayContaining(['survivor', 'was-stopped']));
       const again = await call(server.url, 'POST', '/sandboxes', { name: `mid-create-${i}` });
       expect([201, 409]).toContain(again.status);
@@ -69,9 +82,10 @@ describe('recovery after kill -9', () => {
     // Kill during an exec.
     void call(server.url, 'POST', '/sandboxes/survivor/exec', { command: ['sh', '-c', 'echo started > /tmp/mark; sleep 30'] }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 800));
+    let beforeKill = await containerIds();
     await server.kill9();
     server = await startServer(dir);
-    await expectConsistent(server.url);
+    await expectConsistent(server.url, beforeKill);
     const survivor = (await call(server.url, 'GET', '/sandboxes/survivor')).body.data;
     expect(survivor.status).toBe('running');
     expect((await call(server.url, 'GET', '/sandboxes/survivor/files/tmp/mark')).body.data.content).toBe('started\n');
@@ -80,9 +94,10 @@ describe('recovery after kill -9', () => {
     // Kill during a delete: after restart the sandbox is either fully there or fully gone.
     void call(server.url, 'DELETE', '/sandboxes/was-stopped').catch(() => undefined);
     await new Promise((r) => setTimeout(r, 30));
+    beforeKill = await containerIds();
     await server.kill9();
     server = await startServer(dir);
-    await expectConsistent(server.url);
+    await expectConsistent(server.url, beforeKill);
 
     // A container removed behind the server's back: the sandbox stays, stopped, and start makes a new one.
     const uuid = survivor.uuid as string;

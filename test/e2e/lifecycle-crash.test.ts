@@ -14,7 +14,9 @@ import { startServer, type ServerProcess } from '../helpers/server-process.js';
 const docker = new Docker();
 const dir = mkdtempSync(join(tmpdir(), 'sandboxd-lifecrash-'));
 const prefix = `sandboxd-snapshot-crash${process.pid}`;
-const args = ['--gc-interval', '0', '--reconcile-interval', '0', '--snapshot-prefix', prefix];
+// No warm pool: these crashes are about archives and snapshots; crash-recovery.test.ts kills a
+// server with a pool.
+const args = ['--gc-interval', '0', '--reconcile-interval', '0', '--snapshot-prefix', prefix, '--pool-size', '0'];
 let server: ServerProcess | undefined;
 let instance = '';
 

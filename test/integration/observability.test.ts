@@ -141,6 +141,7 @@ describe('observability on real Docker', () => {
   });
 
   it('exports metrics that promtool accepts and that match the work done', async () => {
+    await rt!.services.pool.settled();
     const res = await fetch(`${rt!.url}/metrics`, { headers: auth });
     expect(res.status).toBe(200);
     const text = await res.text();
@@ -160,7 +161,8 @@ describe('observability on real Docker', () => {
     expect(value('sandboxd_commands_total{outcome="success"}')).toBe(1);
     expect(value('sandboxd_command_duration_seconds_count')).toBe(1);
     expect(value('sandboxd_sandboxes_active')).toBe(0);
-    expect(value('sandboxd_warm_pool_size')).toBe(0);
+    // The default pool size, refilled after the sandboxes above claimed from it.
+    expect(value('sandboxd_warm_pool_size')).toBe(2);
     expect(value('sandboxd_webhook_deliveries_total{outcome="delivered"}')).toBe(5);
     expect(value('sandboxd_webhook_dropped_total')).toBe(0);
     expect(value('sandboxd_http_requests_total{method="POST",route="/sandboxes",status="201"}')).toBe(2);

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { ServiceError, UnsupportedError } from '../../src/errors.js';
@@ -254,6 +257,19 @@ describe('pool configuration', () => {
       { image: 'img@sha256:ab', profile: 'moderate', size: 1 },
       { image: 'b', profile: 'restrictive', size: 0 },
     ]);
+    const dir = mkdtempSync(join(tmpdir(), 'sandboxd-pool-'));
+    const configFile = join(dir, 'pool.toml');
+    writeFileSync(configFile, '[pool]\nsize = 3\nsizes = { "sandboxd/python:bookworm" = 4, "x@restrictive" = 1 }\n');
+    expect(loadConfig({ configFile, env: {}, flags: { dataDir } })).toMatchObject({
+      poolSize: 3,
+      poolSizes: [
+        { image: 'sandboxd/python:bookworm', profile: 'moderate', size: 4 },
+        { image: 'x', profile: 'restrictive', size: 1 },
+      ],
+    });
+    writeFileSync(configFile, '[pool]\nsizes = { "x" = -1 }\n');
+    expect(() => loadConfig({ configFile, env: {}, flags: { dataDir } })).toThrow(/\[pool\]\.sizes in .*the size of 'x' must be an integer/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('names what is wrong', () => {
