@@ -128,6 +128,16 @@ func TestExecMissingCommandsAreShellStyle(t *testing.T) {
 	}
 }
 
+func TestExecNamesAMissingWorkingDirectory(t *testing.T) {
+	c := startAgent(t)
+	for _, dir := range []string{"/no/such/dir", "/etc/passwd"} {
+		req := execRequest{spec: spec{Argv: []string{"pwd"}, Cwd: dir}}
+		if r := execute(t, c, req); r.exit.ExitCode != 126 || !strings.Contains(r.stderr, "working directory "+dir) {
+			t.Fatalf("got %+v", r)
+		}
+	}
+}
+
 func TestExecTimeoutKillsTheWholeTree(t *testing.T) {
 	c := startAgent(t)
 	req := sh("echo before; setsid sleep 31 & sleep 31; echo never")

@@ -2,7 +2,7 @@
 // files and detached processes over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--drop-caps]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
@@ -27,6 +27,8 @@ const version = "1"
 
 type agent struct {
 	defaultUser string
+	// userError says why the default user does not resolve in this sandbox ("" when it does).
+	userError string
 	// dropCaps: commands that run as root get no capabilities (see capabilities.go).
 	dropCaps bool
 	started  time.Time
@@ -53,15 +55,16 @@ func runInternalCommand(args []string) {
 func main() {
 	runInternalCommand(os.Args)
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER]")
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps]")
 		os.Exit(2)
 	}
 	flags := flag.NewFlagSet("serve", flag.ExitOnError)
 	socket := flags.String("socket", "/run/sandboxd/agent.sock", "Unix socket to serve on")
 	user := flags.String("user", "", "default user of commands and file operations (name, uid or uid:gid)")
 	dropCaps := flags.Bool("drop-caps", false, "commands that run as root start with no capabilities")
+	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
 	flags.Parse(os.Args[2:])
-	if err := serve(*socket, *user, *dropCaps); err != nil {
+	if err := serve(*socket, *user, *workspace, *dropCaps); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
 		os.Exit(1)
 	}
@@ -69,8 +72,9 @@ func main() {
 
 // serve listens on the socket (owner-only: the sandbox's unprivileged user cannot use the agent
 // to act as another user) and handles requests until the process is killed.
-func serve(socket, user string, dropCaps bool) error {
+func serve(socket, user, workspace string, dropCaps bool) error {
 	go children.run()
+	a := newAgent(user, workspace, dropCaps)
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		return err
 	}
@@ -81,8 +85,24 @@ func serve(socket, user string, dropCaps bool) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{defaultUser: user, dropCaps: dropCaps, started: time.Now(), detached: newDetachedTable()}
 	return http.Serve(listener, a.routes())
+}
+
+// newAgent resolves the default user once: if it does not resolve, every request as that user
+// fails, and health says why (the backend refuses such an image at create). Otherwise it sets
+// up the workspace.
+func newAgent(user, workspace string, dropCaps bool) *agent {
+	a := &agent{defaultUser: user, dropCaps: dropCaps, started: time.Now(), detached: newDetachedTable()}
+	owner, err := resolveUser("", user)
+	if err != nil {
+		a.userError = err.Error()
+		fmt.Fprintln(os.Stderr, "sandboxd-agent: default user:", err)
+	} else if workspace != "" {
+		if err := enterWorkspace(workspace, owner); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxd-agent: workspace:", err)
+		}
+	}
+	return a
 }
 
 func (a *agent) routes() http.Handler {
@@ -96,12 +116,36 @@ func (a *agent) routes() http.Handler {
 }
 
 func (a *agent) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]interface{}{
+	health := map[string]interface{}{
 		"version":        version,
 		"pid":            os.Getpid(),
 		"default_user":   a.defaultUser,
 		"uptime_seconds": int(time.Since(a.started).Seconds()),
-	})
+	}
+	if a.userError != "" {
+		health["default_user_error"] = a.userError
+	}
+	writeJSON(w, http.StatusOK, health)
+}
+
+// enterWorkspace makes dir, owned by the default user, unless it exists (an image's own
+// directory or a tmpfs keeps its owner), and makes it the agent's working directory, which
+// commands inherit, when the agent started in / (the image names no working directory).
+func enterWorkspace(dir string, owner identity) error {
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(dir, int(owner.uid), int(owner.gid)); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if cwd, err := os.Getwd(); err != nil || cwd != "/" {
+		return err
+	}
+	return os.Chdir(dir)
 }
 
 // post restricts a handler to POST.

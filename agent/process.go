@@ -64,6 +64,9 @@ func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, st
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWorkdir(s.Cwd); err != nil {
+		return nil, err
+	}
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Env: env, Dir: s.Cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	// A change of uid away from 0 clears every capability by itself; staying root keeps them.
 	if dropCaps && id.uid == 0 {
@@ -174,6 +177,23 @@ func lookPath(name, pathEnv string) (string, error) {
 		}
 	}
 	return "", &startError{code: 127, msg: name + ": command not found"}
+}
+
+// checkWorkdir names a working directory that does not exist: the failed chdir in the child
+// would be reported as "fork/exec PROGRAM: no such file or directory", as if the program were
+// missing. Whether the user may enter it is left to the kernel.
+func checkWorkdir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return &startError{code: 126, msg: "working directory " + dir + ": no such file or directory"}
+	}
+	if !info.IsDir() {
+		return &startError{code: 126, msg: "working directory " + dir + ": not a directory"}
+	}
+	return nil
 }
 
 func checkExecutable(path string) error {

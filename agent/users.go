@@ -9,7 +9,7 @@ import (
 )
 
 // identity is who a command runs as, resolved inside the sandbox from its /etc/passwd and
-// /etc/group (any image: there may be no libc, no `id`, no NSS).
+// /etc/group (any image: there may be no libc, no `id`, no NSS, not even an /etc/passwd).
 type identity struct {
 	uid, gid uint32
 	groups   []uint32
@@ -17,8 +17,16 @@ type identity struct {
 	home     string
 }
 
+// The account databases; variables so that tests can point them at their own files.
+var (
+	passwdFile = "/etc/passwd"
+	groupFile  = "/etc/group"
+)
+
 // resolveUser accepts "", "root", a name, a uid, or "user:group" (names or numbers), like
-// Docker's --user. "" means the sandbox's default user.
+// Docker's --user. "" means the sandbox's default user. As in Docker, a uid that /etc/passwd
+// does not list runs with gid 0 and HOME=/. Unlike Docker, "root" needs no /etc/passwd entry:
+// it is uid 0 in every image, so sudo works in images that have no account database at all.
 func resolveUser(spec, fallback string) (identity, error) {
 	if spec == "" {
 		spec = fallback
@@ -30,15 +38,20 @@ func resolveUser(spec, fallback string) (identity, error) {
 	id := identity{home: "/"}
 	if entry, ok := lookupPasswd(userPart); ok {
 		id.uid, id.gid, id.name, id.home = entry.uid, entry.gid, entry.name, entry.home
+	} else if userPart == "root" {
+		id.name = "root"
 	} else if n, err := strconv.ParseUint(userPart, 10, 32); err == nil {
-		id.uid, id.gid, id.name = uint32(n), uint32(n), userPart
+		id.uid, id.name = uint32(n), userPart
+		if n == 0 {
+			id.name = "root"
+		}
 	} else {
-		return id, fmt.Errorf("unknown user %q in this sandbox", userPart)
+		return id, fmt.Errorf("unknown user %q: not in this sandbox's %s", userPart, passwdFile)
 	}
 	if hasGroup {
 		gid, ok := lookupGroup(groupPart)
 		if !ok {
-			return id, fmt.Errorf("unknown group %q in this sandbox", groupPart)
+			return id, fmt.Errorf("unknown group %q: not in this sandbox's %s", groupPart, groupFile)
 		}
 		id.gid = gid
 	}
@@ -54,7 +67,7 @@ type passwdEntry struct {
 
 func lookupPasswd(nameOrUID string) (passwdEntry, bool) {
 	var found passwdEntry
-	ok := scanColonFile("/etc/passwd", func(f []string) bool {
+	ok := scanColonFile(passwdFile, func(f []string) bool {
 		if len(f) < 6 || (f[0] != nameOrUID && f[2] != nameOrUID) {
 			return false
 		}
@@ -74,7 +87,7 @@ func lookupGroup(nameOrGID string) (uint32, bool) {
 		return uint32(n), true
 	}
 	var gid uint32
-	ok := scanColonFile("/etc/group", func(f []string) bool {
+	ok := scanColonFile(groupFile, func(f []string) bool {
 		if len(f) < 3 || f[0] != nameOrGID {
 			return false
 		}
@@ -88,7 +101,7 @@ func lookupGroup(nameOrGID string) (uint32, bool) {
 // supplementaryGroups lists the groups that name the user as a member, plus its primary group.
 func supplementaryGroups(user string, primary uint32) []uint32 {
 	groups := []uint32{primary}
-	scanColonFile("/etc/group", func(f []string) bool {
+	scanColonFile(groupFile, func(f []string) bool {
 		if len(f) < 4 {
 			return false
 		}

@@ -113,7 +113,7 @@ describe('lifecycle', () => {
     });
     // The agent is PID 1 and reaps; it runs as root to run commands as the default user.
     expect(info.HostConfig.Init).toBeFalsy();
-    expect(info.Config.Entrypoint).toEqual(['/.sandboxd/agent', 'serve', '--socket', '/run/sandboxd/agent.sock', '--user', 'sandbox']);
+    expect(info.Config.Entrypoint).toEqual(['/.sandboxd/agent', 'serve', '--socket', '/run/sandboxd/agent.sock', '--user', 'sandbox', '--workspace', '/workspace']);
     expect(info.Config.User).toBe('0');
     await backend.remove(state.id);
   });

@@ -104,11 +104,14 @@ export class AgentClient {
     await this.json('DELETE', `/v1/detached/${encodeURIComponent(id)}`);
   }
 
-  /** Resolves once the agent answers its health check. */
-  async health(): Promise<void> {
+  /** The agent's health, once it answers. */
+  async health(): Promise<AgentHealth> {
     const response = await this.send({ method: 'GET', path: '/v1/health' });
-    response.resume();
-    if (response.statusCode !== 200) throw new AgentUnreachable(`agent health: HTTP ${response.statusCode}`);
+    if (response.statusCode !== 200) {
+      response.resume();
+      throw new AgentUnreachable(`agent health: HTTP ${response.statusCode}`);
+    }
+    return JSON.parse((await collect(response)).toString('utf8')) as AgentHealth;
   }
 
   private async json<T>(method: string, path: string, body?: Buffer): Promise<T> {
@@ -157,6 +160,16 @@ export class AgentClient {
 }
 
 class Undelivered extends Error {}
+
+/** What `GET /v1/health` answers. */
+export interface AgentHealth {
+  version: string;
+  pid: number;
+  default_user: string;
+  /** Why the default user does not resolve in the sandbox (not in its /etc/passwd); absent when it does. */
+  default_user_error?: string;
+  uptime_seconds: number;
+}
 
 /** A detached command as the agent reports it. */
 export interface AgentDetached {

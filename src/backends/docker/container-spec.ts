@@ -88,7 +88,8 @@ export function instanceFilter(instanceId: string): string[] {
 /**
  * The Engine API create body for a sandbox. The sandbox agent is PID 1 (the image's entrypoint
  * is overridden; the agent reaps, so no docker-init) and runs as root so that it can run
- * commands as the image's default user or as root. The only host paths mounted are the agent
+ * commands as the image's default user or as root. It needs nothing from the image: no shell,
+ * no libc, no /etc/passwd (root is uid 0 without one), no /workspace (it makes it). The only host paths mounted are the agent
  * binary (read-only) and the sandbox's own socket directory; the environment is the spec's alone.
  */
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
@@ -119,6 +120,10 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       AGENT_IN_SANDBOX.socket,
       '--user',
       ctx.defaultUser || '0',
+      // Made for the default user where the image lacks it, and the working directory of
+      // images that name none, so that every sandbox has the /workspace the API promises.
+      '--workspace',
+      WORKSPACE,
       // Capabilities given to the agent alone must not reach root commands.
       ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
     ],

@@ -33,7 +33,7 @@ import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
-import { AgentClient, type AgentDetached } from './agent-client.js';
+import { AgentClient, type AgentDetached, type AgentHealth } from './agent-client.js';
 import { AGENT_IN_SANDBOX, AgentSockets, AgentUnreachable, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 
@@ -316,11 +316,13 @@ export class DockerBackend implements Backend {
 
   /**
    * One Engine API exec, with the engine's refusals turned into service errors. The container
-   * runs as root (for its agent), so the default user is named explicitly.
+   * runs as root (for its agent), so the default user is named explicitly. Root goes as uid 0:
+   * the engine looks a name up in the image's /etc/passwd, which a minimal image may not have.
    */
   private engineExec(id: string, request: RawExec): Promise<RawExecOutcome> {
     return this.engine(async () => {
-      const user = request.user ?? (await this.identityOf(id))?.user;
+      const named = request.user ?? (await this.identityOf(id))?.user;
+      const user = named === 'root' ? '0' : named;
       return runExec(this.docker.getContainer(id), { ...request, user }, this.logger);
     }, id);
   }
@@ -392,8 +394,11 @@ export class DockerBackend implements Backend {
     return identity;
   }
 
-  /** Waits until a just-started agent answers; past the deadline the engine's exec stands in. */
-  private async waitForAgent(id: string): Promise<void> {
+  /**
+   * Waits until a just-started agent answers, with its health; past the deadline the engine's
+   * exec stands in (undefined).
+   */
+  private async waitForAgent(id: string): Promise<AgentHealth | undefined> {
     const deadline = Date.now() + AGENT_READY_MS;
     for (;;) {
       try {
@@ -402,7 +407,7 @@ export class DockerBackend implements Backend {
         if (!(err instanceof AgentUnreachable)) throw err;
         if (Date.now() > deadline) {
           this.logger.warn({ container: id, reason: err.message }, 'the sandbox agent did not start; using the engine exec');
-          return;
+          return undefined;
         }
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
@@ -484,7 +489,12 @@ export class DockerBackend implements Backend {
       this.identities.set(container.id, identityOf(options.Labels ?? {}, options.HostConfig ?? {}));
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
       await container.start();
-      await this.waitForAgent(container.id);
+      const health = await this.waitForAgent(container.id);
+      if (health?.default_user_error) {
+        // As `docker run` refuses it; the agent would fail every command as that user.
+        const user = image.Config.User;
+        throw badRequest(`image '${spec.image}' cannot run sandboxes: its default user '${user}' does not resolve (${health.default_user_error})`);
+      }
       if (source && readOnly) await this.copyIntoRunning(container, source, owner);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
       const state = instanceFromInspect(await container.inspect());
@@ -520,6 +530,7 @@ export class DockerBackend implements Backend {
         },
         this.logger,
       );
+      if (outcome.exitCode === 127) throw new UnsupportedError('docker', `a source in a sandbox with a tmpfs ${WORKSPACE} (restrictive) whose image has no tar`);
       if (outcome.exitCode !== 0) {
         const reason = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0];
         throw new ServiceError('INTERNAL', `copying the source into ${WORKSPACE} failed: ${reason || outcome.exitCode}`);

@@ -80,7 +80,8 @@ export class DockerImages {
 
   private async resolveUser(info: Docker.ImageInspectInfo): Promise<UserIds> {
     const [user = '', group] = (info.Config.User ?? '').split(':');
-    if (user === '') return ROOT;
+    // Root is uid 0 in every image, also one without an /etc/passwd (as the agent takes it).
+    if (user === '' || (user === 'root' && group === undefined)) return ROOT;
     const uid = numericId(user);
     const gid = numericId(group);
     if (uid !== undefined && gid !== undefined) return { uid, gid };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { ServiceError } from '../../errors.js';
+import { ServiceError, UnsupportedError } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { SavedImageKind } from '../backend.js';
 import { LABEL, WORKSPACE } from './container-spec.js';
@@ -111,6 +111,7 @@ export class DockerSnapshots {
       timeoutMs: ARCHIVE_TIMEOUT_MS,
       onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
     });
+    if (outcome.exitCode === TAR_MISSING) throw withoutTar();
     if (outcome.exitCode !== 0) {
       throw new ServiceError('INTERNAL', `restoring ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
     }
@@ -158,12 +159,19 @@ export class DockerSnapshots {
       timeoutMs: ARCHIVE_TIMEOUT_MS,
       onFrame: (stream, data) => void (stream === 'stdout' ? out.write(data) : stderr.push(data)),
     }).finally(() => new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve()))));
+    if (outcome.exitCode === TAR_MISSING) throw withoutTar();
     // GNU tar exits 1 when a file changed while it was read: the archive is still whole.
     if (outcome.exitCode !== 0 && outcome.exitCode !== 1) {
       throw new ServiceError('INTERNAL', `reading ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
     }
   }
 }
+
+/** The exit code of a command that is not in the sandbox (as in a shell). */
+const TAR_MISSING = 127;
+
+/** A tmpfs /workspace is copied with the image's own tar (GNU or busybox); some images have none. */
+const withoutTar = () => new UnsupportedError('docker', `snapshots of a sandbox with a tmpfs ${WORKSPACE} (restrictive) whose image has no tar`);
 
 const ignoreMissing = (err: unknown): void => {
   if (!isNotFound(err)) throw err;
