@@ -37,3 +37,4 @@ export const batchResultItem = z.object({
 export const batchResult = z.object({ results: z.array(batchResultItem) }).meta({ id: 'BatchRunResult' });
 
 export type BatchResultItem = z.infer<typeof batchResultItem>;
+export type BatchRunResult = z.infer<typeof batchResult>;

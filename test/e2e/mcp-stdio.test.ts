@@ -16,6 +16,7 @@ const TOOLS: Record<string, string[]> = {
   sandbox_remove: ['name'],
   sandbox_exec: ['name', 'command'],
   sandbox_run: ['command'],
+  sandbox_run_batch: ['commands'],
   sandbox_exec_detach: ['name', 'command'],
   sandbox_exec_status: ['name', 'id'],
   sandbox_exec_logs: ['name', 'id'],

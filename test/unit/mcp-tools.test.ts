@@ -74,7 +74,23 @@ describe('MCP tools over the in-process API (fake backend)', () => {
   it('runs once in a fresh sandbox that is removed afterwards', async () => {
     const result = await call('sandbox_run', { command: ['echo', 'hi'] });
     expect(texts(result)).toEqual([expect.stringMatching(/^exit_code: 0\nduration_ms: \d+$/), 'echo hi\n']);
+    await harness.services.pool.settled();
     expect(await harness.services.sandboxes.list()).toEqual([]);
+    expect(harness.backend.instances.size).toBe(0);
+  });
+
+  it('runs a batch, each command alone, with results in input order and bad items named', async () => {
+    harness.backend.onExec = (request) => (request.command[0] === 'fail' ? { exitCode: 2 } : { chunks: [{ stream: 'stdout', text: `${request.command[1]}\n` }] });
+    const result = await call('sandbox_run_batch', { commands: [{ command: ['echo', 'one'] }, { command: ['fail'] }, { command: ['echo', 'three'], image: 'none/such:1' }] });
+    expect(JSON.parse(texts(result)[0]!)).toEqual([
+      { output: 'one\n', error: null, exit_code: 0 },
+      { output: '', error: null, exit_code: 2 },
+      { output: '', error: expect.stringContaining("'none/such:1' is not available"), exit_code: null },
+    ]);
+    const empty = await call('sandbox_run_batch', { commands: [] });
+    expect(empty.isError).toBe(true);
+    expect(texts(empty)[0]).toMatch(/commands/);
+    await harness.services.pool.settled();
     expect(harness.backend.instances.size).toBe(0);
   });
 
@@ -92,6 +108,7 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     // Closing waits for the calls in flight, which end only when their routes have finished:
     // both commands were killed (exit 137 is audited) and the run's sandbox is gone.
     await mcp.close();
+    await harness.services.pool.settled();
     expect(harness.backend.instances.size).toBe(1);
     const audit = await harness.services.logs('unit-d');
     expect(audit.filter((e) => e.event === 'command_executed')).toEqual([expect.objectContaining({ exit_code: 137 })]);

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { execBody, type ExecResultBody } from '../../schemas/exec-schemas.js';
-import { runBody } from '../../schemas/run-schemas.js';
+import { batchBody, runBody, type BatchRunResult } from '../../schemas/run-schemas.js';
 import { apiPath } from '../api-client.js';
 import { defineTool, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
@@ -33,7 +33,8 @@ export const execTools: Tool[] = [
     title: 'Run a command once in a fresh sandbox',
     description:
       'Run one command in a fresh, throwaway sandbox that is removed afterwards: nothing persists and nothing leaks between ' +
-      'runs. Best for one-off commands such as ["python3", "-c", "print(6*7)"]; use sandbox_create and sandbox_exec when ' +
+      'runs. It takes a pre-started container from the warm pool (fast, the default; fast: false makes a new sandbox). ' +
+      'Best for one-off commands such as ["python3", "-c", "print(6*7)"]; use sandbox_create and sandbox_exec when ' +
       'files or state must survive. command is an argv array run without a shell (["bash", "-lc", "..."] for shell syntax). ' +
       'image defaults to the server\'s default image (normally sandboxd/base:bookworm with bash, git, curl, python3); ' +
       'sandboxd/python:bookworm adds pip, sandboxd/node:bookworm adds Node.js and npm. ' +
@@ -41,6 +42,23 @@ export const execTools: Tool[] = [
     inputSchema: z.strictObject(runBody.shape),
     annotations: { destructiveHint: false, openWorldHint: true },
     handle: async (body, { api, signal }) => execResult(await api.request<ExecResultBody>({ method: 'POST', path: '/run', body }, signal)),
+  }),
+
+  defineTool({
+    name: 'sandbox_run_batch',
+    title: 'Run several commands at once, each in a fresh sandbox',
+    description:
+      'Run up to 100 independent commands in parallel, each in its own fresh throwaway sandbox (as sandbox_run does), so ' +
+      'that one cannot see or break another. Each item takes the sandbox_run arguments, e.g. {"commands": [{"command": ' +
+      '["python3", "-c", "print(1)"]}, {"command": ["node", "-e", "console.log(2)"]}]}. Returns a JSON array in input ' +
+      'order of {output, error, exit_code}: error is null when the command ran (whatever its exit_code) and says why ' +
+      'when it could not run.',
+    inputSchema: z.strictObject(batchBody.shape),
+    annotations: { destructiveHint: false, openWorldHint: true },
+    handle: async (body, { api, signal }) => {
+      const { results } = await api.request<BatchRunResult>({ method: 'POST', path: '/batch/run', body }, signal);
+      return { content: [{ type: 'text', text: JSON.stringify(results, null, 2) }] };
+    },
   }),
 ];
 
