@@ -29,6 +29,7 @@ export interface Runtime {
 }
 
 const RECOVERY_RETRY_MS = 10_000;
+/** Seconds between evictions of idle pool keys and sweeps of containers no one owns. */
 const POOL_EVICT_INTERVAL_S = 60;
 
 /**
@@ -88,7 +89,14 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
   const loops = [
     repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
     repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
-    repeatEvery(POOL_EVICT_INTERVAL_S, async () => services.pool.evictIdle(), logger.child({ loop: 'pool' })),
+    repeatEvery(
+      POOL_EVICT_INTERVAL_S,
+      async () => {
+        services.pool.evictIdle();
+        await services.recovery.sweep((uuid) => services.pool.holds(uuid));
+      },
+      logger.child({ loop: 'pool' }),
+    ),
   ];
   void backend.ensureImage(config.defaultImage).catch((err: Error) => logger.warn(`default image: ${err.message}`));
 

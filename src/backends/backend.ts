@@ -39,6 +39,8 @@ export interface InstanceState {
   ip?: string;
   /** The OCI runtime in use (runc, runsc). */
   runtime?: string;
+  /** When the engine made the instance (ISO 8601), where it says. */
+  createdAt?: string;
 }
 
 /** New limits for `resize`; an absent field keeps its value. */

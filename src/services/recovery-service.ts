@@ -6,6 +6,9 @@ import type { AuditService } from './audit-service.js';
 import { isoNow, type Clock } from './clock.js';
 import { archiveTag } from './lifecycle.js';
 
+/** The sweep leaves younger containers alone: they may be a create under way. */
+export const SWEEP_MIN_AGE_MS = 5 * 60_000;
+
 export interface RecoveryReport {
   /** Sandboxes whose status was brought in line with the engine. */
   corrected: string[];
@@ -89,6 +92,30 @@ export class RecoveryService {
     report.imagesRemoved = await this.removeUnusedImages(images);
     this.logger.info(report, 'recovery finished');
     return report;
+  }
+
+  /**
+   * Removes containers of ours that no sandbox owns and `holds` does not claim (the warm pool's),
+   * made more than SWEEP_MIN_AGE_MS ago: what a crash's in-flight create made after the
+   * start-up reconciliation had looked, or a removal the engine failed. Runs in the background.
+   */
+  async sweep(holds: (uuid: string) => boolean): Promise<number> {
+    const instances = await this.backend.list();
+    const cutoff = Date.now() - SWEEP_MIN_AGE_MS;
+    const candidates = instances.filter(
+      (i) => i.role !== 'helper' && !holds(i.uuid) && i.createdAt !== undefined && Date.parse(i.createdAt) < cutoff,
+    );
+    if (candidates.length === 0) return 0;
+    // Read after `holds` was asked: a pool instance handed over meanwhile is in the store by now.
+    const known = new Set((await this.repo.all()).map((record) => record.uuid));
+    let removed = 0;
+    for (const instance of candidates) {
+      if (known.has(instance.uuid)) continue;
+      await this.backend.remove(instance.id);
+      removed++;
+    }
+    if (removed > 0) this.logger.warn({ removed }, 'removed containers no sandbox owns');
+    return removed;
   }
 
   /** An archive a crash interrupted: finished if the container is gone, else rolled back. */

@@ -108,7 +108,8 @@ export class SandboxService {
         if (pooled) this.pool.discard(pooled);
         throw err;
       }
-      if (!pooled) await this.repo.update(created.uuid, { status: 'running', backendId: state.id });
+      if (pooled) this.pool.handOver(pooled);
+      else await this.repo.update(created.uuid, { status: 'running', backendId: state.id });
       await this.audit.record('sandbox_created', created, {
         image: created.image,
         backend: created.backend,

@@ -67,6 +67,8 @@ interface KeyPool {
 export class WarmPool {
   private readonly pools = new Map<string, KeyPool>();
   private readonly pending = new Set<Promise<unknown>>();
+  /** Uuids of every instance this pool made that is not destroyed nor handed over to a sandbox. */
+  private readonly held = new Set<string>();
   private filling = 0;
   private closed = false;
 
@@ -108,6 +110,16 @@ export class WarmPool {
     return ready;
   }
 
+  /** Whether the instance is this pool's (ready, being made, taken and not yet destroyed or handed over). */
+  holds(uuid: string): boolean {
+    return this.held.has(uuid);
+  }
+
+  /** A claimed instance is a sandbox now (the store knows it): the pool lets go of it. */
+  handOver(instance: PooledInstance): void {
+    this.held.delete(instance.uuid);
+  }
+
   /** Gives back a taken instance that was not used (it is still pristine). */
   restore(instance: PooledInstance): void {
     const pool = this.pools.get(poolKeyId(instance.key));
@@ -118,7 +130,10 @@ export class WarmPool {
   /** Destroys a used or refused instance in the background. */
   discard(instance: PooledInstance): void {
     this.track(
-      this.backend.remove(instance.state.id).catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'pool instance not removed')),
+      this.backend
+        .remove(instance.state.id)
+        .then(() => this.held.delete(instance.uuid))
+        .catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'pool instance not removed')),
     );
   }
 
@@ -191,8 +206,15 @@ export class WarmPool {
 
   private async make(key: PoolKey, name: string): Promise<PooledInstance> {
     const uuid = uuidv7();
-    const state = await this.backend.create({ name, uuid, image: key.image, profile: key.profile, ...DEFAULT_LIMITS, env: {}, role: 'pool' });
-    return { name, uuid, key, state };
+    this.held.add(uuid);
+    try {
+      const state = await this.backend.create({ name, uuid, image: key.image, profile: key.profile, ...DEFAULT_LIMITS, env: {}, role: 'pool' });
+      return { name, uuid, key, state };
+    } catch (err) {
+      // A failed create removes what it made.
+      this.held.delete(uuid);
+      throw err;
+    }
   }
 
   private track(work: Promise<unknown>): void {

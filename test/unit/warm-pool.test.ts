@@ -247,6 +247,27 @@ describe('creating a sandbox from the pool', () => {
   });
 });
 
+describe('sweeping containers no one owns', () => {
+  it('removes old unknown containers, never a sandbox, the pool\'s own, a young one or a helper', async () => {
+    h = await warmed();
+    await h.services.sandboxes.create({ name: 'kept' });
+    await h.services.pool.settled();
+    const make = (role: 'pool' | 'sandbox' | 'helper') =>
+      h.backend.create({ name: `stray-${role}`, uuid: `stray-${role}-${Math.random()}`, image: BASE, profile: 'moderate', vcpus: 1, memoryMb: 512, env: {}, role });
+    const strays = [await make('pool'), await make('sandbox'), await make('helper')];
+    const young = await make('pool');
+    const longAgo = new Date(Date.now() - 6 * 60_000).toISOString();
+    for (const instance of h.backend.instances.values()) if (instance.state.id !== young.id) instance.state.createdAt = longAgo;
+    const removed = await h.services.recovery.sweep((uuid) => h.services.pool.holds(uuid));
+    expect(removed).toBe(2);
+    const left = new Set(h.backend.instances.keys());
+    expect([strays[0]!.id, strays[1]!.id].some((id) => left.has(id))).toBe(false);
+    expect(left.has(strays[2]!.id) && left.has(young.id)).toBe(true);
+    expect(pooled(h)).toHaveLength(2);
+    expect((await h.services.sandboxes.get('kept')).status).toBe('running');
+  });
+});
+
 describe('pool configuration', () => {
   it('reads the size and per-key sizes from flags, environment and TOML', () => {
     const dataDir = '/tmp/x';

@@ -161,13 +161,19 @@ function writableTmpfs(memoryMb: number, owner: UserIds): Record<string, string>
 /** The InstanceState of an inspected container. */
 export function instanceFromInspect(info: Docker.ContainerInspectInfo): InstanceState {
   const labels = info.Config.Labels ?? {};
-  return instanceOf(info.Id, labels, info.State.Running, info.NetworkSettings.Networks, info.HostConfig.Runtime ?? labels[LABEL.runtime]);
+  return {
+    ...instanceOf(info.Id, labels, info.State.Running, info.NetworkSettings.Networks, info.HostConfig.Runtime ?? labels[LABEL.runtime]),
+    createdAt: new Date(info.Created).toISOString(),
+  };
 }
 
 /** The InstanceState of a `docker ps` row (no inspect needed: the runtime is a label). */
 export function instanceFromSummary(row: Docker.ContainerInfo): InstanceState {
   const labels = row.Labels ?? {};
-  return instanceOf(row.Id, labels, row.State === 'running', row.NetworkSettings?.Networks, labels[LABEL.runtime]);
+  return {
+    ...instanceOf(row.Id, labels, row.State === 'running', row.NetworkSettings?.Networks, labels[LABEL.runtime]),
+    createdAt: new Date(row.Created * 1000).toISOString(),
+  };
 }
 
 function instanceOf(

@@ -80,6 +80,7 @@ export class FakeBackend implements Backend {
       status: 'running',
       ip: `10.0.0.${this.nextId}`,
       runtime: 'fake',
+      createdAt: new Date().toISOString(),
     };
     this.instances.set(id, { state, spec, files: new Map(this.savedImages.get(spec.image)?.files) });
     return { ...state };
