@@ -16,9 +16,12 @@ import (
 )
 
 // TestMain lets the test binary serve the agent's internal commands (`file`, `drop-caps`,
-// `kill-tagged`), which the agent runs as /proc/self/exe.
+// `kill-tagged`), which the agent runs as /proc/self/exe, and run threadScenario.
 func TestMain(m *testing.M) {
 	runInternalCommand(os.Args)
+	if mode := os.Getenv(threadScenarioVar); mode != "" {
+		os.Exit(threadScenario(mode))
+	}
 	go children.run()
 	os.Exit(m.Run())
 }

@@ -71,8 +71,10 @@ func main() {
 }
 
 // serve listens on the socket (owner-only: the sandbox's unprivileged user cannot use the agent
-// to act as another user) and handles requests until the process is killed.
+// to act as another user) and handles requests until the process is killed. It first makes the
+// OS threads it will ever need, while no command can have taken the pids (threads.go).
 func serve(socket, user, workspace string, dropCaps bool) error {
+	reserveThreads(reservedThreads)
 	go children.run()
 	a := newAgent(user, workspace, dropCaps)
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,14 +93,20 @@ func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, st
 	return &process{pid: pid, tag: tag, uid: id.uid, gid: id.gid, done: done}, nil
 }
 
-// killTree SIGKILLs the process group and every process carrying the tag. The agent cannot
-// read the environment of another user's processes (that needs CAP_SYS_PTRACE, which no profile
-// grants), so for a command of another user the search also runs as that user, in a child
+// killTree SIGKILLs the process group and every process carrying the tag. It forks nothing, so
+// it works while a fork bomb holds the pids limit. The agent cannot read the environment of
+// another user's processes as root (that needs CAP_SYS_PTRACE, which no profile grants), so for
+// a command of another user the search runs again on a thread whose filesystem uid and gid are
+// that user's: the kernel checks access to /proc/N/environ with those. Where the kernel does not
+// honour them (a permission error remains), the search runs as that user in a child
 // (`sandboxd-agent kill-tagged TAG`), retried while a fork bomb holds the pids limit.
 func (p *process) killTree() {
 	syscall.Kill(-p.pid, syscall.SIGKILL)
 	killTagged(p.tag)
 	if p.uid == 0 {
+		return
+	}
+	if err := killTaggedAs(p.tag, p.uid, p.gid); err == nil {
 		return
 	}
 	for attempt := 1; attempt <= 10; attempt++ {
@@ -119,6 +126,49 @@ func (p *process) killTree() {
 	}
 }
 
+// killTaggedAs is killTagged with uid and gid as the filesystem ids of the calling thread,
+// which the kernel uses to decide who may read /proc/N/environ. It fails if the ids could not be
+// set, or if a process of uid still refused its environment (a kernel that ignores them).
+// setfsuid(2) and setfsgid(2) act on the calling thread alone, so the goroutine stays locked to
+// it until both are back to 0; if they cannot be restored, the thread ends with the goroutine.
+func killTaggedAs(tag string, uid, gid uint32) error {
+	result := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := setFsIDs(uid, gid); err != nil {
+			if setFsIDs(0, 0) == nil {
+				runtime.UnlockOSThread()
+			}
+			result <- err
+			return
+		}
+		denied := killTaggedDenied(tag, uid)
+		if setFsIDs(0, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+		if denied {
+			result <- errors.New("the kernel refused the environment of a process of the same uid")
+		} else {
+			result <- nil
+		}
+	}()
+	return <-result
+}
+
+// setFsIDs sets the calling thread's filesystem gid, then uid, and checks that both took: both
+// calls return the previous value rather than an error.
+func setFsIDs(uid, gid uint32) error {
+	syscall.RawSyscall(syscall.SYS_SETFSGID, uintptr(gid), 0, 0)
+	syscall.RawSyscall(syscall.SYS_SETFSUID, uintptr(uid), 0, 0)
+	// An id of -1 is invalid, so the call changes nothing and returns the current one.
+	nowGid, _, _ := syscall.RawSyscall(syscall.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	nowUid, _, _ := syscall.RawSyscall(syscall.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	if uint32(nowUid) != uid || uint32(nowGid) != gid {
+		return fmt.Errorf("filesystem ids are %d:%d, not %d:%d", uint32(nowUid), uint32(nowGid), uid, gid)
+	}
+	return nil
+}
+
 // killTaggedCommand is `sandboxd-agent kill-tagged TAG`: killTagged as the calling user.
 func killTaggedCommand(args []string) int {
 	if len(args) != 1 {
@@ -132,6 +182,15 @@ func killTaggedCommand(args []string) int {
 // killTagged SIGKILLs every process (that this process may inspect) whose environment carries
 // the tag, repeating until a pass finds none (children may fork while it runs).
 func killTagged(tag string) {
+	killTaggedDenied(tag, noUID)
+}
+
+// noUID is a uid no process has: killTaggedDenied reports no refusals for it.
+const noUID = ^uint32(0)
+
+// killTaggedDenied is killTagged; it also says whether reading the environment of a process
+// owned by uid was refused.
+func killTaggedDenied(tag string, uid uint32) (denied bool) {
 	needle := []byte(tagVar + "=" + tag + "\x00")
 	for round := 0; round < 50; round++ {
 		found := false
@@ -141,17 +200,28 @@ func killTagged(tag string) {
 			if err != nil || pid == os.Getpid() {
 				continue
 			}
-			environ, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "environ"))
+			dir := filepath.Join("/proc", entry.Name())
+			environ, err := os.ReadFile(filepath.Join(dir, "environ"))
 			if err == nil && containsBytes(environ, needle) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				found = true
+			} else if errors.Is(err, os.ErrPermission) && uid != noUID && ownedBy(dir, uid) {
+				denied = true
 			}
 		}
 		if !found {
-			return
+			return denied
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return denied
+}
+
+// ownedBy says whether /proc/N belongs to uid (the process's effective uid, when it is
+// dumpable).
+func ownedBy(procDir string, uid uint32) bool {
+	var st syscall.Stat_t
+	return syscall.Stat(procDir, &st) == nil && st.Uid == uid
 }
 
 // exitCode turns a wait status into a shell-style exit code (128+signal when killed).

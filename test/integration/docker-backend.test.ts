@@ -205,13 +205,28 @@ describe('isolation and limits', () => {
     expect(hog.stdout).not.toContain('survived');
   });
 
-  it('contains a fork bomb and stays usable', async () => {
+  it('contains a fork bomb and stays usable: the agent (PID 1) survives a full pids limit', async () => {
     const state = await backend.create(specOf({ vcpus: 0.5 }));
-    const bomb = await run(state.id, ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 100'], { timeoutMs: 5_000 });
-    expect(bomb.timedOut).toBe(true);
-    // Killed processes are reaped by the agent (PID 1) a moment later.
-    const pids = async () => Number((await run(state.id, ['cat', '/sys/fs/cgroup/pids/pids.current'])).stdout);
-    await expect.poll(pids, { timeout: 5_000 }).toBeLessThan(10);
+    const before = (await inspectJson(state.id)).State;
+    // One bomb in the command's process group, one that left it (setsid): the timeout must kill
+    // both while they hold every pid, so the kill may not fork.
+    const bombs = 'setsid bash -c "bomb() { bomb | bomb & }; bomb" & bomb() { bomb | bomb & }; bomb; sleep 100';
+    const bomb = run(state.id, ['bash', '-c', bombs], { timeoutMs: 4_000 });
+    // Requests while the pids are full make the agent's Go runtime want more OS threads; without
+    // its reserve of threads it died of "newosproc" here, and the sandbox with it.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const during = await Promise.all(Array.from({ length: 20 }, () => codeOf(run(state.id, ['true'], { timeoutMs: 2_000 }))));
+    expect(during.every((outcome) => outcome === 'resolved')).toBe(true);
+    expect((await bomb).timedOut).toBe(true);
+    // Killed processes are reaped by the agent a moment later; its own threads count as pids.
+    const commandPids = async () => {
+      const [pids, threads] = (await sh(state.id, 'cat /sys/fs/cgroup/pids/pids.current; grep Threads /proc/1/status | cut -f2')).stdout.split('\n');
+      return Number(pids) - Number(threads);
+    };
+    await expect.poll(commandPids, { timeout: 5_000 }).toBeLessThan(10);
+    expect((await run(state.id, ['echo', 'still here'])).stdout).toBe('still here\n');
+    const after = (await inspectJson(state.id)).State;
+    expect(after).toMatchObject({ Running: true, StartedAt: before.StartedAt, Pid: before.Pid });
     expect((await run(moderate.id, ['echo', 'still here'])).stdout).toBe('still here\n');
     await backend.remove(state.id);
   });

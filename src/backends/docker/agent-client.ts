@@ -216,12 +216,15 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
         }
       }
     });
+    // A stream cut before the exit frame means the agent (PID 1) died or the sandbox stopped.
+    const cut = (reason: string) =>
+      new ServiceError('INTERNAL', `the sandbox agent closed the exec stream before the command ended (${reason}): the sandbox may have stopped or restarted`);
     response.once('end', () => {
       if (outcome) resolve(outcome);
       else if (request.signal?.aborted) resolve(aborted());
-      else reject(new ServiceError('INTERNAL', 'the sandbox agent closed the exec stream before the command ended'));
+      else reject(cut('no exit status'));
     });
-    response.once('error', (err) => (request.signal?.aborted ? resolve(aborted()) : reject(err)));
+    response.once('error', (err) => (request.signal?.aborted ? resolve(aborted()) : reject(cut(err.message))));
     response.once('aborted', () => request.signal?.aborted && resolve(aborted()));
   });
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// threadScenarioVar makes the test binary run threadScenario instead of the tests (TestMain).
+const threadScenarioVar = "SANDBOXD_TEST_THREAD_SCENARIO"
+
+// rlimitNproc is RLIMIT_NPROC, which the syscall package does not name.
+const rlimitNproc = 6
+
+// threadScenario is what a fork bomb does to the agent, in one process: it caps the threads its
+// uid may have at the number it has now, as a full pids limit does, then keeps more goroutines
+// inside a blocking system call at once than GOMAXPROCS. The runtime then needs more threads;
+// with "reserve" they come from the reserve, without it the runtime dies of "newosproc".
+func threadScenario(mode string) int {
+	if mode == "reserve" {
+		reserveThreads(reservedThreads)
+	}
+	threads := uint64(threadCount())
+	if err := syscall.Setrlimit(rlimitNproc, &syscall.Rlimit{Cur: threads, Max: threads}); err != nil {
+		fmt.Println("setrlimit:", err)
+		return 1
+	}
+	var blocked sync.WaitGroup
+	for i := 0; i < reservedThreads-maxProcs-2; i++ {
+		blocked.Add(1)
+		go func() {
+			defer blocked.Done()
+			syscall.Nanosleep(&syscall.Timespec{Nsec: int64(50 * time.Millisecond)}, nil)
+		}()
+	}
+	blocked.Wait()
+	// A fork fails now, and must fail cleanly.
+	if err := exec.Command("/proc/self/exe", "-test.run", "^$").Run(); err == nil {
+		fmt.Println("a fork succeeded past the limit")
+		return 1
+	}
+	fmt.Printf("survived with %d threads\n", threadCount())
+	return 0
+}
+
+// runThreadScenario runs the scenario in a child of a uid that no other process has, so that
+// RLIMIT_NPROC counts the child's threads alone (root is exempt from it).
+func runThreadScenario(t *testing.T, mode string) (string, error) {
+	uid := uint32(2_000_000_000 + os.Getpid())
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = append(os.Environ(), threadScenarioVar+"="+mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// The tests' reaper (TestMain) owns wait4: exec.Cmd.Wait would race it.
+	_, done, err := children.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := <-done
+	// The output is copied by goroutines that end when the child's pipes close.
+	deadline := time.Now().Add(2 * time.Second)
+	for cmd.Process != nil && time.Now().Before(deadline) && !strings.Contains(out.String(), "\n") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status.ExitStatus() != 0 {
+		return out.String(), fmt.Errorf("exit status %v", status)
+	}
+	return out.String(), nil
+}
+
+func TestReservedThreadsSurviveAFullPidsLimit(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: to run the scenario as a uid of its own under RLIMIT_NPROC")
+	}
+	out, err := runThreadScenario(t, "none")
+	if err == nil || !(strings.Contains(out, "newosproc") || strings.Contains(out, "pthread_create failed")) {
+		t.Fatalf("without the reserve the runtime should die of newosproc; got %v: %.300s", err, out)
+	}
+	out, err = runThreadScenario(t, "reserve")
+	if err != nil || !strings.Contains(out, "survived") {
+		t.Fatalf("with the reserve: %v: %.2000s", err, out)
+	}
+	t.Log(strings.TrimSpace(out))
+}
+
+func TestReserveThreadsKeepsThemIdle(t *testing.T) {
+	holdThreads(reservedThreads)
+	after := threadCount()
+	var blocked sync.WaitGroup
+	for i := 0; i < reservedThreads-maxProcs-2; i++ {
+		blocked.Add(1)
+		go func() {
+			defer blocked.Done()
+			syscall.Nanosleep(&syscall.Timespec{Nsec: int64(30 * time.Millisecond)}, nil)
+		}()
+	}
+	blocked.Wait()
+	if now := threadCount(); now > after {
+		t.Fatalf("blocking system calls made threads: %d after the reserve, %d now", after, now)
+	}
+}
+
+// TestKillTaggedAsAnotherUser: the search with another user's filesystem ids finds and kills that
+// user's processes that left the process group, and puts the thread's ids back.
+func TestKillTaggedAsAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	tag := newTag()
+	const uid, gid = 65534, 65534
+	cmd := exec.Command("sleep", "34")
+	cmd.Env = append(os.Environ(), tagVar+"="+tag)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	pid, done, err := children.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := killTaggedAs(tag, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case status := <-done:
+		if status.Signal() != syscall.SIGKILL {
+			t.Fatalf("sleep %d ended with %v", pid, status)
+		}
+	case <-time.After(5 * time.Second):
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal("the tagged process of another user survived")
+	}
+	tasks, _ := filepath.Glob("/proc/self/task/*/status")
+	for _, task := range tasks {
+		status, _ := os.ReadFile(task)
+		for _, line := range strings.Split(string(status), "\n") {
+			if fields := strings.Fields(line); len(fields) == 5 && (fields[0] == "Uid:" || fields[0] == "Gid:") && fields[4] != "0" {
+				t.Fatalf("%s: a thread kept filesystem id %s", task, line)
+			}
+		}
+	}
+}
