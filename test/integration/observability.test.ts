@@ -170,7 +170,9 @@ describe('observability on real Docker', () => {
     expect(value('sandboxd_http_requests_total{method="DELETE",route="/sandboxes/:name",status="200"}')).toBe(2);
     expect(value('sandboxd_http_requests_total{method="GET",route="/events",status="401"}')).toBe(2);
     expect(value('sandboxd_http_request_duration_seconds_count{method="POST",route="/sandboxes/:name/exec",status="200"}')).toBe(1);
-    expect(value('sandboxd_backend_operation_duration_seconds_count{operation="create",outcome="ok"}')).toBe(2);
+    // Both sandboxes claimed a pool instance: 2 creates warmed the pool and 2 refilled it.
+    expect(value('sandboxd_backend_operation_duration_seconds_count{operation="claim",outcome="ok"}')).toBe(2);
+    expect(value('sandboxd_backend_operation_duration_seconds_count{operation="create",outcome="ok"}')).toBe(4);
     expect(value('sandboxd_backend_operation_duration_seconds_count{operation="exec",outcome="ok"}')).toBe(1);
     expect(text).toMatch(/^sandboxd_build_info\{version="[^"]+",node_version="v[\d.]+",backend="docker"\} 1$/m);
   });
