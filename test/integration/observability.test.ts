@@ -66,6 +66,8 @@ beforeAll(async () => {
     otelEndpoint: otlp.url,
     eventsHeartbeat: 0.2,
   });
+  // A full pool: the sandboxes below are claimed from it, which the metrics count.
+  await rt.services.pool.settled();
 });
 afterAll(async () => {
   await rt?.dispose();
