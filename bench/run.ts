@@ -43,6 +43,8 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
  */
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
+  // BENCH_ONLY=core runs the core figures alone (create, exec, files, API overhead).
+  const coreOnly = process.env.BENCH_ONLY === 'core';
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();
@@ -54,6 +56,7 @@ async function main(): Promise<void> {
     await benchExecRate(docker);
     await benchFiles(docker, n);
     await benchApiOverhead(fake, n * 20);
+    if (coreOnly) return;
     await benchObservability(observed, fake, n * 20);
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
