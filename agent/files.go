@@ -51,6 +51,12 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "use GET, PUT, DELETE or POST ?op=mkdir")
 		return
 	}
+	user := r.URL.Query().Get("user")
+	if id, err := resolveUser(user, a.defaultUser); err == nil && a.fileThreads && !(a.dropCaps && id.uid == 0) {
+		// Root with --drop-caps must hold no capabilities, which a thread of the agent does not shed.
+		a.fileOnThread(w, r, op, path, id)
+		return
+	}
 	// The content passes through pipes of 1 MiB in 256 KiB copies: with the default 64 KiB pipe
 	// and 32 KiB copies, a 1 MiB file cost ~5 ms more in rounds between the child and the agent.
 	var err error
@@ -85,7 +91,7 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	if stdin != nil {
 		stdinReader = stdin
 	}
-	proc, err := startProcess(spec{Argv: argv, User: r.URL.Query().Get("user")}, a.defaultUser, a.dropCaps, stdinReader, stdoutW, stderrW)
+	proc, err := startProcess(spec{Argv: argv, User: user}, a.defaultUser, a.dropCaps, stdinReader, stdoutW, stderrW)
 	stdoutW.Close()
 	stderrW.Close()
 	// The child holds its own read end; without ours, the copy fails (EPIPE) once the child is gone.
@@ -149,11 +155,7 @@ func fileCommand(args []string) int {
 	case "write":
 		err = writeFile(path)
 	case "delete":
-		if _, statErr := os.Lstat(path); statErr != nil {
-			err = statErr
-		} else {
-			err = os.RemoveAll(path)
-		}
+		err = deletePath(path)
 	case "mkdir":
 		err = os.MkdirAll(path, 0o755)
 	default:
@@ -167,19 +169,12 @@ func fileCommand(args []string) int {
 }
 
 func readFile(path string) error {
-	file, err := os.Open(path)
+	file, err := openToRead(path)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	info, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	if info.IsDir() {
-		return syscall.EISDIR
-	}
-	out := bufio.NewWriterSize(os.Stdout, 256<<10)
+	out := bufio.NewWriterSize(os.Stdout, copyBufferSize)
 	out.WriteByte(0)
 	if _, err := io.Copy(out, file); err != nil {
 		return err
@@ -188,15 +183,7 @@ func readFile(path string) error {
 }
 
 func writeFile(path string) error {
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		io.Copy(io.Discard, os.Stdin)
-		return syscall.EISDIR
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		io.Copy(io.Discard, os.Stdin)
-		return err
-	}
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	file, err := createToWrite(path)
 	if err != nil {
 		io.Copy(io.Discard, os.Stdin)
 		return err
@@ -206,6 +193,96 @@ func writeFile(path string) error {
 		return err
 	}
 	return file.Close()
+}
+
+// openToRead opens a file for reading; a directory is EISDIR.
+func openToRead(path string) (*os.File, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := file.Stat()
+	if err == nil && info.IsDir() {
+		err = syscall.EISDIR
+	}
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return file, nil
+}
+
+// createToWrite creates or truncates a file, and its parent directories; a directory is EISDIR.
+func createToWrite(path string) (*os.File, error) {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return nil, syscall.EISDIR
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// deletePath removes a file, or a directory with everything in it; a missing path is an error.
+func deletePath(path string) error {
+	if _, err := os.Lstat(path); err != nil {
+		return err
+	}
+	return os.RemoveAll(path)
+}
+
+// fileOnThread performs a file operation in the agent, on a thread with the user's credentials
+// (thread_credentials.go). Only opening, creating and removing need them: the content of an
+// opened file is copied from the handler's own goroutine.
+func (a *agent) fileOnThread(w http.ResponseWriter, r *http.Request, op, path string, id identity) {
+	var file *os.File
+	err := asUser(id, func() (err error) {
+		switch op {
+		case "read":
+			file, err = openToRead(path)
+		case "write":
+			file, err = createToWrite(path)
+		case "delete":
+			err = deletePath(path)
+		case "mkdir":
+			err = os.MkdirAll(path, 0o755)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		if op == "write" {
+			// Read the body to its end, so that the connection stays usable for the next request.
+			io.Copy(io.Discard, r.Body)
+		}
+		writeFileError(w, path, err)
+	case op == "read":
+		defer file.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.WriteHeader(http.StatusOK)
+		copyLarge(w, file)
+	case op == "write":
+		_, err = copyLarge(file, http.MaxBytesReader(w, r.Body, maxRequestBytes))
+		if closeErr := file.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			writeFileError(w, path, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"path": path})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"path": path})
+	}
+}
+
+// writeFileError answers a failed file operation as the child's exit code and message would.
+func writeFileError(w http.ResponseWriter, path string, err error) {
+	status, known := fileStatus[classify(err)]
+	if !known || errors.Is(err, errCredentials) {
+		status = http.StatusInternalServerError
+	}
+	writeError(w, status, describe(err, path))
 }
 
 // closeAll closes the files that are open (nil ones are skipped).

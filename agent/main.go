@@ -29,8 +29,11 @@ type agent struct {
 	defaultUser string
 	// dropCaps: commands that run as root get no capabilities (see capabilities.go).
 	dropCaps bool
-	started  time.Time
-	detached *detachedTable
+	// fileThreads: file operations run on threads of the agent with the user's credentials
+	// (thread_credentials.go) rather than in child processes.
+	fileThreads bool
+	started     time.Time
+	detached    *detachedTable
 }
 
 // internalCommands are the modes in which the agent re-executes itself (as /proc/self/exe) to
@@ -81,7 +84,7 @@ func serve(socket, user string, dropCaps bool) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{defaultUser: user, dropCaps: dropCaps, started: time.Now(), detached: newDetachedTable()}
+	a := &agent{defaultUser: user, dropCaps: dropCaps, fileThreads: perThreadCredentials(), started: time.Now(), detached: newDetachedTable()}
 	return http.Serve(listener, a.routes())
 }
 
