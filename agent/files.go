@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -297,10 +298,15 @@ func closeAll(files ...*os.File) {
 // copyBufferSize is the unit in which file content is copied between pipes, files and the socket.
 const copyBufferSize = 256 << 10
 
+// copyBuffers are reused: the agent is PID 1 of a sandbox with a memory limit.
+var copyBuffers = sync.Pool{New: func() interface{} { b := make([]byte, copyBufferSize); return &b }}
+
 // copyLarge copies in copyBufferSize pieces. The wrappers hide ReaderFrom and WriterTo, through
 // which io.Copy would otherwise fall back to 32 KiB copies (pipes, http responses, bufio).
 func copyLarge(dst io.Writer, src io.Reader) (int64, error) {
-	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, copyBufferSize))
+	buffer := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buffer)
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buffer)
 }
 
 // pipeSize is the capacity asked for a pipe that carries file content (the unprivileged limit,

@@ -52,7 +52,7 @@ function documentRawBytes(schema: DocumentedSchema): void {
     schema.body = { content: split(schema.body) };
     delete schema.consumes;
   }
-  const ok = schema.response?.["200"];
+  const ok = schema.response?.['200'];
   if (ok && schema.produces?.includes(RAW_BYTES_TYPE)) {
     schema.response!['200'] = { description: 'Success', content: split(ok) };
     delete schema.produces;
