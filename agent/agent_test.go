@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -221,8 +222,25 @@ func fileRequest(t *testing.T, c *http.Client, method, path string, body []byte)
 	return res.StatusCode, data
 }
 
+// fileModes are the two ways the agent performs file operations: in child processes, and on
+// threads with the user's credentials where the kernel gives threads credentials of their own.
+func fileModes(t *testing.T) map[string]*agent {
+	modes := map[string]*agent{"child": {started: time.Now(), detached: newDetachedTable()}}
+	if perThreadCredentials() {
+		modes["thread"] = &agent{fileThreads: true, started: time.Now(), detached: newDetachedTable()}
+	} else {
+		t.Log("no per-thread credentials here (not root, or gVisor): only the child mode is tested")
+	}
+	return modes
+}
+
 func TestFiles(t *testing.T) {
-	c := startAgent(t)
+	for mode, a := range fileModes(t) {
+		t.Run(mode, func(t *testing.T) { checkFiles(t, serveAgent(t, a)) })
+	}
+}
+
+func checkFiles(t *testing.T, c *http.Client) {
 	dir := t.TempDir()
 	content := make([]byte, 3<<20)
 	for i := range content {
@@ -235,11 +253,20 @@ func TestFiles(t *testing.T) {
 	if status, body := fileRequest(t, c, http.MethodGet, path, nil); status != 200 || !bytes.Equal(body, content) {
 		t.Fatalf("read: %d, %d bytes", status, len(body))
 	}
+	if status, body := fileRequest(t, c, http.MethodPut, path, []byte("short")); status != 200 {
+		t.Fatalf("rewrite: %d %s", status, body)
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, path, nil); status != 200 || string(body) != "short" {
+		t.Fatalf("rewrite did not truncate: %d %q", status, body)
+	}
 	if status, body := fileRequest(t, c, http.MethodGet, filepath.Join(dir, "missing"), nil); status != 404 || !strings.Contains(string(body), "not found") {
 		t.Fatalf("missing: %d %s", status, body)
 	}
 	if status, _ := fileRequest(t, c, http.MethodGet, dir, nil); status != 400 {
 		t.Fatalf("directory: %d", status)
+	}
+	if status, _ := fileRequest(t, c, http.MethodPut, dir, []byte("x")); status != 400 {
+		t.Fatalf("write to a directory: %d", status)
 	}
 	if status, _ := fileRequest(t, c, http.MethodPut, filepath.Join(path, "under-a-file"), []byte("x")); status != 400 {
 		t.Fatalf("parent is a file: %d", status)
@@ -268,16 +295,62 @@ func TestFilesRespectTheUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("switching users needs root")
 	}
-	c := startAgent(t)
-	dir := t.TempDir() // owned by root, 0700
-	request, _ := http.NewRequest(http.MethodPut, "http://agent/v1/files?user=nobody&path="+filepath.Join(dir, "x"), strings.NewReader("x"))
-	res, err := c.Do(request)
-	if err != nil {
-		t.Fatal(err)
+	for mode, a := range fileModes(t) {
+		t.Run(mode, func(t *testing.T) {
+			c := serveAgent(t, a)
+			as := func(user, method, path string, body string) (int, string) {
+				request, _ := http.NewRequest(method, "http://agent/v1/files?user="+user+"&path="+path, strings.NewReader(body))
+				res, err := c.Do(request)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				data, _ := io.ReadAll(res.Body)
+				return res.StatusCode, string(data)
+			}
+			// t.TempDir's parent is closed to others; these live in a directory anyone may enter.
+			root, err := os.MkdirTemp("", "agent-files-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(root) })
+			os.Chmod(root, 0o755)
+			closed, open := filepath.Join(root, "closed"), filepath.Join(root, "open")
+			os.Mkdir(closed, 0o755) // root's: nobody may enter, not write
+			os.Mkdir(open, 0o777)
+			os.Chmod(open, 0o777)
+			if status, _ := as("nobody", http.MethodPut, filepath.Join(closed, "x"), "x"); status != http.StatusForbidden {
+				t.Fatalf("nobody wrote into a root directory: %d", status)
+			}
+			secret := filepath.Join(closed, "secret")
+			os.WriteFile(secret, []byte("root only"), 0o600)
+			if status, body := as("nobody", http.MethodGet, secret, ""); status != http.StatusForbidden || !strings.Contains(body, "permission denied") {
+				t.Fatalf("nobody read a root-only file: %d %s", status, body)
+			}
+			if status, _ := as("nobody", http.MethodDelete, secret, ""); status != http.StatusForbidden {
+				t.Fatalf("nobody deleted a root file: %d", status)
+			}
+			made := filepath.Join(open, "sub", "made-by-nobody")
+			if status, body := as("nobody", http.MethodPut, made, "hello"); status != 200 {
+				t.Fatalf("nobody could not write into an open directory: %d %s", status, body)
+			}
+			for _, path := range []string{made, filepath.Dir(made)} {
+				var st syscall.Stat_t
+				if err := syscall.Stat(path, &st); err != nil || st.Uid != 65534 || st.Gid != 65534 {
+					t.Fatalf("%s belongs to %d:%d, not nobody (%v)", path, st.Uid, st.Gid, err)
+				}
+			}
+			// Nothing of nobody's credentials stays behind: root still reads what only root may.
+			if status, body := as("root", http.MethodGet, secret, ""); status != 200 || body != "root only" {
+				t.Fatalf("root after nobody: %d %q", status, body)
+			}
+			if status, body := as("no-such-user", http.MethodGet, secret, ""); status != 400 || !strings.Contains(body, "unknown user") {
+				t.Fatalf("unknown user: %d %s", status, body)
+			}
+		})
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusForbidden {
-		t.Fatalf("nobody wrote into a root directory: %d", res.StatusCode)
+	if _, err := os.ReadFile("/proc/self/status"); err != nil || os.Getuid() != 0 {
+		t.Fatal("the test process lost its credentials")
 	}
 }
 

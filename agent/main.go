@@ -31,8 +31,11 @@ type agent struct {
 	userError string
 	// dropCaps: commands that run as root get no capabilities (see capabilities.go).
 	dropCaps bool
-	started  time.Time
-	detached *detachedTable
+	// fileThreads: file operations run on threads of the agent with the user's credentials
+	// (thread_credentials.go) rather than in child processes.
+	fileThreads bool
+	started     time.Time
+	detached    *detachedTable
 }
 
 // internalCommands are the modes in which the agent re-executes itself (as /proc/self/exe) to
@@ -74,9 +77,10 @@ func main() {
 // to act as another user) and handles requests until the process is killed. It first makes the
 // OS threads it will ever need, while no command can have taken the pids (threads.go).
 func serve(socket, user, workspace string, dropCaps bool) error {
+	// The probe of per-thread credentials ends a thread of its own: before the reserve is made.
+	a := newAgent(user, workspace, dropCaps)
 	reserveThreads(reservedThreads)
 	go children.run()
-	a := newAgent(user, workspace, dropCaps)
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		return err
 	}
@@ -94,7 +98,7 @@ func serve(socket, user, workspace string, dropCaps bool) error {
 // fails, and health says why (the backend refuses such an image at create). Otherwise it sets
 // up the workspace.
 func newAgent(user, workspace string, dropCaps bool) *agent {
-	a := &agent{defaultUser: user, dropCaps: dropCaps, started: time.Now(), detached: newDetachedTable()}
+	a := &agent{defaultUser: user, dropCaps: dropCaps, fileThreads: perThreadCredentials(), started: time.Now(), detached: newDetachedTable()}
 	owner, err := resolveUser("", user)
 	if err != nil {
 		a.userError = err.Error()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -153,4 +154,57 @@ func TestKillTaggedAsAnotherUser(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestUserThreadsGoBackToTheAgent: a file operation's thread is reused once it is back to the
+// agent's credentials, so that operations neither leave a thread with a user's credentials nor
+// use up the reserve of idle threads.
+func TestUserThreadsGoBackToTheAgent(t *testing.T) {
+	if !perThreadCredentials() {
+		t.Skip("needs root and per-thread credentials")
+	}
+	nobody := identity{uid: probeUID, gid: probeUID, groups: []uint32{probeUID}}
+	groupsLine := func() string {
+		status, _ := os.ReadFile("/proc/thread-self/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "Groups:") {
+				return line
+			}
+		}
+		return ""
+	}
+	runtime.LockOSThread()
+	agentGroups := groupsLine()
+	runtime.UnlockOSThread()
+	// Each operation runs on a locked thread; a thread that ended would make every operation's
+	// thread a new one, while reused threads serve many operations.
+	used := map[int]bool{}
+	for i := 0; i < 50; i++ {
+		err := asUser(nobody, func() error {
+			used[syscall.Gettid()] = true
+			if uid := threadFSUID(); uid != probeUID {
+				return fmt.Errorf("fsuid %d inside the operation", uid)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(used) > 10 {
+		t.Fatalf("50 operations ran on %d threads: their threads were not reused", len(used))
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if uid, groups := threadFSUID(), groupsLine(); uid != 0 || groups != agentGroups {
+				t.Errorf("a thread runs with fsuid %d and %q after the operations", uid, groups)
+			}
+		}()
+	}
+	wg.Wait()
 }

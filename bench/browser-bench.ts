@@ -4,6 +4,7 @@ import { chromium } from 'playwright-core';
 import { buildImage } from '../src/images/image-builder.js';
 import { RELAY_PORT } from '../src/services/browser-launch.js';
 import { del, post, type Api } from './core-bench.js';
+import { json, send } from './http-client.js';
 import { report, timePaired } from './stats.js';
 
 const run = promisify(execFile);
@@ -19,23 +20,16 @@ const PLAIN_START = 'chromium --headless --no-sandbox --disable-gpu --user-data-
 
 /** A browser route, whose reply is a bare body; throws with the server's message on failure. */
 async function browserCall(api: Api, method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> {
-  const res = await fetch(api.url + path, {
-    method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as { error?: string };
-  if (!res.ok) throw new Error(`${path}: ${json.error}`);
-  return json;
+  const res = await send(method, api.url + path, body as object | undefined);
+  const reply = json(res) as { error?: string };
+  if (res.status !== 200) throw new Error(`${path}: ${reply.error}`);
+  return reply;
 }
 
 /** Serves the bench page in a sandbox and starts its browser; the sandbox's bridge address. */
 async function servePage(api: Api, name: string): Promise<string> {
-  const served = await fetch(`${api.url}/sandboxes/${name}/exec`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ command: ['bash', '-c', SERVE], stdin: PAGE }),
-  });
-  if (!served.ok) throw new Error(`serving the bench page failed: ${await served.text()}`);
+  const served = await send('POST', `${api.url}/sandboxes/${name}/exec`, { command: ['bash', '-c', SERVE], stdin: PAGE });
+  if (served.status !== 200) throw new Error(`serving the bench page failed: ${served.body.toString('utf8')}`);
   await browserCall(api, 'POST', `/sandboxes/${name}/browser/start`);
   const container = await docker('ps', '-q', '--filter', `label=sandboxd.name=${name}`);
   return docker('inspect', '-f', '{{.NetworkSettings.Networks.bridge.IPAddress}}', container);

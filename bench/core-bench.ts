@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
+import { json, send } from './http-client.js';
 import { report, timePaired } from './stats.js';
 
 const run = promisify(execFile);
@@ -14,17 +15,12 @@ export interface Api {
 
 /** POST through the API; throws with the server's message on failure. */
 export async function post(api: Api, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(api.url + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? '' : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { success: boolean; data: unknown; error?: string };
-  if (!json.success) throw new Error(`${path}: ${json.error}`);
-  return json.data;
+  const reply = json(await send('POST', api.url + path, body ?? '')) as { success: boolean; data: unknown; error?: string };
+  if (!reply.success) throw new Error(`${path}: ${reply.error}`);
+  return reply.data;
 }
 
-export const del = (api: Api, path: string) => fetch(api.url + path, { method: 'DELETE' });
+export const del = (api: Api, path: string) => send('DELETE', api.url + path);
 
 /** Create-to-running through the API against `docker run -d` of the same image. */
 export async function benchCreate(api: Api, n: number, label = 'create-to-running (API)'): Promise<void> {
@@ -77,35 +73,42 @@ export async function benchExecRate(api: Api): Promise<void> {
   );
 }
 
-/** 1 MiB file write and read through the API against the same through an Engine API exec of `cat`. */
+/**
+ * 1 MiB file write and read through the API, as raw bytes (application/octet-stream) and as
+ * the JSON envelope with base64 content, against the same through an Engine API exec of `cat`.
+ */
 export async function benchFiles(api: Api, n: number): Promise<void> {
   const name = `bench-files-${process.pid}`;
   await post(api, '/sandboxes', { name });
   const container = await plainContainer();
   const content = randomBytes(1024 * 1024);
+  const url = `${api.url}/sandboxes/${name}/files/tmp/bench.bin`;
   const body = JSON.stringify({ content: content.toString('base64'), encoding: 'base64' });
-  const write = await timePaired(
-    n,
-    async () => {
-      const res = await fetch(`${api.url}/sandboxes/${name}/files/tmp/bench.bin`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body });
-      if (!res.ok) throw new Error(`file write: HTTP ${res.status}`);
-      await res.arrayBuffer();
-    },
-    () => engineExec(container, ['sh', '-c', 'cat > /tmp/bench.bin'], content),
-  );
+  const octets = 'application/octet-stream';
+  const checked = async (what: string, pending: Promise<Awaited<ReturnType<typeof send>>>) => {
+    const res = await pending;
+    if (res.status !== 200) throw new Error(`${what}: HTTP ${res.status} ${res.body.toString('utf8')}`);
+    return res;
+  };
+  const plainWrite = () => engineExec(container, ['sh', '-c', 'cat > /tmp/bench.bin'], content);
+  const plainRead = () => engineExec(container, ['cat', '/tmp/bench.bin']);
+  const write = await timePaired(n, () => checked('raw file write', send('PUT', url, content, { 'content-type': octets })), plainWrite);
   const read = await timePaired(
     n,
     async () => {
-      const res = await fetch(`${api.url}/sandboxes/${name}/files/tmp/bench.bin`);
-      if (!res.ok) throw new Error(`file read: HTTP ${res.status}`);
-      await res.json();
+      const res = await checked('raw file read', send('GET', url, undefined, { accept: octets }));
+      if (res.body.length !== content.length) throw new Error(`raw file read: ${res.body.length} bytes`);
     },
-    () => engineExec(container, ['cat', '/tmp/bench.bin']),
+    plainRead,
   );
+  const writeJson = await timePaired(n, () => checked('file write', send('PUT', url, body)), plainWrite);
+  const readJson = await timePaired(n, async () => json(await checked('file read', send('GET', url))), plainRead);
   await container.remove({ force: true });
   await del(api, `/sandboxes/${name}`);
-  report('1 MiB file write (API)', write.ours, write.plain, 'Engine API exec cat >');
-  report('1 MiB file read (API)', read.ours, read.plain, 'Engine API exec cat');
+  report('1 MiB file write (API, raw)', write.ours, write.plain, 'Engine API exec cat >');
+  report('1 MiB file read (API, raw)', read.ours, read.plain, 'Engine API exec cat');
+  report('1 MiB file write (API, JSON base64)', writeJson.ours, writeJson.plain, 'Engine API exec cat >');
+  report('1 MiB file read (API, JSON base64)', readJson.ours, readJson.plain, 'Engine API exec cat');
 }
 
 /** A plain running container of BENCH_IMAGE, for the Engine API side of a comparison. */
@@ -154,7 +157,7 @@ export async function benchApiOverhead(fakeApi: Api, n: number): Promise<void> {
   const { ours, plain } = await timePaired(
     n,
     () => post(fakeApi, `/sandboxes/${name}/exec`, { command: ['true'] }),
-    () => fetch(`${fakeApi.url}/health`).then((res) => res.json()),
+    async () => json(await send('GET', `${fakeApi.url}/health`)),
     20,
   );
   await del(fakeApi, `/sandboxes/${name}`);

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { send } from './http-client.js';
 import { report, timePaired } from './stats.js';
 
 interface Api {
@@ -23,13 +24,8 @@ export async function startSink(): Promise<{ url: string; requests: () => number
 }
 
 async function exec(api: Api, name: string): Promise<void> {
-  const res = await fetch(`${api.url}/sandboxes/${name}/exec`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ command: ['true'] }),
-  });
+  const res = await send('POST', `${api.url}/sandboxes/${name}/exec`, { command: ['true'] });
   if (res.status !== 200) throw new Error(`exec: ${res.status}`);
-  await res.text();
 }
 
 /**
@@ -40,7 +36,7 @@ async function exec(api: Api, name: string): Promise<void> {
 export async function benchObservability(observed: Api, bare: Api, n: number): Promise<void> {
   const name = `bench-obs-${process.pid}`;
   for (const api of [observed, bare]) {
-    await fetch(`${api.url}/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+    await send('POST', `${api.url}/sandboxes`, { name });
   }
   const stream = new AbortController();
   const events = await fetch(`${observed.url}/events`, { signal: stream.signal });
@@ -52,6 +48,6 @@ export async function benchObservability(observed: Api, bare: Api, n: number): P
     20,
   );
   stream.abort();
-  for (const api of [observed, bare]) await fetch(`${api.url}/sandboxes/${name}`, { method: 'DELETE' });
+  for (const api of [observed, bare]) await send('DELETE', `${api.url}/sandboxes/${name}`);
   report('exec, observability on (fake)', ours, plain, 'observability off');
 }

@@ -54,6 +54,8 @@ async function withServer(args: string[], work: (server: Server) => Promise<void
  */
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
+  // BENCH_ONLY=core runs the core figures alone (runs, create, exec, files, API overhead).
+  const coreOnly = process.env.BENCH_ONLY === 'core';
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();
@@ -68,6 +70,7 @@ async function main(): Promise<void> {
     await benchExecRate(docker);
     await benchFiles(docker, n);
     await benchApiOverhead(fake, n * 20);
+    if (coreOnly) return;
     await benchObservability(observed, fake, n * 20);
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');

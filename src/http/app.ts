@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ZodType } from 'zod';
 import { VERSION } from '../paths.js';
+import { RAW_BYTES_TYPE } from '../schemas/file-schemas.js';
 import type { Services } from '../services/services.js';
 import type { Logger } from '../telemetry/logger.js';
 import { registerAuth } from './auth.js';
@@ -30,6 +31,32 @@ export interface AppOptions {
   https?: { cert: string; key: string };
   /** Heartbeat comment interval of GET /events (15 s). */
   eventsHeartbeatMs?: number;
+}
+
+type JsonSchema = Record<string, unknown> & { anyOf?: JsonSchema[] };
+type DocumentedSchema = { body?: JsonSchema; response?: Record<string, JsonSchema>; consumes?: string[]; produces?: string[] };
+
+/**
+ * Routes that also take or give a file's bytes as they are (`consumes` / `produces` naming
+ * application/octet-stream) get one schema per media type: the JSON form for JSON, a binary
+ * string for the raw bytes. The raw branch of a body union has no JSON Schema and drops out.
+ */
+function documentRawBytes(schema: DocumentedSchema): void {
+  const binary = { schema: { type: 'string', format: 'binary' } };
+  const split = (json: JsonSchema) => {
+    // Identifiers of the whole schema, which the plugin drops where it places the schema itself.
+    const { $id: _id, $schema: _schema, ...rest } = json.anyOf?.length === 1 ? json.anyOf[0]! : json;
+    return { 'application/json': { schema: rest }, [RAW_BYTES_TYPE]: binary };
+  };
+  if (schema.body && schema.consumes?.includes(RAW_BYTES_TYPE)) {
+    schema.body = { content: split(schema.body) };
+    delete schema.consumes;
+  }
+  const ok = schema.response?.['200'];
+  if (ok && schema.produces?.includes(RAW_BYTES_TYPE)) {
+    schema.response!['200'] = { description: 'Success', content: split(ok) };
+    delete schema.produces;
+  }
 }
 
 /** The quieter of two pino levels. */
@@ -88,6 +115,7 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
         schema: { ...input.schema, response: Object.fromEntries(responses.filter(([, s]) => isZod(s))) },
       });
       schema.response = { ...(schema.response as object), ...Object.fromEntries(responses.filter(([, s]) => !isZod(s))) };
+      documentRawBytes(schema as DocumentedSchema);
       // The wildcard of the file routes is the file path.
       if (!url.includes('*')) return { schema, url };
       const params = schema.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;

@@ -33,6 +33,14 @@ export function clientGone(reply: FastifyReply): AbortSignal {
 }
 
 /**
+ * Replies with bytes as they are, under a route whose typed reply describes its JSON form:
+ * Fastify sends a Buffer without serialising it, so the response schema is not involved.
+ */
+export function sendBytes(reply: FastifyReply<any>, contentType: string, bytes: Buffer): FastifyReply<any> {
+  return (reply as FastifyReply).type(contentType).send(bytes);
+}
+
+/**
  * A documented non-JSON reply (Prometheus text, event streams): an OpenAPI response object
  * passed through to the document as it is, where JSON replies are zod schemas.
  */

@@ -24,6 +24,13 @@ export function describeIssues(issues: z.core.$ZodIssue[], context?: string): st
         const where = path ? ` in ${path}` : context && context !== 'body' ? ` in ${context}` : '';
         return issue.keys.map((key) => `unknown field '${key}'${where}`).join('; ');
       }
+      if (issue.code === 'invalid_union') {
+        // The one form the input was meant as: the only branch that got past the input's kind.
+        const meant = issue.errors.filter((branch) => branch.some((inner) => inner.path.length > 0));
+        if (meant.length === 1) {
+          return describeIssues(meant[0]!.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })), context);
+        }
+      }
       if (issue.code === 'invalid_key') {
         return `${path}: ${issue.issues.map((inner) => inner.message).join(', ')}`;
       }

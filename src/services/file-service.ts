@@ -5,8 +5,6 @@ import type { SandboxService } from './sandbox-service.js';
 
 export type Encoding = 'utf8' | 'base64';
 
-/** Base64 alphabet with padding; a flat pattern, so a 16 MiB string cannot exhaust the stack. */
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -25,8 +23,24 @@ export function sandboxPath(raw: string, field = 'path'): string {
 /** Bytes of client content in the given encoding. */
 export function decodeContent(content: string, encoding: Encoding = 'utf8', field = 'content'): Buffer {
   if (encoding === 'utf8') return Buffer.from(content, 'utf8');
-  if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest(`${field}: is not valid base64`);
-  return Buffer.from(content, 'base64');
+  const bytes = decodeBase64(content);
+  if (!bytes) throw badRequest(`${field}: is not valid base64`);
+  return bytes;
+}
+
+/**
+ * Strict base64 (standard alphabet, padded, no whitespace) in native code: Node's decoder
+ * skips ASCII characters outside the alphabet and stops at `=`, so any such character makes
+ * the result shorter than the length the text promises. It also takes the URL-safe `-` and
+ * `_` and reads only the low byte of a character past U+00FF, so those are refused first.
+ * The regular expression this replaces cost ~8 ms per MiB.
+ */
+export function decodeBase64(text: string): Buffer | undefined {
+  if (text.length % 4 !== 0 || text.includes('-') || text.includes('_')) return undefined;
+  if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.length === (text.length / 4) * 3 - padding ? bytes : undefined;
 }
 
 /** Reads, writes and deletes files inside running sandboxes. */
@@ -37,9 +51,15 @@ export class FileService {
     private readonly audit: AuditService,
   ) {}
 
+  /** Writes client content given as text in an encoding (the JSON form of PUT). */
   async write(name: string, rawPath: string, content: string, encoding?: Encoding): Promise<string> {
     const path = sandboxPath(rawPath);
-    const bytes = decodeContent(content, encoding);
+    return this.writeBytes(name, path, decodeContent(content, encoding));
+  }
+
+  /** Writes the bytes as they are (the raw form of PUT, `application/octet-stream`). */
+  async writeBytes(name: string, rawPath: string, bytes: Buffer): Promise<string> {
+    const path = sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
     await this.backend.writeFile(sandbox.backendId, path, bytes);
     await this.sandboxes.touch(sandbox);
@@ -65,15 +85,21 @@ export class FileService {
 
   /** The file's content: utf8 when it is text, base64 otherwise. */
   async read(name: string, rawPath: string): Promise<{ content: string; encoding: Encoding; size: number }> {
+    const bytes = await this.readBytes(name, rawPath);
+    const text = asText(bytes);
+    return text === undefined
+      ? { content: bytes.toString('base64'), encoding: 'base64', size: bytes.length }
+      : { content: text, encoding: 'utf8', size: bytes.length };
+  }
+
+  /** The file's bytes as they are (the raw form of GET, `Accept: application/octet-stream`). */
+  async readBytes(name: string, rawPath: string): Promise<Buffer> {
     const path = sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
     const bytes = await this.backend.readFile(sandbox.backendId, path);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('file_read', sandbox, { path, bytes: bytes.length });
-    const text = asText(bytes);
-    return text === undefined
-      ? { content: bytes.toString('base64'), encoding: 'base64', size: bytes.length }
-      : { content: text, encoding: 'utf8', size: bytes.length };
+    return bytes;
   }
 
   async delete(name: string, rawPath: string): Promise<string> {

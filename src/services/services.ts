@@ -76,7 +76,7 @@ export class Services {
   private readonly settings: ServiceSettings;
 
   constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing }: ServicesInput) {
-    const sandboxRepo = new SandboxRepository(store.db);
+    const sandboxRepo = new SandboxRepository(store.db, store.statements);
     this.sandboxRepo = sandboxRepo;
     this.settings = settings;
     this.observability = new Observability({
@@ -95,7 +95,7 @@ export class Services {
       clock,
       logger.child({ part: 'pool' }),
     );
-    this.audit = new AuditService(new AuditRepository(store.db), clock, this.observability.bus);
+    this.audit = new AuditService(new AuditRepository(store.db, store.statements), clock, this.observability.bus);
     this.sandboxes = new SandboxService(sandboxRepo, backend, this.pool, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
     this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
     this.detached = new DetachedService(new DetachedRepository(store.db), this.sandboxes, this.exec, backend, this.audit);

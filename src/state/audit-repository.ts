@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import type { Statements } from './store.js';
 
 export interface AuditEntry {
   timestamp: string;
@@ -10,19 +11,16 @@ export interface AuditEntry {
 
 /** The audit log: append-only entries per sandbox. */
 export class AuditRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly statements: Statements,
+  ) {}
 
+  /** Every exec and file operation appends one entry: a prepared statement. */
   async append(entry: { timestamp: string; event: string; sandbox: string; sandboxUuid?: string; details: object }) {
-    await this.db
-      .insertInto('audit_log')
-      .values({
-        timestamp: entry.timestamp,
-        event: entry.event,
-        sandbox: entry.sandbox,
-        sandbox_uuid: entry.sandboxUuid ?? null,
-        details: JSON.stringify(entry.details),
-      })
-      .execute();
+    this.statements
+      .get('insert into "audit_log" ("timestamp", "event", "sandbox", "sandbox_uuid", "details") values (?, ?, ?, ?, ?)')
+      .run(entry.timestamp, entry.event, entry.sandbox, entry.sandboxUuid ?? null, JSON.stringify(entry.details));
   }
 
   /** Entries of one sandbox (by uuid, so a recreated name starts clean), oldest first. */

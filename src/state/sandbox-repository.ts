@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Profile } from '../backends/backend.js';
 import type { Database, SandboxTable } from './schema.js';
+import type { Statements } from './store.js';
 
 /**
  * Stored status. `creating`, `archiving` and `removing` are in-flight states that recovery
@@ -44,7 +45,10 @@ type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'createdAt'>>;
 
 /** Sandboxes in the state store. */
 export class SandboxRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly statements: Statements,
+  ) {}
 
   /** Inserts a new sandbox; false when the name is taken. */
   async insert(record: SandboxRecord): Promise<boolean> {
@@ -56,13 +60,14 @@ export class SandboxRepository {
     return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
   }
 
+  /** Every exec and file operation starts here: a prepared statement. */
   async byName(name: string): Promise<SandboxRecord | undefined> {
-    const row = await this.db.selectFrom('sandboxes').selectAll().where('name', '=', name).executeTakeFirst();
+    const row = this.statements.get('select * from "sandboxes" where "name" = ?').get(name) as Selectable<SandboxTable> | undefined;
     return row && fromRow(row);
   }
 
   async byUuid(uuid: string): Promise<SandboxRecord | undefined> {
-    const row = await this.db.selectFrom('sandboxes').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+    const row = this.statements.get('select * from "sandboxes" where "uuid" = ?').get(uuid) as Selectable<SandboxTable> | undefined;
     return row && fromRow(row);
   }
 
@@ -87,10 +92,16 @@ export class SandboxRepository {
    * returns false when nothing matched.
    */
   async update(uuid: string, patch: Patch, from?: readonly SandboxStatus[]): Promise<boolean> {
-    let query = this.db.updateTable('sandboxes').set(toRow(patch)).where('uuid', '=', uuid);
-    if (from) query = query.where('status', 'in', from);
-    const result = await query.executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    // One prepared statement per shape (columns set, statuses allowed): every exec touches
+    // last_activity_at through here. Column names come from toRow, never from the caller.
+    const row = toRow(patch);
+    const columns = Object.keys(row);
+    if (columns.length === 0) throw new Error('sandbox update without a field to set');
+    const sql =
+      `update "sandboxes" set ${columns.map((column) => `"${column}" = ?`).join(', ')} where "uuid" = ?` +
+      (from ? ` and "status" in (${from.map(() => '?').join(', ')})` : '');
+    const result = this.statements.get(sql).run(...Object.values(row), uuid, ...(from ?? []));
+    return result.changes === 1;
   }
 
   async delete(uuid: string): Promise<void> {

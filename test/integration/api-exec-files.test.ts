@@ -189,6 +189,41 @@ describe('files', () => {
     expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
+  it('takes and gives raw bytes with application/octet-stream, as the sandbox user', async () => {
+    const RAW = 'application/octet-stream';
+    const url = `${rt.url}/sandboxes/${name}/files/workspace/raw/blob.bin`;
+    const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(3 * 1024 * 1024)]);
+    const put = await fetch(url, { method: 'PUT', headers: { 'content-type': RAW }, body: bytes });
+    expect(await put.json()).toEqual({ success: true, data: `wrote ${bytes.length} bytes to /workspace/raw/blob.bin` });
+    const get = await fetch(url, { headers: { accept: RAW } });
+    expect(get.status).toBe(200);
+    expect(get.headers.get('content-type')).toBe(RAW);
+    expect(Buffer.from(await get.arrayBuffer()).equals(bytes)).toBe(true);
+    const json = (await api('GET', `/sandboxes/${name}/files/workspace/raw/blob.bin`)).body.data;
+    expect(Buffer.from(json.content, 'base64').equals(bytes)).toBe(true);
+    expect((await exec({ command: ['stat', '-c', '%U', '/workspace/raw/blob.bin', '/workspace/raw'] })).output).toBe('sandbox\nsandbox\n');
+    const empty = await fetch(`${rt.url}/sandboxes/${name}/files/tmp/empty`, { method: 'PUT', headers: { 'content-type': RAW }, body: Buffer.alloc(0) });
+    expect((await empty.json()).data).toBe('wrote 0 bytes to /tmp/empty');
+    expect((await exec({ command: ['stat', '-c', '%s', '/tmp/empty'] })).output).toBe('0\n');
+  });
+
+  it('keeps raw-bytes failures in the JSON envelope', async () => {
+    const RAW = 'application/octet-stream';
+    const files = `${rt.url}/sandboxes/${name}/files`;
+    const forbidden = await fetch(`${files}/etc/forbidden`, { method: 'PUT', headers: { 'content-type': RAW }, body: Buffer.from('x') });
+    expect(forbidden.status).toBe(403);
+    expect(await forbidden.json()).toMatchObject({ success: false, code: 'FORBIDDEN' });
+    const shadow = await fetch(`${files}/etc/shadow`, { headers: { accept: RAW } });
+    expect(shadow.status).toBe(403);
+    expect(shadow.headers.get('content-type')).toContain('application/json');
+    const missing = await fetch(`${files}/workspace/nope.bin`, { headers: { accept: RAW } });
+    expect(await missing.json()).toMatchObject({ success: false, code: 'NOT_FOUND', error: "file '/workspace/nope.bin' not found" });
+    expect((await fetch(`${files}/workspace`, { headers: { accept: RAW } })).status).toBe(400);
+    const big = await fetch(`${files}/tmp/big`, { method: 'PUT', headers: { 'content-type': RAW }, body: Buffer.alloc(16 * 1024 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect((await big.json()).code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
   it('round-trips a file of nearly 16 MiB of binary', async () => {
     const bytes = randomBytes(11 * 1024 * 1024);
     const put = await api('PUT', `/sandboxes/${name}/files/tmp/large.bin`, { content: bytes.toString('base64'), encoding: 'base64' });

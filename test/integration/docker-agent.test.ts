@@ -26,6 +26,9 @@ async function caps(id: string, sudo = false): Promise<{ prm: string; eff: strin
   return { prm: /CapPrm:\s*(\w+)/.exec(status)![1]!, eff: /CapEff:\s*(\w+)/.exec(status)![1]! };
 }
 
+/** Prints user:group of each path argument. */
+const OWNERS = 'import grp, os, pwd, sys\nfor p in sys.argv[1:]:\n    s = os.stat(p)\n    print(f"{pwd.getpwuid(s.st_uid).pw_name}:{grp.getgrgid(s.st_gid).gr_name}")';
+
 let moderate: InstanceState;
 let restrictive: InstanceState;
 
@@ -66,6 +69,25 @@ describe('the sandbox agent', () => {
     await docker('exec', moderate.id, 'true');
     expect(await engineExecs(since)).toHaveLength(1);
   });
+
+  it('does file operations as the sandbox user in runc and gVisor sandboxes', async () => {
+    // runc: on a thread of the agent with the user's credentials; gVisor: in a child process.
+    for (const state of [moderate, restrictive]) {
+      await backend.writeFile(state.id, '/workspace/agent-files/owned.txt', Buffer.from('mine'));
+      // Python's stat, as gVisor's statx refuses coreutils' flags.
+      const owners = await run(state.id, ['python3', '-c', OWNERS, '/workspace/agent-files', '/workspace/agent-files/owned.txt']);
+      expect(owners.stdout + owners.stderr, state.runtime).toBe('sandbox:sandbox\nsandbox:sandbox\n');
+      expect((await backend.readFile(state.id, '/workspace/agent-files/owned.txt')).toString()).toBe('mine');
+      await expect(backend.readFile(state.id, '/etc/shadow'), state.runtime).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await expect(backend.writeFile(state.id, '/etc/agent-files', Buffer.from('x')), state.runtime).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await expect(backend.deleteFile(state.id, '/etc/hostname'), state.runtime).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      // Nothing of the user's credentials stays with the agent: root commands still read what only root may.
+      expect((await run(state.id, ['head', '-c', '5', '/etc/shadow'], { user: 'root' })).exitCode, state.runtime).toBe(0);
+      await backend.deleteFile(state.id, '/workspace/agent-files');
+      expect((await run(state.id, ['test', '-e', '/workspace/agent-files'])).exitCode).toBe(1);
+    }
+  });
+
 
   it('serves again after a stop and a start', async () => {
     const state = await backend.create(specOf());

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { envelope, message, resourceName } from '../../schemas/common.js';
-import { fileContent, writeFileBody, writeFilesBody } from '../../schemas/file-schemas.js';
+import { fileContent, RAW_BYTES_TYPE, writeFileRequest, writeFilesBody } from '../../schemas/file-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
-import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
 
 const tags = ['files'];
 const fileParams = z.object({
@@ -10,9 +10,32 @@ const fileParams = z.object({
   '*': z.string().meta({ description: 'Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py' }),
 });
 
-/** Files inside running sandboxes. */
+/**
+ * Whether a reply should be the raw bytes: the Accept header names application/octet-stream
+ * with a quality above zero and not below that of an explicit application/json. Wildcards do
+ * not outweigh it (a named type is more specific); JSON stays the default.
+ */
+export function prefersRawBytes(accept: string | undefined): boolean {
+  if (!accept?.includes(RAW_BYTES_TYPE)) return false;
+  let raw = 0;
+  let json = -1;
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((part) => part.trim());
+    const qParam = params.find((param) => /^q=/i.test(param));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    const quality = Number.isFinite(q) ? q : 0;
+    if (type.toLowerCase() === RAW_BYTES_TYPE) raw = Math.max(raw, quality);
+    else if (type.toLowerCase() === 'application/json') json = Math.max(json, quality);
+  }
+  return raw > 0 && raw >= json && !(json === raw && accept.indexOf('application/json') < accept.indexOf(RAW_BYTES_TYPE));
+}
+
+/** Files inside running sandboxes; one file's bytes also travel raw (application/octet-stream). */
 export async function fileRoutes(app: App, { services }: RouteContext): Promise<void> {
   const files = services.files;
+
+  // In this plugin only: a raw body is the file's bytes as they came (16 MiB limit, 413 beyond).
+  app.addContentTypeParser(RAW_BYTES_TYPE, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
   app.put(
     '/sandboxes/:name/files/*',
@@ -20,12 +43,18 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
       schema: {
         tags,
         summary: 'Write a file (parent directories are created)',
+        description: `JSON {content, encoding}, or the file's bytes as they are with Content-Type: ${RAW_BYTES_TYPE}.`,
         params: fileParams,
-        body: writeFileBody,
+        body: writeFileRequest,
+        consumes: ['application/json', RAW_BYTES_TYPE],
         response: { 200: message, ...errors(400, 403, 404, 409, 413) },
       },
     },
-    async (request) => ok(await files.write(request.params.name, `/${request.params['*']}`, request.body.content, request.body.encoding)),
+    async (request) => {
+      const { name, '*': path } = request.params;
+      const body = request.body;
+      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, `/${path}`, body) : await files.write(name, `/${path}`, body.content, body.encoding));
+    },
   );
 
   app.get(
@@ -34,11 +63,17 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
       schema: {
         tags,
         summary: 'Read a file: utf8 when it is text, base64 otherwise',
+        description: `With Accept: ${RAW_BYTES_TYPE}, the reply is the file's bytes as they are; errors stay JSON.`,
         params: fileParams,
+        produces: ['application/json', RAW_BYTES_TYPE],
         response: { 200: envelope(fileContent), ...errors(400, 403, 404, 409) },
       },
     },
-    async (request) => ok(await files.read(request.params.name, `/${request.params['*']}`)),
+    async (request, reply) => {
+      const { name, '*': path } = request.params;
+      if (!prefersRawBytes(request.headers.accept)) return ok(await files.read(name, `/${path}`));
+      return sendBytes(reply, RAW_BYTES_TYPE, await files.readBytes(name, `/${path}`));
+    },
   );
 
   app.delete(
