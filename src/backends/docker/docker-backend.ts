@@ -33,7 +33,8 @@ import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
-import { AgentClient, type AgentDetached, type AgentHealth } from './agent-client.js';
+import type { AgentClient, AgentDetached } from './agent-client.js';
+import { AgentConnections, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, AgentUnreachable, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 
@@ -56,8 +57,6 @@ export interface DockerBackendOptions {
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 const STOP_TIMEOUT_S = 5;
 const ROOT: UserIds = { uid: 0, gid: 0 };
-/** How long a started sandbox's agent may take to answer before the engine's exec is used. */
-const AGENT_READY_MS = 5_000;
 
 /**
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
@@ -75,9 +74,7 @@ export class DockerBackend implements Backend {
   private runtimes: string[] = ['runc'];
   private detecting?: Promise<string[]>;
   private readonly sockets: AgentSockets;
-  /** One agent connection pool per container id, and the labels of each container that matter here. */
-  private readonly agents = new Map<string, AgentClient>();
-  private readonly identities = new Map<string, ContainerIdentity>();
+  private readonly agents: AgentConnections;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
@@ -86,6 +83,7 @@ export class DockerBackend implements Backend {
     this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
     this.sockets = new AgentSockets(options.dataDir);
+    this.agents = new AgentConnections(this.docker, this.sockets, this.logger);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -124,14 +122,14 @@ export class DockerBackend implements Backend {
    * Limits cannot change under gVisor nor where the tmpfs sizes follow them (read-only profile).
    */
   async claim(id: string, spec: SandboxSpec): Promise<void> {
-    const identity = await this.identityOf(id);
+    const identity = await this.agents.identityOf(id);
     if (!identity || identity.uuid !== spec.uuid) throw badRequest(`container '${id}' is not the pool container of ${spec.uuid}`);
     const limitsChange = spec.vcpus !== identity.vcpus || spec.memoryMb !== identity.memoryMb;
     if (limitsChange && (identity.runtime === 'runsc' || PROFILE_SETTINGS[spec.profile].readonlyRootfs)) {
       throw new UnsupportedError('docker', `changing the limits of a pooled ${spec.profile} sandbox`);
     }
     try {
-      await this.agentFor(id).health();
+      await this.agents.of(id).health();
     } catch (err) {
       if (err instanceof AgentUnreachable) throw conflict(`container '${id}' is not running`);
       throw err;
@@ -141,7 +139,7 @@ export class DockerBackend implements Backend {
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
     }, id);
-    this.identities.set(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memoryMb });
+    this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memoryMb });
   }
 
   async start(id: string): Promise<InstanceState> {
@@ -150,14 +148,14 @@ export class DockerBackend implements Backend {
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();
-      this.dropAgent(id);
-      if (hasAgent(info)) await this.waitForAgent(id);
+      this.agents.disconnect(id);
+      if (hasAgent(info)) await this.agents.waitForAgent(id);
       return instanceFromInspect(info);
     }, id);
   }
 
   async stop(id: string): Promise<void> {
-    this.dropAgent(id);
+    this.agents.disconnect(id);
     await this.engine(() => this.docker.getContainer(id).stop({ t: STOP_TIMEOUT_S }).catch(ignoreStatus(304)), id);
   }
 
@@ -165,7 +163,7 @@ export class DockerBackend implements Backend {
     await this.engine(async () => {
       const container = this.docker.getContainer(id);
       const info = await container.inspect().catch(() => undefined);
-      this.forget(id);
+      this.agents.forget(id);
       // 404: already gone; 409: a removal is already under way.
       await container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
       const uuid = info?.Config.Labels?.[LABEL.uuid];
@@ -302,7 +300,7 @@ export class DockerBackend implements Backend {
 
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
   async close(): Promise<void> {
-    for (const id of [...this.agents.keys()]) this.dropAgent(id);
+    this.agents.disconnectAll();
   }
 
   /** One command in a container: through its agent, else through the engine. */
@@ -321,7 +319,7 @@ export class DockerBackend implements Backend {
    */
   private engineExec(id: string, request: RawExec): Promise<RawExecOutcome> {
     return this.engine(async () => {
-      const named = request.user ?? (await this.identityOf(id))?.user;
+      const named = request.user ?? (await this.agents.identityOf(id))?.user;
       const user = named === 'root' ? '0' : named;
       return runExec(this.docker.getContainer(id), { ...request, user }, this.logger);
     }, id);
@@ -333,7 +331,7 @@ export class DockerBackend implements Backend {
    */
   private async viaAgent<T>(id: string, withAgent: (agent: AgentClient) => Promise<T>, withEngine: () => Promise<T>): Promise<T> {
     try {
-      return await withAgent(this.agentFor(id));
+      return await withAgent(this.agents.of(id));
     } catch (err) {
       if (!(err instanceof AgentUnreachable)) throw err;
       this.logger.debug({ container: id, reason: err.message }, 'agent unreachable; using the engine');
@@ -347,70 +345,13 @@ export class DockerBackend implements Backend {
    */
   private async agentOnly<T>(id: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
     try {
-      return await operation(this.agentFor(id));
+      return await operation(this.agents.of(id));
     } catch (err) {
       if (!(err instanceof AgentUnreachable)) throw err;
       const state = await this.inspect(id);
       if (!state) throw notFound(`container '${id}' not found`);
       if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
       throw new UnsupportedError('docker', 'detached commands in a sandbox without the sandbox agent (made by an older sandboxd)');
-    }
-  }
-
-  private agentFor(id: string): AgentClient {
-    let agent = this.agents.get(id);
-    if (!agent) {
-      agent = new AgentClient(async () => {
-        const identity = await this.identityOf(id);
-        if (!identity) throw new AgentUnreachable(`container '${id}' is no sandbox of this service`);
-        return this.sockets.relink(identity.uuid);
-      });
-      this.agents.set(id, agent);
-    }
-    return agent;
-  }
-
-  private dropAgent(id: string): void {
-    this.agents.get(id)?.close();
-    this.agents.delete(id);
-  }
-
-  /** Forgets a removed container. */
-  private forget(id: string): void {
-    this.dropAgent(id);
-    this.identities.delete(id);
-  }
-
-  /** The sandbox uuid and default user of a container (its labels), asked of the engine once. */
-  private async identityOf(id: string): Promise<ContainerIdentity | undefined> {
-    let identity = this.identities.get(id);
-    if (!identity) {
-      const info = await this.docker.getContainer(id).inspect().catch(() => undefined);
-      const uuid = info?.Config.Labels?.[LABEL.uuid];
-      if (!info || !uuid) return undefined;
-      identity = identityOf(info.Config.Labels, info.HostConfig);
-      this.identities.set(id, identity);
-    }
-    return identity;
-  }
-
-  /**
-   * Waits until a just-started agent answers, with its health; past the deadline the engine's
-   * exec stands in (undefined).
-   */
-  private async waitForAgent(id: string): Promise<AgentHealth | undefined> {
-    const deadline = Date.now() + AGENT_READY_MS;
-    for (;;) {
-      try {
-        return await this.agentFor(id).health();
-      } catch (err) {
-        if (!(err instanceof AgentUnreachable)) throw err;
-        if (Date.now() > deadline) {
-          this.logger.warn({ container: id, reason: err.message }, 'the sandbox agent did not start; using the engine exec');
-          return undefined;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
     }
   }
 
@@ -486,10 +427,10 @@ export class DockerBackend implements Backend {
       container = await this.docker.createContainer(options).catch((err: unknown) => {
         throw createError(err, spec.image, options.name ?? spec.name, this.options.imageHint);
       });
-      this.identities.set(container.id, identityOf(options.Labels ?? {}, options.HostConfig ?? {}));
+      this.agents.remember(container.id, identityOf(options.Labels ?? {}, options.HostConfig ?? {}));
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
       await container.start();
-      const health = await this.waitForAgent(container.id);
+      const health = await this.agents.waitForAgent(container.id);
       if (health?.default_user_error) {
         // As `docker run` refuses it; the agent would fail every command as that user.
         const user = image.Config.User;
@@ -502,7 +443,7 @@ export class DockerBackend implements Backend {
       return state;
     } catch (err) {
       if (container) {
-        this.forget(container.id);
+        this.agents.forget(container.id);
         await container.remove({ force: true, v: true }).catch((removeErr: unknown) => {
           this.logger.error({ err: removeErr, container: container?.id }, 'could not remove a failed sandbox');
         });
@@ -554,30 +495,10 @@ function detachedFrom(item: AgentDetached): DetachedProcess {
   };
 }
 
-/** The labels of a container that say which agent serves it, as whom commands run, and its limits. */
-interface ContainerIdentity {
-  uuid: string;
-  /** The image's default user; undefined means the container's own user. */
-  user?: string;
-  runtime?: string;
-  vcpus: number;
-  memoryMb: number;
-}
-
 /** The engine's fields for new limits; an absent one stays as it is. */
 function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
   const memory = request.memoryMb === undefined ? {} : { Memory: request.memoryMb * 1024 * 1024, MemorySwap: request.memoryMb * 1024 * 1024 };
   return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
-}
-
-function identityOf(labels: Record<string, string>, host: Docker.HostConfig): ContainerIdentity {
-  return {
-    uuid: labels[LABEL.uuid] ?? '',
-    user: labels[LABEL.user] || undefined,
-    runtime: host.Runtime,
-    vcpus: (host.NanoCpus ?? 0) / 1e9,
-    memoryMb: (host.Memory ?? 0) / 1024 / 1024,
-  };
 }
 
 /** Whether a container runs the sandbox agent (containers made before it did not). */
