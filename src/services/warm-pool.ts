@@ -127,13 +127,16 @@ export class WarmPool {
     else pool.ready.unshift(instance);
   }
 
-  /** Destroys a used or refused instance in the background. */
+  /**
+   * Destroys a used or refused instance in the background. The pool lets go of it either way: one
+   * the engine failed to remove is left to the sweep (RecoveryService.sweep).
+   */
   discard(instance: PooledInstance): void {
     this.track(
       this.backend
         .remove(instance.state.id)
-        .then(() => this.held.delete(instance.uuid))
-        .catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'pool instance not removed')),
+        .catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'pool instance not removed; the sweep will'))
+        .finally(() => this.held.delete(instance.uuid)),
     );
   }
 
