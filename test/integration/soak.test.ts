@@ -64,6 +64,18 @@ const inside = async (name: string) => {
   return { processes, agentFds };
 };
 
+/** The value `read` gives twice in a row (at most 20 tries). */
+async function settled<T>(read: () => Promise<T>): Promise<T> {
+  let last = await read();
+  for (let i = 0; i < 20; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = await read();
+    if (JSON.stringify(now) === JSON.stringify(last)) return now;
+    last = now;
+  }
+  return last;
+}
+
 /** Runs `work(i)` for i < total with `clients` callers at once; the first failure stops it. */
 async function repeat(total: number, clients: number, work: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
@@ -105,12 +117,13 @@ describe('soak', () => {
     const name = uniqueName('soak');
     expect((await api('POST', '/sandboxes', { name })).status).toBe(201);
     await repeat(4 * CLIENTS, CLIENTS, async () => void (await api('POST', `/sandboxes/${name}/exec`, { command: ['true'] })));
-    const before = { inside: await inside(name), fds: openFds() };
+    const before = { inside: await settled(() => inside(name)), fds: openFds() };
     await repeat(EXECS, CLIENTS, async (i) => {
       const res = await api('POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', `echo ${i}; sleep 0 &`] });
       expect(res.body.data).toMatchObject({ exit_code: 0, output: `${i}\n` });
     });
-    expect(await inside(name)).toEqual(before.inside);
+    // The agent sees the server's closed connections go a moment later: poll until it has.
+    await expect.poll(() => inside(name), { timeout: 15_000 }).toEqual(before.inside);
     expectNoMoreFds(before.fds, 2);
     await api('DELETE', `/sandboxes/${name}`);
   });
