@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { buildImage } from '../src/images/image-builder.js';
-import { RELAY_PORT } from '../src/services/browser-launch.js';
+import { RELAY_PORT } from '../src/services/browser/browser-launch.js';
 import { del, post, type Api } from './core-bench.js';
 import { json, send } from './http-client.js';
 import { report, timePaired } from './stats.js';

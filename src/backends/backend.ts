@@ -2,105 +2,19 @@
  * The Backend interface: the only way the service layer reaches an isolation engine.
  * Backends import nothing from services/, http/ or mcp/.
  */
+import type {
+  SandboxSpec,
+  InstanceState,
+  ResizeRequest,
+  SavedImageKind,
+  ExecRequest,
+  ExecOptions,
+  ExecResult,
+  DetachedProcess,
+  DetachedRequest
+} from './types.js';
 
-export const PROFILES = ['permissive', 'moderate', 'restrictive'] as const;
-export type Profile = (typeof PROFILES)[number];
-
-/**
- * Role of an instance the backend manages (stored as a label on Docker). `helper` is a
- * short-lived instance a backend makes for itself (e.g. while writing a snapshot image).
- */
-export type InstanceRole = 'sandbox' | 'pool' | 'helper';
-
-/** What the service asks a backend to make. */
-export interface SandboxSpec {
-  name: string;
-  uuid: string;
-  image: string;
-  vcpus: number;
-  memoryMb: number;
-  profile: Profile;
-  /** Environment of every process in the sandbox (never the server's own environment). */
-  env: Record<string, string>;
-  /** A git repository cloned into /workspace before the sandbox is handed out. */
-  source?: { url: string; ref?: string };
-  role?: InstanceRole;
-}
-
-/** What a backend observes of one instance. */
-export interface InstanceState {
-  /** Backend-side identifier (the Docker container id). */
-  id: string;
-  name: string;
-  uuid: string;
-  role: InstanceRole;
-  status: 'running' | 'stopped';
-  /** Bridge address, only while running and networked. */
-  ip?: string;
-  /** The OCI runtime in use (runc, runsc). */
-  runtime?: string;
-  /** When the engine made the instance (ISO 8601), where it says. */
-  createdAt?: string;
-}
-
-/** New limits for `resize`; an absent field keeps its value. */
-export interface ResizeRequest {
-  vcpus?: number;
-  memoryMb?: number;
-}
-
-/** What an image made by `snapshot` or `archive` holds. */
-export type SavedImageKind = 'snapshot' | 'archive';
-
-export interface ExecRequest {
-  command: string[];
-  workdir?: string;
-  env?: Record<string, string>;
-  /** User to run as; undefined means the image's default user. `root` for sudo. */
-  user?: string;
-  stdin?: Buffer;
-  timeoutMs: number;
-  /** Output kept per exec (stdout + stderr); beyond it the output is cut and `truncated` set. */
-  maxOutputBytes?: number;
-}
-
-export interface OutputChunk {
-  stream: 'stdout' | 'stderr';
-  data: Buffer;
-}
-
-export interface ExecOptions {
-  /** Called for every chunk as it arrives, in arrival order. */
-  onOutput?: (chunk: OutputChunk) => void;
-  /** Aborting kills the command (its whole process tree) and resolves with what it printed. */
-  signal?: AbortSignal;
-}
-
-export interface ExecResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  /** stdout and stderr interleaved in arrival order. */
-  output: string;
-  timedOut: boolean;
-  truncated: boolean;
-  durationMs: number;
-}
-
-/** A command started with `startDetached`, as its sandbox reports it. */
-export interface DetachedProcess {
-  /** The backend's id of the process, unique within its sandbox for the sandbox's lifetime. */
-  id: string;
-  pid: number;
-  command: string[];
-  /** completed: exited 0; failed: exited non-zero or was killed. */
-  status: 'running' | 'completed' | 'failed';
-  exitCode: number | null;
-  startedAt: string;
-}
-
-/** What `startDetached` runs: an exec request without stdin, timeout or output cap. */
-export type DetachedRequest = Pick<ExecRequest, 'command' | 'workdir' | 'env' | 'user'>;
+export type * from './types.js';
 
 export interface BackendCapabilities {
   snapshot: boolean;

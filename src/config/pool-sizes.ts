@@ -1,4 +1,4 @@
-import { PROFILES, type Profile } from '../backends/backend.js';
+import { PROFILES, type Profile } from '../domain/profiles.js';
 
 /** One `[pool].sizes` entry: how many ready instances of an (image, profile) to keep. */
 export interface PoolSizeEntry {

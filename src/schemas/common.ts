@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PROFILES } from '../backends/backend.js';
+import { PROFILES } from '../domain/profiles.js';
 
 /** Sandbox and snapshot names (DECISIONS.md). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,62}$/;

@@ -1,5 +1,4 @@
 import type { Backend } from '../backends/backend.js';
-import { DEFAULT_IMAGE_DETECTION } from '../images/image-detection.js';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
 import { BrowserEventRepository } from '../state/browser-event-repository.js';
@@ -9,37 +8,14 @@ import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
-import { AuditService } from './audit-service.js';
-import { BrowserService } from './browser-service.js';
-import { systemClock, type Clock } from './clock.js';
-import { DetachedService } from './detached-service.js';
-import { ExecService } from './exec-service.js';
-import { FileService } from './file-service.js';
-import { HostStats } from './host-stats.js';
-import { LifecycleService } from './lifecycle-service.js';
-import { EVENTS_OFF, Observability, type EventSettings } from './observability.js';
-import { RecoveryService } from './recovery-service.js';
-import { RunService } from './run-service.js';
-import { SandboxService } from './sandbox-service.js';
-import { SnapshotService } from './snapshot-service.js';
-import { WarmPool, type PoolSize } from './warm-pool.js';
+import { BrowserService } from './browser/index.js';
+import { DetachedService, ExecService, RunService, WarmPool } from './commands/index.js';
+import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
+import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
+import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
+import { HostStats, systemClock, type Clock } from './support/index.js';
 
-export interface ServiceSettings {
-  defaultImage: string;
-  maxSandboxes: number;
-  allowSudoExec: boolean;
-  apiKeyConfigured: boolean;
-  /** Repository part of snapshot image tags; default sandboxd-snapshot. */
-  snapshotPrefix?: string;
-  /** Most commands of one batch that run at once; default 4. */
-  batchConcurrency?: number;
-  /** program -> image for runs that name no image; laid over DEFAULT_IMAGE_DETECTION. */
-  imageDetection?: Record<string, string>;
-  /** Ready pool instances per (image, profile); default 0 (none made ahead of demand). */
-  poolSize?: number;
-  /** Sizes of particular keys, warmed at start. */
-  poolSizes?: PoolSize[];
-}
+export type { ServiceSettings };
 
 export interface ServicesInput {
   settings: ServiceSettings;
@@ -70,48 +46,45 @@ export class Services {
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
   readonly observability: Observability;
-  private readonly sandboxRepo: SandboxRepository;
+  private readonly repos: Repositories;
   private readonly hostStats: HostStats;
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
   constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing }: ServicesInput) {
-    const sandboxRepo = new SandboxRepository(store.db, store.statements);
-    this.sandboxRepo = sandboxRepo;
+    const repos: Repositories = {
+      sandboxes: new SandboxRepository(store.db, store.statements),
+      snapshots: new SnapshotRepository(store.db),
+      audit: new AuditRepository(store.db, store.statements),
+      detached: new DetachedRepository(store.db),
+      browserEvents: new BrowserEventRepository(store.db),
+    };
+    this.repos = repos;
     this.settings = settings;
     this.observability = new Observability({
       backend: engine,
       events,
       ...(tracing ? { tracing } : {}),
       logger,
-      activeSandboxes: async () => (await sandboxRepo.all()).filter((r) => r.status === 'running').length,
+      activeSandboxes: async () => (await repos.sandboxes.all()).filter((r) => r.status === 'running').length,
       warmPoolSize: () => this.pool.size,
     });
-    const backend = this.observability.backend;
-    this.backend = backend;
-    this.pool = new WarmPool(
-      backend,
-      { size: settings.poolSize ?? 0, sizes: settings.poolSizes ?? [], defaultImage: settings.defaultImage },
-      clock,
-      logger.child({ part: 'pool' }),
-    );
-    this.audit = new AuditService(new AuditRepository(store.db, store.statements), clock, this.observability.bus);
-    this.sandboxes = new SandboxService(sandboxRepo, backend, this.pool, this.audit, settings, clock, logger.child({ part: 'sandboxes' }));
-    this.exec = new ExecService(this.sandboxes, backend, this.audit, settings);
-    this.detached = new DetachedService(new DetachedRepository(store.db), this.sandboxes, this.exec, backend, this.audit);
-    this.files = new FileService(this.sandboxes, backend, this.audit);
-    this.runs = new RunService(this.sandboxes, this.exec, this.pool, logger.child({ part: 'runs' }), {
-      batchConcurrency: settings.batchConcurrency ?? 4,
-      imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...settings.imageDetection },
-      defaultImage: settings.defaultImage,
-    });
-    const snapshotRepo = new SnapshotRepository(store.db);
-    this.snapshots = new SnapshotService(snapshotRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'snapshots' }), {
-      snapshotPrefix: settings.snapshotPrefix ?? 'sandboxd-snapshot',
-    });
-    this.lifecycle = new LifecycleService(sandboxRepo, this.sandboxes, backend, this.audit, clock, logger.child({ part: 'lifecycle' }));
-    this.recovery = new RecoveryService(sandboxRepo, snapshotRepo, backend, this.audit, clock, logger.child({ part: 'recovery' }));
-    this.browser = new BrowserService(this.sandboxes, backend, new BrowserEventRepository(store.db), clock, this.observability.bus);
+    this.backend = this.observability.backend;
+    // Parts are built in dependency order; each takes the part of the context it names.
+    const base = { settings, repos, backend: this.backend, clock, bus: this.observability.bus };
+    const part = (name: string) => ({ ...base, logger: logger.child({ part: name }) });
+    this.pool = new WarmPool(part('pool'));
+    this.audit = new AuditService(base);
+    this.sandboxes = new SandboxService({ ...part('sandboxes'), pool: this.pool, audit: this.audit });
+    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, sandboxes: this.sandboxes, exec: new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit }) };
+    this.exec = ctx.exec;
+    this.detached = new DetachedService(ctx);
+    this.files = new FileService(ctx);
+    this.runs = new RunService({ ...ctx, ...part('runs') });
+    this.snapshots = new SnapshotService({ ...ctx, ...part('snapshots') });
+    this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });
+    this.recovery = new RecoveryService({ ...ctx, ...part('recovery') });
+    this.browser = new BrowserService(ctx);
     this.hostStats = new HostStats(store.dataDir);
   }
 
@@ -123,7 +96,7 @@ export class Services {
   /** GET /stats: counts and host-level resource figures. */
   async stats() {
     return {
-      sandbox_count: await this.sandboxRepo.count(),
+      sandbox_count: await this.repos.sandboxes.count(),
       sandbox_limit: this.settings.maxSandboxes,
       backend: this.backend.name,
       uptime_seconds: Math.floor((Date.now() - this.startedAt) / 1000),

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Profile } from '../backends/backend.js';
+import type { Profile } from '../domain/profiles.js';
 import type { Database, SandboxTable } from './schema.js';
 import type { Statements } from './store.js';
 

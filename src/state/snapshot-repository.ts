@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Profile } from '../backends/backend.js';
+import type { Profile } from '../domain/profiles.js';
 import type { Database, SnapshotTable } from './schema.js';
 
 /** `creating` and `deleting` are in-flight states that recovery resolves. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config.js';
 import type { OptionName } from '../../src/config/config-schema.js';
 import { startRuntime, type Runtime } from '../../src/runtime.js';
-import type { Clock } from '../../src/services/clock.js';
+import type { Clock } from '../../src/services/support/clock.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
 export const BASE_IMAGE = 'sandboxd/base:bookworm';

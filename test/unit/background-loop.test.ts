@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { repeatEvery } from '../../src/services/background-loop.js';
+import { repeatEvery } from '../../src/services/support/background-loop.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
 afterEach(() => vi.useRealTimers());

@@ -10,12 +10,13 @@ const ALLOWED: Record<string, string[]> = {
   http: ['services', 'schemas', 'backends', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
   // MCP tools reach the services only through the HTTP routes (ApiClient), never around them.
   mcp: ['schemas', 'telemetry', 'errors.ts', 'paths.ts'],
-  services: ['backends', 'state', 'schemas', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
-  backends: ['telemetry', 'errors.ts', 'paths.ts', 'images'],
-  state: ['backends', 'errors.ts', 'paths.ts'],
-  schemas: ['backends', 'errors.ts'],
+  services: ['domain', 'backends', 'state', 'schemas', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
+  backends: ['domain', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
+  state: ['domain', 'errors.ts', 'paths.ts'],
+  schemas: ['domain', 'errors.ts'],
   images: ['telemetry', 'errors.ts', 'paths.ts'],
-  config: ['backends', 'errors.ts', 'paths.ts', 'images'],
+  config: ['domain', 'errors.ts', 'paths.ts', 'images'],
+  domain: [],
   telemetry: [],
 };
 

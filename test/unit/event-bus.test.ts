@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventBus, type SandboxEvent } from '../../src/services/event-bus.js';
+import { EventBus, type SandboxEvent } from '../../src/services/events/event-bus.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { prefersRawBytes } from '../../src/http/routes/file-routes.js';
-import { decodeBase64 } from '../../src/services/file-service.js';
+import { decodeBase64 } from '../../src/services/sandboxes/file-service.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
 let h: FakeHarness;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { planAction, TRANSITIONS } from '../../src/services/lifecycle.js';
+import { planAction, TRANSITIONS } from '../../src/services/sandboxes/lifecycle.js';
 import type { SandboxRecord } from '../../src/state/sandbox-repository.js';
 import { codeOf, fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';

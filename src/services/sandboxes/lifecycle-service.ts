@@ -1,14 +1,15 @@
-import type { Backend } from '../backends/backend.js';
-import { conflict, UnsupportedError } from '../errors.js';
-import type { ReconcileResult, ResizeInput } from '../schemas/lifecycle-schemas.js';
-import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
-import type { SandboxRepository } from '../state/sandbox-repository.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { AuditService } from './audit-service.js';
-import { isoNow, type Clock } from './clock.js';
-import { addDuration } from './durations.js';
+import type { Backend } from '../../backends/backend.js';
+import { conflict, UnsupportedError } from '../../errors.js';
+import type { ReconcileResult, ResizeInput } from '../../schemas/lifecycle-schemas.js';
+import type { SandboxDetail } from '../../schemas/sandbox-schemas.js';
+import type { SandboxRepository } from '../../state/sandbox-repository.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { AuditService } from '../events/audit-service.js';
+import { isoNow, type Clock } from '../support/clock.js';
+import { addDuration } from '../support/durations.js';
 import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
 import { detailOf, type SandboxService } from './sandbox-service.js';
+import type { ServiceContext } from '../context.js';
 
 /** TTL extension when `by` is not given (SPEC.md, Limits). */
 export const DEFAULT_EXTENSION = '1h';
@@ -19,14 +20,21 @@ export const DEFAULT_EXTENSION = '1h';
  * sandbox service's per-name lock and moves the stored status as lifecycle.ts allows.
  */
 export class LifecycleService {
-  constructor(
-    private readonly repo: SandboxRepository,
-    private readonly sandboxes: SandboxService,
-    private readonly backend: Backend,
-    private readonly audit: AuditService,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-  ) {}
+  private readonly repo: SandboxRepository;
+  private readonly sandboxes: SandboxService;
+  private readonly backend: Backend;
+  private readonly audit: AuditService;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger'>) {
+    this.repo = ctx.repos.sandboxes;
+    this.sandboxes = ctx.sandboxes;
+    this.backend = ctx.backend;
+    this.audit = ctx.audit;
+    this.clock = ctx.clock;
+    this.logger = ctx.logger;
+  }
 
   /**
    * Keeps the sandbox's filesystem as an image and releases its container. The status is

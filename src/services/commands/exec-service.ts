@@ -1,27 +1,29 @@
-import type { Backend, ExecOptions, ExecRequest, ExecResult } from '../backends/backend.js';
-import { badRequest, forbidden, isServiceError } from '../errors.js';
-import type { ExecInput, ExecResultBody } from '../schemas/exec-schemas.js';
-import type { AuditService } from './audit-service.js';
-import type { SandboxService } from './sandbox-service.js';
+import type { Backend, ExecOptions, ExecRequest, ExecResult } from '../../backends/backend.js';
+import { badRequest, forbidden, isServiceError } from '../../errors.js';
+import type { ExecInput, ExecResultBody } from '../../schemas/exec-schemas.js';
+import type { AuditService } from '../events/audit-service.js';
+import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { ServiceContext } from '../context.js';
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
 
-export interface ExecServiceOptions {
-  allowSudoExec: boolean;
-}
-
 /** Runs commands in persistent sandboxes. */
 export class ExecService {
-  constructor(
-    private readonly sandboxes: SandboxService,
-    private readonly backend: Backend,
-    private readonly audit: AuditService,
-    private readonly options: ExecServiceOptions,
-  ) {}
+  private readonly sandboxes: SandboxService;
+  private readonly backend: Backend;
+  private readonly audit: AuditService;
+  private readonly allowSudoExec: boolean;
+
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit' | 'settings'>) {
+    this.sandboxes = ctx.sandboxes;
+    this.backend = ctx.backend;
+    this.audit = ctx.audit;
+    this.allowSudoExec = ctx.settings.allowSudoExec;
+  }
 
   /** Refuses a request no sandbox would accept: sudo while it is disabled, a relative workdir. */
   check(input: ExecInput): void {
-    if (input.sudo && !this.options.allowSudoExec) {
+    if (input.sudo && !this.allowSudoExec) {
       throw forbidden('sudo exec is disabled: set allow_sudo_exec = true in the [api] section of the config file');
     }
     if (input.workdir !== undefined && !input.workdir.startsWith('/')) {

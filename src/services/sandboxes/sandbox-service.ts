@@ -1,27 +1,19 @@
 import { cpus, totalmem } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
-import type { Backend, InstanceState, SandboxSpec } from '../backends/backend.js';
-import { validateSource } from '../backends/source-validation.js';
-import { badRequest, conflict, isServiceError, notFound, ServiceError } from '../errors.js';
-import type { CreateSandboxInput, PatchSandboxInput, SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
-import type { SandboxRecord, SandboxRepository } from '../state/sandbox-repository.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { AuditService } from './audit-service.js';
-import { isoNow, type Clock } from './clock.js';
-import { addDuration } from './durations.js';
-import { KeyedMutex } from './keyed-mutex.js';
+import type { Backend, InstanceState, SandboxSpec } from '../../backends/backend.js';
+import { validateSource } from '../../backends/source-validation.js';
+import { badRequest, conflict, isServiceError, notFound, ServiceError } from '../../errors.js';
+import type { CreateSandboxInput, PatchSandboxInput, SandboxDetail, SandboxSummary } from '../../schemas/sandbox-schemas.js';
+import type { SandboxRecord, SandboxRepository } from '../../state/sandbox-repository.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { AuditService } from '../events/audit-service.js';
+import { isoNow, type Clock } from '../support/clock.js';
+import { addDuration } from '../support/durations.js';
+import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE } from './sandbox-defaults.js';
-import type { PooledInstance, WarmPool } from './warm-pool.js';
+import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, VISIBLE_STATUSES } from './lifecycle.js';
-
-export interface SandboxServiceOptions {
-  defaultImage: string;
-  /** 0 = unlimited. */
-  maxSandboxes: number;
-  /** Host limits that vcpus and memory_mb are checked against. */
-  hostCpus?: number;
-  hostMemoryMb?: number;
-}
+import type { ServiceContext, ServiceSettings } from '../context.js';
 
 /**
  * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle
@@ -33,18 +25,24 @@ export class SandboxService {
   readonly locks = new KeyedMutex();
   private readonly hostCpus: number;
   private readonly hostMemoryMb: number;
+  private readonly repo: SandboxRepository;
+  private readonly backend: Backend;
+  private readonly pool: WarmPool;
+  private readonly audit: AuditService;
+  private readonly options: ServiceSettings;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
 
-  constructor(
-    private readonly repo: SandboxRepository,
-    private readonly backend: Backend,
-    private readonly pool: WarmPool,
-    private readonly audit: AuditService,
-    private readonly options: SandboxServiceOptions,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-  ) {
-    this.hostCpus = options.hostCpus ?? cpus().length;
-    this.hostMemoryMb = options.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'settings' | 'clock' | 'logger'>) {
+    this.repo = ctx.repos.sandboxes;
+    this.backend = ctx.backend;
+    this.pool = ctx.pool;
+    this.audit = ctx.audit;
+    this.options = ctx.settings;
+    this.clock = ctx.clock;
+    this.logger = ctx.logger;
+    this.hostCpus = ctx.settings.hostCpus ?? cpus().length;
+    this.hostMemoryMb = ctx.settings.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
   }
 
   get backendName(): string {

@@ -1,5 +1,5 @@
-import type { EventType } from '../schemas/event-schemas.js';
-import type { Logger } from '../telemetry/logger.js';
+import type { EventType } from '../../schemas/event-schemas.js';
+import type { Logger } from '../../telemetry/logger.js';
 
 export type { EventType };
 

@@ -1,15 +1,15 @@
 import { errors as playwrightErrors, type Locator } from 'playwright-core';
-import type { Backend } from '../backends/backend.js';
-import { badRequest, notFound, ServiceError, UnsupportedError } from '../errors.js';
-import type { PageSnapshot, PageSummary, Target } from '../schemas/browser-schemas.js';
-import type { BrowserEvent, BrowserEventRepository } from '../state/browser-event-repository.js';
-import type { SandboxRecord } from '../state/sandbox-repository.js';
+import type { Backend } from '../../backends/backend.js';
+import { badRequest, notFound, ServiceError, UnsupportedError } from '../../errors.js';
+import type { PageSnapshot, PageSummary, Target } from '../../schemas/browser-schemas.js';
+import type { BrowserEvent, BrowserEventRepository } from '../../state/browser-event-repository.js';
+import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import { LAUNCH_SCRIPT, NO_CHROMIUM_EXIT, RELAY_PORT, VIEWPORT } from './browser-launch.js';
 import { BrowserSessions, type BrowserSession, type NamedPage } from './browser-sessions.js';
-import { isoNow, type Clock } from './clock.js';
-import type { EventBus } from './event-bus.js';
-import { KeyedMutex } from './keyed-mutex.js';
-import type { SandboxService } from './sandbox-service.js';
+import { isoNow, type Clock } from '../support/clock.js';
+import { KeyedMutex } from '../support/keyed-mutex.js';
+import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { ServiceContext } from '../context.js';
 
 /** The catalog image with Chromium, named in the error for images without it. */
 export const BROWSER_IMAGE = 'sandboxd/browser:bookworm';
@@ -38,13 +38,17 @@ export class BrowserService {
   private readonly sessions = new BrowserSessions();
   private readonly mutex = new KeyedMutex();
 
-  constructor(
-    private readonly sandboxes: SandboxService,
-    private readonly backend: Backend,
-    private readonly events: BrowserEventRepository,
-    private readonly clock: Clock,
-    bus: EventBus,
-  ) {
+  private readonly sandboxes: SandboxService;
+  private readonly backend: Backend;
+  private readonly events: BrowserEventRepository;
+  private readonly clock: Clock;
+
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'repos' | 'clock' | 'bus'>) {
+    this.sandboxes = ctx.sandboxes;
+    this.backend = ctx.backend;
+    this.events = ctx.repos.browserEvents;
+    this.clock = ctx.clock;
+    const bus = ctx.bus;
     // A sandbox that stops or goes away takes its browser with it: let go of the connection,
     // and of the event log once nothing can read it (the bus sees every path that removes one).
     bus.subscribe(({ event }) => {

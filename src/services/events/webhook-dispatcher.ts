@@ -1,9 +1,9 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { VERSION } from '../paths.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { Metrics } from '../telemetry/metrics.js';
+import { VERSION } from '../../paths.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { Metrics } from '../../telemetry/metrics.js';
 import type { PublishedEvent } from './event-bus.js';
 
 export interface WebhookOptions {

@@ -1,9 +1,9 @@
-import type { Backend } from '../backends/backend.js';
-import { instrumentBackend } from '../backends/instrumented-backend.js';
-import { VERSION } from '../paths.js';
-import type { Logger } from '../telemetry/logger.js';
-import { Metrics } from '../telemetry/metrics.js';
-import type { Tracing } from '../telemetry/tracing.js';
+import type { Backend } from '../../backends/backend.js';
+import { instrumentBackend } from '../../backends/instrumented-backend.js';
+import { VERSION } from '../../paths.js';
+import type { Logger } from '../../telemetry/logger.js';
+import { Metrics } from '../../telemetry/metrics.js';
+import type { Tracing } from '../../telemetry/tracing.js';
 import { EventBus, type PublishedEvent } from './event-bus.js';
 import { WebhookDispatcher } from './webhook-dispatcher.js';
 

@@ -1,22 +1,18 @@
-import type { Backend } from '../backends/backend.js';
-import { badRequest, conflict, notFound, UnsupportedError } from '../errors.js';
-import { NAME_PATTERN } from '../schemas/common.js';
-import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
-import type { CreateSnapshotInput, SnapshotView } from '../schemas/snapshot-schemas.js';
-import type { SnapshotRecord, SnapshotRepository } from '../state/snapshot-repository.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { AuditService } from './audit-service.js';
-import { isoNow, type Clock } from './clock.js';
-import { KeyedMutex } from './keyed-mutex.js';
+import type { Backend } from '../../backends/backend.js';
+import { badRequest, conflict, notFound, UnsupportedError } from '../../errors.js';
+import { NAME_PATTERN } from '../../schemas/common.js';
+import type { SandboxDetail } from '../../schemas/sandbox-schemas.js';
+import type { CreateSnapshotInput, SnapshotView } from '../../schemas/snapshot-schemas.js';
+import type { SnapshotRecord, SnapshotRepository } from '../../state/snapshot-repository.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { AuditService } from '../events/audit-service.js';
+import { isoNow, type Clock } from '../support/clock.js';
+import { KeyedMutex } from '../support/keyed-mutex.js';
 import { assertTransition } from './lifecycle.js';
 import type { SandboxService } from './sandbox-service.js';
+import type { ServiceContext } from '../context.js';
 
 /** Settings of the snapshot service. */
-export interface SnapshotServiceOptions {
-  /** Repository part of snapshot image tags: `<prefix>:<snapshot name>`. */
-  snapshotPrefix: string;
-}
-
 /**
  * Snapshots: a sandbox's whole filesystem and settings kept as an image, restorable as new
  * sandboxes. A snapshot row is written as `creating` before the image and marked `deleting`
@@ -26,15 +22,24 @@ export class SnapshotService {
   /** Per snapshot name; sandboxes are locked through the sandbox service's lock. */
   private readonly locks = new KeyedMutex();
 
-  constructor(
-    private readonly repo: SnapshotRepository,
-    private readonly sandboxes: SandboxService,
-    private readonly backend: Backend,
-    private readonly audit: AuditService,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly options: SnapshotServiceOptions,
-  ) {}
+  private readonly repo: SnapshotRepository;
+  private readonly sandboxes: SandboxService;
+  private readonly backend: Backend;
+  private readonly audit: AuditService;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  /** Repository part of snapshot image tags: `<prefix>:<snapshot name>`. */
+  private readonly snapshotPrefix: string;
+
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger' | 'settings'>) {
+    this.repo = ctx.repos.snapshots;
+    this.sandboxes = ctx.sandboxes;
+    this.backend = ctx.backend;
+    this.audit = ctx.audit;
+    this.clock = ctx.clock;
+    this.logger = ctx.logger;
+    this.snapshotPrefix = ctx.settings.snapshotPrefix ?? 'sandboxd-snapshot';
+  }
 
   async list(): Promise<SnapshotView[]> {
     return (await this.repo.all()).filter((s) => s.status === 'ready').map(viewOf);
@@ -58,7 +63,7 @@ export class SnapshotService {
           status: 'creating',
           sandbox: sandbox.name,
           sandboxUuid: sandbox.uuid,
-          imageTag: `${this.options.snapshotPrefix}:${input.name}`,
+          imageTag: `${this.snapshotPrefix}:${input.name}`,
           backend: this.backend.name,
           baseImage: sandbox.image,
           vcpus: sandbox.vcpus,

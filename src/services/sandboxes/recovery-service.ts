@@ -1,10 +1,11 @@
-import type { Backend, InstanceState } from '../backends/backend.js';
-import type { SandboxRecord, SandboxRepository } from '../state/sandbox-repository.js';
-import type { SnapshotRepository } from '../state/snapshot-repository.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { AuditService } from './audit-service.js';
-import { isoNow, type Clock } from './clock.js';
+import type { Backend, InstanceState } from '../../backends/backend.js';
+import type { SandboxRecord, SandboxRepository } from '../../state/sandbox-repository.js';
+import type { SnapshotRepository } from '../../state/snapshot-repository.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { AuditService } from '../events/audit-service.js';
+import { isoNow, type Clock } from '../support/clock.js';
 import { archiveTag } from './lifecycle.js';
+import type { ServiceContext } from '../context.js';
 
 /** The sweep leaves younger containers alone: they may be a create under way. */
 export const SWEEP_MIN_AGE_MS = 5 * 60_000;
@@ -37,14 +38,21 @@ export interface RecoveryReport {
  *   sandbox refers to.
  */
 export class RecoveryService {
-  constructor(
-    private readonly repo: SandboxRepository,
-    private readonly snapshots: SnapshotRepository,
-    private readonly backend: Backend,
-    private readonly audit: AuditService,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-  ) {}
+  private readonly repo: SandboxRepository;
+  private readonly snapshots: SnapshotRepository;
+  private readonly backend: Backend;
+  private readonly audit: AuditService;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger'>) {
+    this.repo = ctx.repos.sandboxes;
+    this.snapshots = ctx.repos.snapshots;
+    this.backend = ctx.backend;
+    this.audit = ctx.audit;
+    this.clock = ctx.clock;
+    this.logger = ctx.logger;
+  }
 
   async reconcile(): Promise<RecoveryReport> {
     const report: RecoveryReport = { corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 };

@@ -1,4 +1,4 @@
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../../telemetry/logger.js';
 
 /**
  * Runs `work` every `seconds` (0 disables) in the background, one run at a time: the next

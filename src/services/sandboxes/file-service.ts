@@ -1,7 +1,8 @@
-import type { Backend } from '../backends/backend.js';
-import { badRequest } from '../errors.js';
-import type { AuditService } from './audit-service.js';
+import type { Backend } from '../../backends/backend.js';
+import { badRequest } from '../../errors.js';
+import type { AuditService } from '../events/audit-service.js';
 import type { SandboxService } from './sandbox-service.js';
+import type { ServiceContext } from '../context.js';
 
 export type Encoding = 'utf8' | 'base64';
 
@@ -45,11 +46,15 @@ export function decodeBase64(text: string): Buffer | undefined {
 
 /** Reads, writes and deletes files inside running sandboxes. */
 export class FileService {
-  constructor(
-    private readonly sandboxes: SandboxService,
-    private readonly backend: Backend,
-    private readonly audit: AuditService,
-  ) {}
+  private readonly sandboxes: SandboxService;
+  private readonly backend: Backend;
+  private readonly audit: AuditService;
+
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit'>) {
+    this.sandboxes = ctx.sandboxes;
+    this.backend = ctx.backend;
+    this.audit = ctx.audit;
+  }
 
   /** Writes client content given as text in an encoding (the JSON form of PUT). */
   async write(name: string, rawPath: string, content: string, encoding?: Encoding): Promise<string> {

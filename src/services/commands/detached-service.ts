@@ -1,13 +1,14 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Backend, DetachedProcess } from '../backends/backend.js';
-import { notFound } from '../errors.js';
-import type { DetachedCommandBody, DetachedLogsBody } from '../schemas/detached-schemas.js';
-import type { ExecInput } from '../schemas/exec-schemas.js';
-import type { DetachedRecord, DetachedRepository } from '../state/detached-repository.js';
-import type { AuditService } from './audit-service.js';
+import type { Backend, DetachedProcess } from '../../backends/backend.js';
+import { notFound } from '../../errors.js';
+import type { DetachedCommandBody, DetachedLogsBody } from '../../schemas/detached-schemas.js';
+import type { ExecInput } from '../../schemas/exec-schemas.js';
+import type { DetachedRecord, DetachedRepository } from '../../state/detached-repository.js';
+import type { AuditService } from '../events/audit-service.js';
 import { backendRequest, type ExecService } from './exec-service.js';
-import type { SandboxRecord } from '../state/sandbox-repository.js';
-import type { SandboxService } from './sandbox-service.js';
+import type { SandboxRecord } from '../../state/sandbox-repository.js';
+import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { ServiceContext } from '../context.js';
 
 /**
  * Commands that run on after the request that started them. The sandbox keeps the process and
@@ -16,13 +17,19 @@ import type { SandboxService } from './sandbox-service.js';
  * restart. A command the sandbox no longer knows (it was restarted) reads as failed, exit null.
  */
 export class DetachedService {
-  constructor(
-    private readonly repo: DetachedRepository,
-    private readonly sandboxes: SandboxService,
-    private readonly exec: ExecService,
-    private readonly backend: Backend,
-    private readonly audit: AuditService,
-  ) {}
+  private readonly repo: DetachedRepository;
+  private readonly sandboxes: SandboxService;
+  private readonly exec: ExecService;
+  private readonly backend: Backend;
+  private readonly audit: AuditService;
+
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'exec' | 'backend' | 'audit'>) {
+    this.repo = ctx.repos.detached;
+    this.sandboxes = ctx.sandboxes;
+    this.exec = ctx.exec;
+    this.backend = ctx.backend;
+    this.audit = ctx.audit;
+  }
 
   /** Starts a command in a running sandbox and returns at once. */
   async start(name: string, input: ExecInput): Promise<DetachedCommandBody> {

@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import type { ExecOptions } from '../backends/backend.js';
-import { detectImage } from '../images/image-detection.js';
-import { isServiceError } from '../errors.js';
-import type { ExecInput, ExecResultBody } from '../schemas/exec-schemas.js';
-import type { BatchResultItem, RunInput } from '../schemas/run-schemas.js';
-import type { Logger } from '../telemetry/logger.js';
+import type { ExecOptions } from '../../backends/backend.js';
+import { DEFAULT_IMAGE_DETECTION, detectImage } from '../../images/image-detection.js';
+import { isServiceError } from '../../errors.js';
+import type { ExecInput, ExecResultBody } from '../../schemas/exec-schemas.js';
+import type { BatchResultItem, RunInput } from '../../schemas/run-schemas.js';
+import type { Logger } from '../../telemetry/logger.js';
 import type { ExecService } from './exec-service.js';
-import { DEFAULT_PROFILE } from './sandbox-defaults.js';
-import type { SandboxService } from './sandbox-service.js';
+import { DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
+import type { SandboxService } from '../sandboxes/sandbox-service.js';
 import type { PoolKey, WarmPool } from './warm-pool.js';
+import type { ServiceContext } from '../context.js';
 
 /** Label that marks the short-lived sandbox of a one-shot run. */
 const RUN_LABEL = 'sandboxd.run';
@@ -42,13 +43,23 @@ const POOL_ATTEMPTS = 3;
  * (or a client that went away), so nothing leaks from one run to the next.
  */
 export class RunService {
-  constructor(
-    private readonly sandboxes: SandboxService,
-    private readonly exec: ExecService,
-    private readonly pool: WarmPool,
-    private readonly logger: Logger,
-    private readonly settings: RunSettings,
-  ) {}
+  private readonly sandboxes: SandboxService;
+  private readonly exec: ExecService;
+  private readonly pool: WarmPool;
+  private readonly logger: Logger;
+  private readonly settings: RunSettings;
+
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'exec' | 'pool' | 'logger' | 'settings'>) {
+    this.sandboxes = ctx.sandboxes;
+    this.exec = ctx.exec;
+    this.pool = ctx.pool;
+    this.logger = ctx.logger;
+    this.settings = {
+      batchConcurrency: ctx.settings.batchConcurrency ?? 4,
+      imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...ctx.settings.imageDetection },
+      defaultImage: ctx.settings.defaultImage,
+    };
+  }
 
   /** Refuses a request that exec would refuse, before anything is paid for. */
   check(input: RunInput): void {

@@ -1,5 +1,5 @@
-import { DURATION_PATTERN } from '../schemas/common.js';
-import { badRequest } from '../errors.js';
+import { DURATION_PATTERN } from '../../schemas/common.js';
+import { badRequest } from '../../errors.js';
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 

@@ -1,6 +1,7 @@
-import type { AuditEntry, AuditRepository } from '../state/audit-repository.js';
-import { isoNow, type Clock } from './clock.js';
+import type { AuditEntry, AuditRepository } from '../../state/audit-repository.js';
+import { isoNow, type Clock } from '../support/clock.js';
 import type { EventBus, EventType } from './event-bus.js';
+import type { ServiceContext } from '../context.js';
 
 /** Audit event names written by the service. */
 export type AuditEvent =
@@ -55,11 +56,15 @@ export interface AuditSubject {
  * through here, so events and metrics follow from every one of them.
  */
 export class AuditService {
-  constructor(
-    private readonly repo: AuditRepository,
-    private readonly clock: Clock,
-    private readonly events?: EventBus,
-  ) {}
+  private readonly repo: AuditRepository;
+  private readonly clock: Clock;
+  private readonly events: EventBus;
+
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'clock' | 'bus'>) {
+    this.repo = ctx.repos.audit;
+    this.clock = ctx.clock;
+    this.events = ctx.bus;
+  }
 
   async record(event: AuditEvent, sandbox: AuditSubject, details: object = {}): Promise<void> {
     const timestamp = isoNow(this.clock);

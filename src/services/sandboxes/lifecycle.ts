@@ -1,5 +1,5 @@
-import { conflict } from '../errors.js';
-import type { SandboxRecord, SandboxStatus } from '../state/sandbox-repository.js';
+import { conflict } from '../../errors.js';
+import type { SandboxRecord, SandboxStatus } from '../../state/sandbox-repository.js';
 
 /** Operations that act on an existing sandbox. */
 export type Operation = 'start' | 'stop' | 'archive' | 'recover' | 'resize' | 'snapshot' | 'extend' | 'remove';

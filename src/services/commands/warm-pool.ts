@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import type { Backend, InstanceState, Profile } from '../backends/backend.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { Clock } from './clock.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE } from './sandbox-defaults.js';
+import type { Backend, InstanceState, Profile } from '../../backends/backend.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { Clock } from '../support/clock.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
+import type { ServiceContext } from '../context.js';
 
 /** What a pooled instance is interchangeable by. */
 export interface PoolKey {
@@ -72,12 +73,17 @@ export class WarmPool {
   private filling = 0;
   private closed = false;
 
-  constructor(
-    private readonly backend: Backend,
-    private readonly settings: PoolSettings,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-  ) {}
+  private readonly backend: Backend;
+  private readonly settings: PoolSettings;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'settings' | 'clock' | 'logger'>) {
+    this.backend = ctx.backend;
+    this.settings = { size: ctx.settings.poolSize ?? 0, sizes: ctx.settings.poolSizes ?? [], defaultImage: ctx.settings.defaultImage };
+    this.clock = ctx.clock;
+    this.logger = ctx.logger;
+  }
 
   /** Starts filling the default image's pool and every configured key's. */
   warm(): void {

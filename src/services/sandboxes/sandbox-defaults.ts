@@ -1,4 +1,4 @@
-import type { Profile } from '../backends/backend.js';
+import type { Profile } from '../../domain/profiles.js';
 
 /** What a sandbox gets when its request does not say; pool instances are made with these. */
 export const DEFAULT_LIMITS = { vcpus: 1, memoryMb: 512 } as const;

@@ -1,0 +1,9 @@
+/**
+ * Commands: exec in a sandbox (`ExecService`), one-shot runs and batches (`RunService`), the
+ * warm pool of pristine instances behind fast runs and pooled creates (`WarmPool`), and
+ * detached commands that outlive their request (`DetachedService`).
+ */
+export { DetachedService } from './detached-service.js';
+export { ExecService } from './exec-service.js';
+export { RunService, type RunStage } from './run-service.js';
+export { WarmPool, type PoolSize } from './warm-pool.js';

@@ -1,0 +1,63 @@
+import type { Backend } from '../backends/backend.js';
+import type { AuditRepository } from '../state/audit-repository.js';
+import type { BrowserEventRepository } from '../state/browser-event-repository.js';
+import type { DetachedRepository } from '../state/detached-repository.js';
+import type { SandboxRepository } from '../state/sandbox-repository.js';
+import type { SnapshotRepository } from '../state/snapshot-repository.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { ExecService } from './commands/exec-service.js';
+import type { PoolSize, WarmPool } from './commands/warm-pool.js';
+import type { AuditService } from './events/audit-service.js';
+import type { EventBus } from './events/event-bus.js';
+import type { SandboxService } from './sandboxes/sandbox-service.js';
+import type { Clock } from './support/clock.js';
+
+/** The server's settings that the service layer reads. */
+export interface ServiceSettings {
+  defaultImage: string;
+  maxSandboxes: number;
+  allowSudoExec: boolean;
+  apiKeyConfigured: boolean;
+  /** Repository part of snapshot image tags; default sandboxd-snapshot. */
+  snapshotPrefix?: string;
+  /** Most commands of one batch that run at once; default 4. */
+  batchConcurrency?: number;
+  /** program -> image for runs that name no image; laid over DEFAULT_IMAGE_DETECTION. */
+  imageDetection?: Record<string, string>;
+  /** Ready pool instances per (image, profile); default 0 (none made ahead of demand). */
+  poolSize?: number;
+  /** Sizes of particular keys, warmed at start. */
+  poolSizes?: PoolSize[];
+  /** Host limits that vcpus and memory_mb are checked against; default this host's. */
+  hostCpus?: number;
+  hostMemoryMb?: number;
+}
+
+/** The state store's repositories, one per table family. */
+export interface Repositories {
+  sandboxes: SandboxRepository;
+  snapshots: SnapshotRepository;
+  audit: AuditRepository;
+  detached: DetachedRepository;
+  browserEvents: BrowserEventRepository;
+}
+
+/**
+ * Everything a part of the service layer may be built from. `services.ts` fills it once, part
+ * by part; each part's constructor takes the `Pick` of it that it uses, by name, so that the
+ * compiler checks the wiring and no constructor has positional arguments.
+ */
+export interface ServiceContext {
+  settings: ServiceSettings;
+  repos: Repositories;
+  /** The backend as every service sees it: observed (timings, spans). */
+  backend: Backend;
+  clock: Clock;
+  /** The part's own child logger. */
+  logger: Logger;
+  bus: EventBus;
+  audit: AuditService;
+  pool: WarmPool;
+  sandboxes: SandboxService;
+  exec: ExecService;
+}
