@@ -1,45 +1,72 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve, dirname } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { cruise, type ICruiseResult, type IConfiguration } from 'dependency-cruiser';
+import { afterAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain ES module script without type declarations
+import { oversized } from '../../scripts/check-file-sizes.mjs';
 
-const SRC = resolve(import.meta.dirname, '../../src');
+const ROOT = resolve(import.meta.dirname, '../..');
+const rules = createRequire(import.meta.url)(join(ROOT, '.dependency-cruiser.cjs')) as IConfiguration;
 
-/** Which top-level folders of src/ each folder may import from (STYLE.md, rule 2). */
-const ALLOWED: Record<string, string[]> = {
-  cli: ['*'],
-  http: ['services', 'schemas', 'backends', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
-  // MCP tools reach the services only through the HTTP routes (ApiClient), never around them.
-  mcp: ['schemas', 'telemetry', 'errors.ts', 'paths.ts'],
-  services: ['domain', 'backends', 'state', 'schemas', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
-  backends: ['domain', 'telemetry', 'errors.ts', 'paths.ts', 'images'],
-  state: ['domain', 'errors.ts', 'paths.ts'],
-  schemas: ['domain', 'errors.ts'],
-  images: ['telemetry', 'errors.ts', 'paths.ts'],
-  config: ['domain', 'errors.ts', 'paths.ts', 'images'],
-  domain: [],
-  telemetry: [],
-};
-
-function* files(dir: string): Generator<string> {
-  for (const entry of readdirSync(dir)) {
-    const path = join(dir, entry);
-    if (statSync(path).isDirectory()) yield* files(path);
-    else if (path.endsWith('.ts')) yield path;
-  }
+/** The rule violations dependency-cruiser finds in `folders` of `baseDir`, as `rule: from -> to`. */
+async function violations(baseDir: string, folders: string[]): Promise<string[]> {
+  const { output } = await cruise(folders, { ruleSet: rules, validate: true, baseDir, ...rules.options, tsConfig: undefined });
+  return (output as ICruiseResult).summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
 }
 
-describe('import boundaries', () => {
-  it('keeps transport -> service -> backend one-way', () => {
-    const violations: string[] = [];
-    for (const file of files(SRC)) {
-      const from = relative(SRC, file).split('/')[0]!;
-      const allowed = ALLOWED[from];
-      if (!allowed || allowed.includes('*')) continue;
-      for (const match of readFileSync(file, 'utf8').matchAll(/from '(\.[^']+)'/g)) {
-        const target = relative(SRC, resolve(dirname(file), match[1]!)).split('/')[0]!.replace(/\.js$/, '.ts');
-        if (target !== from && !allowed.includes(target)) violations.push(`${relative(SRC, file)} imports ${match[1]}`);
-      }
+describe('import boundaries (dependency-cruiser, .dependency-cruiser.cjs)', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'sandboxd-boundaries-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(scratch, path)), { recursive: true });
+    writeFileSync(join(scratch, path), text);
+  };
+
+  it('finds none in src/ and bench/', async () => {
+    expect(await violations(ROOT, ['src', 'bench'])).toEqual([]);
+  });
+
+  it('fails a backend that imports a service, a face that imports a backend, and a cycle', async () => {
+    write('src/services/services.ts', "export const services = 1;\n");
+    write('src/backends/backend.ts', "export const backend = 1;\n");
+    write('src/backends/docker/docker-backend.ts', "import { services } from '../../services/services.js';\nexport const docker = services;\n");
+    write('src/backends/fake/fake-backend.ts', "import { docker } from '../docker/docker-backend.js';\nexport const fake = docker;\n");
+    write('src/http/app.ts', "import { backend } from '../backends/backend.js';\nexport const app = backend;\n");
+    write('src/services/support/a.ts', "import { b } from './b.js';\nexport const a = () => b;\n");
+    write('src/services/support/b.ts', "import { a } from './a.js';\nexport const b = () => a;\n");
+    write('src/services/support/clock.ts', "import { services } from '../services.js';\nexport const clock = services;\n");
+    const found = await violations(scratch, ['src']);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'backends-imports-only-below: src/backends/docker/docker-backend.ts -> src/services/services.ts',
+        'backend-imports-no-other-backend: src/backends/fake/fake-backend.ts -> src/backends/docker/docker-backend.ts',
+        'http-imports-only-below: src/http/app.ts -> src/backends/backend.ts',
+        'service-support-knows-no-domain: src/services/support/clock.ts -> src/services/services.ts',
+        'no-circular: src/services/support/a.ts -> src/services/support/b.ts',
+      ]),
+    );
+  });
+});
+
+describe('file sizes (scripts/check-file-sizes.mjs)', () => {
+  it('finds no source file over 600 lines', () => {
+    expect(oversized(ROOT, 600)).toEqual([]);
+  });
+
+  it('names a file that passes the limit', () => {
+    const tree = mkdtempSync(join(tmpdir(), 'sandboxd-sizes-'));
+    try {
+      mkdirSync(join(tree, 'src/services'), { recursive: true });
+      mkdirSync(join(tree, 'agent'));
+      writeFileSync(join(tree, 'src/services/long.ts'), 'export const x = 1;\n'.repeat(601));
+      writeFileSync(join(tree, 'src/services/short.ts'), 'export const x = 1;\n'.repeat(600));
+      writeFileSync(join(tree, 'agent/main.go'), 'package main\n'.repeat(601));
+      expect(oversized(tree, 600)).toEqual(['src/services/long.ts (601 lines)', 'agent/main.go (601 lines)']);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
     }
-    expect(violations).toEqual([]);
   });
 });
