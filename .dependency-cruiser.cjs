@@ -1,5 +1,5 @@
 /**
- * Import boundaries of src/ (STYLE.md items 1-3, 17): data flows one way, transport -> service ->
+ * Import boundaries of src/ (docs/decisions.md, "Code rules"): data flows one way, transport -> service ->
  * backend, and nothing below imports from above. `npm run lint` and `npm test`
  * (test/unit/boundaries.test.ts) run these rules; every rule names the layer it protects.
  *

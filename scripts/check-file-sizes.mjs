@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Fails when a source file passes 600 lines (STYLE.md item 13: past ~600 lines, split by concern).
+// Fails when a source file passes 600 lines (docs/decisions.md, "Code rules").
 // Usage: node scripts/check-file-sizes.mjs [max]   (checks src/**/*.ts and agent/**/*.go)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';

@@ -33,7 +33,7 @@ const OBSERVED = new Set<PropertyKey>([
 ] satisfies (keyof Backend)[]);
 
 /**
- * The one decorator that observes a backend (STYLE.md rule 6): every operation is timed
+ * The one decorator that observes a backend (docs/decisions.md, "Code rules"): every operation is timed
  * into `sandboxd_backend_operation_duration_seconds`, and, with tracing on, runs in a child
  * span `backend.<operation>` of the request's span. Commands run by `exec` receive
  * TRACEPARENT and TRACESTATE of their span in their environment; a value the caller set

@@ -14,7 +14,7 @@ const UNMATCHED = 'unmatched';
 const CLIENT_GONE = 499;
 
 /**
- * Per-request observation in one place (STYLE.md rule 6): every request, 401s and 404s
+ * Per-request observation in one place (docs/decisions.md, "Code rules"): every request, 401s and 404s
  * included, is counted and timed by method, route template and status; with tracing on it
  * gets a server span (child of an incoming `traceparent`) that is active while the handler
  * runs, so backend spans and exec's TRACEPARENT descend from it. Registered before auth, so

@@ -56,7 +56,7 @@ export function unwrap<T>(status: number, text: string): T {
     const code = body.code && body.code in STATUS_BY_CODE ? (body.code as ErrorCode) : 'INTERNAL';
     throw new ServiceError(code, body.error);
   }
-  // The browser routes answer with bare bodies (SPEC.md): a success that is not an envelope.
+  // The browser routes answer with bare bodies (docs/decisions.md, "Transport"): a success that is not an envelope.
   if (body !== undefined && status < 300) return body as T;
   throw new ServiceError('INTERNAL', `unexpected reply (HTTP ${status}): ${text.slice(0, 200)}`);
 }

@@ -1,4 +1,4 @@
-/** Most bytes of text one tool result block carries (DECISIONS.md, "MCP"). */
+/** Most bytes of text one tool result block carries (docs/decisions.md, "MCP"). */
 export const OUTPUT_CAP_BYTES = 16 * 1024;
 
 /**

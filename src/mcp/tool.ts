@@ -9,7 +9,7 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
-/** A tool as data (STYLE.md rule 7): name `family_action`, description, zod input schema, handler. */
+/** A tool as data (docs/decisions.md, "MCP"): name `family_action`, description, zod input schema, handler. */
 export interface ToolDefinition<S extends z.ZodObject> {
   name: string;
   title: string;

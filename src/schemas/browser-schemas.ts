@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { resourceName, timestamp } from './common.js';
 
-/** Browser routes answer with bare bodies (SPEC.md), never the `{success, data}` envelope. */
+/** Browser routes answer with bare bodies (docs/decisions.md, "Transport"), never the `{success, data}` envelope. */
 
 export const browserParams = z.object({ name: resourceName });
 export const browserPageParams = z.object({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PROFILES } from '../domain/profiles.js';
 
-/** Sandbox and snapshot names (DECISIONS.md). */
+/** Sandbox and snapshot names (docs/decisions.md, "Names, durations, timestamps"). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 export const resourceName = z
   .string({ error: 'must be a string' })

@@ -4,8 +4,8 @@ import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/
 import { manualClock } from '../helpers/manual-clock.js';
 
 /**
- * SPEC.md's sandbox state table, row by row, on real Docker, with the refusals DECISIONS.md
- * adds. Time moves by a manual clock: policies and TTLs are tested without sleeping.
+ * The sandbox state table (docs/decisions.md, "Sandboxes"), row by row, on real Docker, with
+ * its refusals. Time moves by a manual clock: policies and TTLs are tested without sleeping.
  */
 const docker = new Docker();
 const time = manualClock(new Date().toISOString());

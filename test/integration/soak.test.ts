@@ -5,7 +5,7 @@ import { docker } from '../helpers/docker.js';
 import { dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 /**
- * The soak of issue 3: 1,000 fast runs and 5,000 execs in a row leave no container, process or
+ * The soak of fast runs and execs: 1,000 fast runs and 5,000 execs in a row leave no container, process or
  * file descriptor behind, counted before and after (the server runs in this process).
  */
 const RUNS = Number(process.env.SOAK_RUNS ?? 1000);

@@ -8,7 +8,7 @@ const post = (url: string, payload?: unknown) =>
   h.app.inject({ method: 'POST', url, ...(payload === undefined ? {} : { payload: payload as object }) });
 
 describe('lifecycle and snapshot routes (fake backend)', () => {
-  it('answers with the shapes and statuses of DECISIONS.md', async () => {
+  it('answers with the shapes and statuses of docs/decisions.md', async () => {
     h = await fakeHarness();
     expect((await post('/sandboxes', { name: 'a', ttl: '1h' })).statusCode).toBe(201);
 

@@ -30,7 +30,7 @@ interface ProfileSettings {
   restrictiveRuntime: boolean;
 }
 
-/** The security profiles, exactly as DECISIONS.md "Security profiles" lays them out. */
+/** The security profiles, exactly as docs/decisions.md, "Security profiles" lays them out. */
 export const PROFILE_SETTINGS: Record<Profile, ProfileSettings> = {
   permissive: { network: 'bridge', readonlyRootfs: false, capDrop: [], capAdd: [], noNewPrivileges: false, restrictiveRuntime: false },
   moderate: {

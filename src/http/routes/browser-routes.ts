@@ -22,7 +22,7 @@ const tags = ['browser'];
 /** Errors of every route that drives the browser: bad input, unknown sandbox or page, stopped sandbox, no Chromium. */
 const browserErrors = () => errors(400, 404, 409, 422);
 
-/** Browser automation in running sandboxes; replies are bare bodies (SPEC.md), not enveloped. */
+/** Browser automation in running sandboxes; replies are bare bodies (docs/decisions.md, "Transport"), not enveloped. */
 export async function browserRoutes(app: App, { services }: RouteContext): Promise<void> {
   const browser = services.browser;
   const page = '/sandboxes/:name/browser/pages/:page';

@@ -11,7 +11,7 @@ import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedActi
 import { detailOf, type SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
 
-/** TTL extension when `by` is not given (SPEC.md, Limits). */
+/** TTL extension when `by` is not given (docs/decisions.md, "Sandboxes"). */
 export const DEFAULT_EXTENSION = '1h';
 
 /**

@@ -71,7 +71,7 @@ const POLICY: readonly { action: PolicyAction; field: PolicyReason; applies: rea
 /**
  * The action a sandbox's lifecycle policy asks for at `now`, if any. Stop and archive count
  * from the last activity (else creation); delete counts from the archive and applies only to
- * archived sandboxes (DECISIONS.md, Sandboxes).
+ * archived sandboxes (docs/decisions.md, "Sandboxes").
  */
 export function planAction(record: SandboxRecord, now: Date): PlannedAction | null {
   const policy = record.lifecycle;
