@@ -35,8 +35,8 @@ export const eventResource = z
 export const sandboxEvent = z
   .object({
     id: z.int().meta({ description: 'Grows by one per event, also across restarts; the SSE `id:`' }),
-    event: eventType.meta({ description: 'The kind of event; also the SSE `event:` line and the X-Sandboxd-Event header' }),
     type: eventType.meta({ description: 'The same value as `event`, for clients that read `type`' }),
+    event: eventType.meta({ description: 'The kind of event; also the SSE `event:` line and the X-Sandboxd-Event header' }),
     timestamp,
     sandbox: z.string().meta({ description: 'Sandbox name; "" for an event not about a sandbox' }),
     sandbox_uuid: z.string().meta({ description: 'Sandbox uuid; "" for an event not about a sandbox' }),

@@ -46,7 +46,7 @@ describe('EventBus', () => {
     const event = publishOne(bus);
     expect(event).toMatchObject({ event: 'sandbox.started', type: 'sandbox.started', sandbox: 'a' });
     expect(JSON.parse(heard[0]!.json)).toEqual(event);
-    expect(Object.keys(JSON.parse(heard[0]!.json)).slice(0, 3)).toEqual(['id', 'event', 'type']);
+    expect(Object.keys(JSON.parse(heard[0]!.json)).slice(0, 3)).toEqual(['id', 'type', 'event']);
     expect(event.resource).toBeUndefined();
   });
 

@@ -57,8 +57,9 @@ export class EventBus {
   }
 
   /** Numbers the event, sets its `event` field, keeps it in the backlog and hands it to every listener. */
-  publish(event: NewEvent): SandboxEvent {
-    const full: SandboxEvent = { id: this.nextId++, event: event.type, ...event };
+  publish({ type, ...rest }: NewEvent): SandboxEvent {
+    // Keys in the order id, type, event: the JSON opens with `{"id":…,"type":…`, which clients may match on.
+    const full: SandboxEvent = { id: this.nextId++, type, event: type, ...rest };
     const published = { event: full, json: JSON.stringify(full) };
     if (this.enabled) {
       this.ring.push(published);
