@@ -12,10 +12,17 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED'
   | 'IMAGE_UNAVAILABLE'
+  | 'METHOD_FAILED'
   | 'LIMIT_REACHED'
+  | 'BUSY'
+  | 'POLICY_DENIED'
+  | 'READ_ONLY'
+  | 'SQL_ERROR'
   | 'INTERNAL'
   | 'BACKEND_UNAVAILABLE'
-  | 'EVENTS_DISABLED';
+  | 'EVENTS_DISABLED'
+  | 'STORE_UNAVAILABLE'
+  | 'TIMEOUT';
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   BAD_REQUEST: 400,
@@ -26,27 +33,94 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED: 422,
   IMAGE_UNAVAILABLE: 422,
+  /** Code a client supplied (a durable object's method) threw; `details` says what it threw. */
+  METHOD_FAILED: 422,
   LIMIT_REACHED: 429,
+  /** The resource is serving other calls; try again shortly. */
+  BUSY: 429,
+  /** A policy rule refused the request; the message names the rule. */
+  POLICY_DENIED: 403,
+  /** A statement that writes was sent where only reads are allowed. */
+  READ_ONLY: 400,
+  /** The store's engine refused the statement; `details` carries the engine's code. */
+  SQL_ERROR: 400,
   INTERNAL: 500,
   BACKEND_UNAVAILABLE: 503,
   EVENTS_DISABLED: 503,
+  /** An external store cannot be reached or refused the credentials. */
+  STORE_UNAVAILABLE: 503,
+  /** The operation did not finish within its time limit. */
+  TIMEOUT: 504,
 };
 
-/** A failure with a code from the table and a message fit to show a client. */
+/**
+ * What the client should do next, as data. Each face renders it in its own words: HTTP names
+ * the route, MCP the tool, the command line the command. Field names are those of the wire
+ * (the HTTP error envelope carries the step as `hint`).
+ */
+export type NextStep =
+  /** Start the sandbox. */
+  | { action: 'start'; sandbox: string }
+  /**
+   * Recover the archived sandbox. `then: 'start'` when the call needs it running (recovery
+   * leaves it stopped); without `then`, recover first and repeat the call.
+   */
+  | { action: 'recover'; sandbox: string; then?: 'start' }
+  /** Open the page (navigate it to a URL), which creates it. */
+  | { action: 'browser_open'; sandbox: string; page: string }
+  /** Take a new snapshot of the page; `use_refs` when the call should then use its refs. */
+  | { action: 'browser_snapshot'; sandbox: string; page: string; use_refs?: boolean };
+
+/** Every action a next step can name. */
+export type NextStepAction = NextStep['action'];
+
+/**
+ * How one face says each next step: a renderer per action, so the compiler makes every face
+ * render every action. A renderer returns the clause that follows the error's message after
+ * `: `, e.g. `start it with POST /sandboxes/x/start`.
+ */
+export type NextStepRenderers = { [A in NextStepAction]: (step: Extract<NextStep, { action: A }>) => string };
+
+/** `message: <the face's words for the step>`, or the message alone without a step. */
+export function withNextStep(message: string, hint: NextStep | undefined, renderers: NextStepRenderers): string {
+  if (!hint) return message;
+  const render = renderers[hint.action] as (step: NextStep) => string;
+  return `${message}: ${render(hint)}`;
+}
+
+/** What an error may carry besides its code and message. */
+export interface ErrorExtras {
+  /** The next step, rendered by each face after the message. */
+  hint?: NextStep;
+  /** Structured facts about the failure (an engine's error code, a stack), sent beside the message. */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * A failure with a code from the table and a message fit to show a client. The message says
+ * what is wrong; what to do about it, when there is something, is the `hint`, which each
+ * face appends in its own words (see `withNextStep`).
+ */
 export class ServiceError extends Error {
+  readonly hint: NextStep | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
+    { hint, details }: ErrorExtras = {},
   ) {
     super(message);
     this.name = 'ServiceError';
+    this.hint = hint;
+    this.details = details;
   }
 }
 
-export const badRequest = (message: string) => new ServiceError('BAD_REQUEST', message);
-export const notFound = (message: string) => new ServiceError('NOT_FOUND', message);
-export const conflict = (message: string) => new ServiceError('CONFLICT', message);
-export const forbidden = (message: string) => new ServiceError('FORBIDDEN', message);
+export const badRequest = (message: string, extras?: ErrorExtras) => new ServiceError('BAD_REQUEST', message, extras);
+export const notFound = (message: string, extras?: ErrorExtras) => new ServiceError('NOT_FOUND', message, extras);
+export const conflict = (message: string, extras?: ErrorExtras) => new ServiceError('CONFLICT', message, extras);
+export const forbidden = (message: string, extras?: ErrorExtras) => new ServiceError('FORBIDDEN', message, extras);
 
 /** Raised by a backend for an operation it does not offer (HTTP 422). */
 export class UnsupportedError extends ServiceError {

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isServiceError, STATUS_BY_CODE, type ErrorCode } from '../errors.js';
+import { isServiceError, STATUS_BY_CODE, withNextStep, type ErrorCode, type NextStepRenderers, type ServiceError } from '../errors.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
@@ -11,18 +11,45 @@ const FASTIFY_CODES: Record<string, [ErrorCode, string?]> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: ['BAD_REQUEST', 'unsupported Content-Type: send application/json'],
 };
 
+/** The next steps in the words of this API: the route that does it. */
+const HTTP_NEXT_STEPS: NextStepRenderers = {
+  start: ({ sandbox }) => `start it with POST /sandboxes/${sandbox}/start`,
+  recover: ({ sandbox, then }) =>
+    then === 'start'
+      ? `recover it with POST /sandboxes/${sandbox}/recover, then start it`
+      : `recover it first with POST /sandboxes/${sandbox}/recover`,
+  browser_open: ({ sandbox, page }) => `open it with POST /sandboxes/${sandbox}/browser/pages/${page}/goto`,
+  browser_snapshot: ({ sandbox, page, use_refs }) =>
+    `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
+};
+
+/** A service error's message as HTTP clients read it: with its next step naming the route. */
+export const httpMessage = (error: ServiceError): string => withNextStep(error.message, error.hint, HTTP_NEXT_STEPS);
+
+/** The envelope of a service error; `problem` and `hint` only when there is a next step. */
+function serviceEnvelope(error: ServiceError) {
+  const { code, hint, details } = error;
+  return {
+    success: false,
+    error: httpMessage(error),
+    code,
+    ...(hint ? { problem: error.message, hint } : {}),
+    ...(details ? { details } : {}),
+  };
+}
+
 /**
- * One handler turns every failure into the error envelope
- * `{success:false, error, code}`. A 5xx never carries internals; a client fault is never 5xx.
+ * One handler turns every failure into the error envelope `{success:false, error, code}`,
+ * plus, when the error has them, `hint` (the next step as data) with `problem` (the message
+ * without the step, for faces that say the step their own way) and `details`. A 5xx never
+ * carries internals; a client fault is never 5xx.
  */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (isServiceError(error)) return reply.status(STATUS_BY_CODE[error.code]).send(serviceEnvelope(error));
     let code: ErrorCode;
     let message: string;
-    if (isServiceError(error)) {
-      code = error.code;
-      message = error.message;
-    } else if (error.code && FASTIFY_CODES[error.code]) {
+    if (error.code && FASTIFY_CODES[error.code]) {
       const [mapped, text] = FASTIFY_CODES[error.code]!;
       code = mapped;
       message = text ?? error.message;

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { errorEnvelope } from '../schemas/common.js';
+import { errorEnvelope } from '../schemas/error-schemas.js';
 import type { Services } from '../services/services.js';
 
 /** The Fastify instance type routes are registered on: zod schemas, typed requests. */

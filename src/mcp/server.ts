@@ -6,6 +6,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { ApiClient } from './api-client.js';
 import { capOutput } from './output-cap.js';
 import type { Tool } from './tool.js';
+import { toolError } from './tool-errors.js';
 import { TOOL_FAMILIES } from './tools/index.js';
 
 const INSTRUCTIONS =
@@ -31,8 +32,9 @@ export interface SandboxdMcpServer {
 /**
  * The MCP face: registers every tool on the SDK's McpServer. Each call runs the tool's handler
  * with the client's cancellation signal; text blocks are capped at 16 KB (images never are),
- * and failures become results with `isError: true` and the service's message, which says
- * what to do. The SDK itself answers malformed arguments (as `isError` results naming the field).
+ * and failures become results with `isError: true` and the service's message, whose next
+ * step names the tool that takes it (tool-errors.ts). The SDK itself answers malformed
+ * arguments (as `isError` results naming the field).
  */
 export function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: McpServerOptions): SandboxdMcpServer {
   const server = new McpServer({ name: 'sandboxd', version: VERSION }, { instructions: INSTRUCTIONS });
@@ -72,7 +74,7 @@ async function callTool(tool: Tool, args: unknown, context: { api: ApiClient; si
     const result = await tool.handle(args, context);
     return { ...result, content: result.content.map((block) => (block.type === 'text' ? { ...block, text: capOutput(block.text) } : block)) };
   } catch (err) {
-    if (isServiceError(err)) return failure(forTools(err.message));
+    if (isServiceError(err)) return toolError(err);
     if (context.signal.aborted) return failure('the call was cancelled');
     logger.error({ err, tool: tool.name }, 'tool failed');
     return failure(`internal error in ${tool.name}: see the sandboxd log (stderr)`);
@@ -80,15 +82,3 @@ async function callTool(tool: Tool, args: unknown, context: { api: ApiClient; si
 }
 
 const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
-
-/** HTTP routes that service messages name, and the tool that does the same. */
-const ROUTE_TO_TOOL: readonly [RegExp, string][] = [
-  [/POST \/sandboxes\/([^/\s]+)\/start\b/g, "sandbox_start (name '$1')"],
-  [/POST \/sandboxes\/([^/\s]+)\/browser\/pages\/([^/\s]+)\/goto\b/g, "browser_open (name '$1', page '$2')"],
-  [/GET \/sandboxes\/([^/\s]+)\/browser\/pages\/([^/\s)]+)/g, "browser_snapshot (name '$1', page '$2')"],
-];
-
-/** Service messages name HTTP routes where a tool does the same; say the tool instead. */
-function forTools(message: string): string {
-  return ROUTE_TO_TOOL.reduce((text, [route, tool]) => text.replace(route, tool), message);
-}

@@ -58,9 +58,5 @@ export const timestamp = z.string().meta({ description: 'RFC 3339 timestamp in U
 /** The success envelope around a data schema. */
 export const envelope = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
-export const errorEnvelope = z
-  .object({ success: z.literal(false), error: z.string(), code: z.string() })
-  .meta({ id: 'Error' });
-
 /** A plain confirmation message such as "sandbox 'x' removed". */
 export const message = envelope(z.string());

@@ -22,14 +22,25 @@ export type EventType = (typeof EVENT_TYPES)[number];
 const TYPE_ERROR = `must be one of ${EVENT_TYPES.join(', ')}`;
 const eventType = z.enum(EVENT_TYPES, { error: TYPE_ERROR });
 
+/** What an event not about a sandbox is about (a durable object, a schedule, a store, ...). */
+export const eventResource = z
+  .object({
+    kind: z.string().meta({ description: 'The kind of resource, e.g. object, schedule, store, orchestration' }),
+    id: z.string(),
+    name: z.string(),
+  })
+  .meta({ id: 'EventResource', description: 'Present only on events not about a sandbox, whose `sandbox` and `sandbox_uuid` are ""' });
+
 /** One event: the `data:` of GET /events and the body of a webhook delivery. */
 export const sandboxEvent = z
   .object({
     id: z.int().meta({ description: 'Grows by one per event, also across restarts; the SSE `id:`' }),
-    type: eventType,
+    type: eventType.meta({ description: 'The same value as `event`, for clients that read `type`' }),
+    event: eventType.meta({ description: 'The kind of event; also the SSE `event:` line and the X-Sandboxd-Event header' }),
     timestamp,
-    sandbox: z.string().meta({ description: 'Sandbox name' }),
-    sandbox_uuid: z.string(),
+    sandbox: z.string().meta({ description: 'Sandbox name; "" for an event not about a sandbox' }),
+    sandbox_uuid: z.string().meta({ description: 'Sandbox uuid; "" for an event not about a sandbox' }),
+    resource: eventResource.optional(),
     labels: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.unknown()).meta({
       description:
@@ -39,8 +50,20 @@ export const sandboxEvent = z
   })
   .meta({ id: 'SandboxEvent' });
 
+/**
+ * One event as every consumer sees it: the `data:` of GET /events, the body of a webhook
+ * delivery, what bus listeners get. `id` grows by one per event; `metadata` depends on
+ * `type` (README.md). The bus sets `event` from `type`; the program reads `type`.
+ */
+export type SandboxEvent = z.infer<typeof sandboxEvent>;
+
+/** What an event not about a sandbox is about. */
+export type EventResource = z.infer<typeof eventResource>;
+
 export const eventsQuery = z.strictObject({
-  sandbox: resourceName.optional().meta({ description: 'Only events of this sandbox (it need not exist yet)' }),
+  sandbox: resourceName
+    .optional()
+    .meta({ description: 'Only events of this sandbox (it need not exist yet); events not about a sandbox are left out' }),
   type: z
     .union([eventType, z.array(eventType)], { error: TYPE_ERROR })
     .optional()

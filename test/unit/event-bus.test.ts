@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventBus, type SandboxEvent } from '../../src/services/events/event-bus.js';
+import { EventBus, type PublishedEvent, type SandboxEvent } from '../../src/services/events/event-bus.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
@@ -37,6 +37,36 @@ describe('EventBus', () => {
     const id = publishOne(bus).id;
     expect(heard).toEqual([id]);
     expect(bus.since(0).events).toEqual([]);
+  });
+
+  it('gives every event its kind as `event` beside `type`, in the object and in its JSON', () => {
+    const bus = new EventBus({ enabled: true, backlog: 5, logger: silentLogger() });
+    const heard: PublishedEvent[] = [];
+    bus.subscribe((p) => heard.push(p));
+    const event = publishOne(bus);
+    expect(event).toMatchObject({ event: 'sandbox.started', type: 'sandbox.started', sandbox: 'a' });
+    expect(JSON.parse(heard[0]!.json)).toEqual(event);
+    expect(Object.keys(JSON.parse(heard[0]!.json)).slice(0, 3)).toEqual(['id', 'type', 'event']);
+    expect(event.resource).toBeUndefined();
+  });
+
+  it('carries `resource` on events not about a sandbox: a sandbox filter leaves them out, a type filter selects them', () => {
+    const bus = new EventBus({ enabled: true, backlog: 10, logger: silentLogger() });
+    const resource = { kind: 'store', id: '0198c4a0-0000-7000-8000-000000000001', name: 'orders' };
+    const first = publishOne(bus, 'a').id;
+    const about = bus.publish({ type: 'snapshot.created', timestamp: '', sandbox: '', sandbox_uuid: '', resource, labels: {}, metadata: {} });
+    publishOne(bus, 'b');
+    expect(about).toMatchObject({ event: 'snapshot.created', sandbox: '', sandbox_uuid: '', resource });
+
+    const seen = (filter: Parameters<EventBus['follow']>[0]) => {
+      const out: SandboxEvent[] = [];
+      bus.follow(filter, first - 1, (p) => out.push(JSON.parse(p.json) as SandboxEvent))();
+      return out;
+    };
+    expect(seen({ sandbox: 'a' }).map((e) => e.sandbox)).toEqual(['a']);
+    expect(seen({ sandbox: 'b', types: new Set(['sandbox.started', 'snapshot.created']) }).map((e) => e.sandbox)).toEqual(['b']);
+    expect(seen({ types: new Set(['snapshot.created']) })).toEqual([about]);
+    expect(seen({}).map((e) => e.resource?.name ?? e.sandbox)).toEqual(['a', 'orders', 'b']);
   });
 
   it('isolates a failing listener and counts stream clients', () => {

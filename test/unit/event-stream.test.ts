@@ -48,6 +48,39 @@ describe('GET /events over a socket (fake backend)', () => {
     expect(slowest).toBeLessThan(50);
   });
 
+  it('sends each event with `event` beside `type`; ?sandbox= leaves out events not about a sandbox, ?type= selects them', async () => {
+    harness = await fakeHarness({}, undefined, { enabled: true, backlog: 10, webhookUrls: [] });
+    const url = await harness.app.listen({ host: '127.0.0.1', port: 0 });
+    const { bus } = harness.services.observability;
+    const listen = async (query: string) => {
+      const source = new EventSource(`${url}/events?${query}`);
+      const got: { line: string; data: Record<string, unknown> }[] = [];
+      for (const type of ['sandbox.started', 'snapshot.created']) {
+        source.addEventListener(type, (e) => got.push({ line: e.type, data: JSON.parse(e.data) as Record<string, unknown> }));
+      }
+      await new Promise((resolve) => (source.onopen = resolve));
+      return { got, source };
+    };
+    const bySandbox = await listen('sandbox=s');
+    const byType = await listen('type=snapshot.created');
+    while (bus.clients < 2) await sleep(5);
+
+    const resource = { kind: 'store', id: 'store-1', name: 'orders' };
+    bus.publish({ type: 'sandbox.started', timestamp: '', sandbox: 's', sandbox_uuid: 'u', labels: {}, metadata: {} });
+    bus.publish({ type: 'snapshot.created', timestamp: '', sandbox: '', sandbox_uuid: '', resource, labels: {}, metadata: {} });
+    bus.publish({ type: 'snapshot.created', timestamp: '', sandbox: 's', sandbox_uuid: 'u', labels: {}, metadata: {} });
+    while (bySandbox.got.length < 2 || byType.got.length < 2) await sleep(5);
+    bySandbox.source.close();
+    byType.source.close();
+
+    expect(bySandbox.got).toEqual([
+      { line: 'sandbox.started', data: expect.objectContaining({ event: 'sandbox.started', type: 'sandbox.started', sandbox: 's' }) },
+      { line: 'snapshot.created', data: expect.objectContaining({ event: 'snapshot.created', sandbox: 's' }) },
+    ]);
+    expect(byType.got.map((g) => g.data.resource ?? g.data.sandbox)).toEqual([resource, 's']);
+    expect(byType.got[0]!.data).toMatchObject({ event: 'snapshot.created', sandbox: '', sandbox_uuid: '' });
+  });
+
   it('sends heartbeat comments at the configured interval', async () => {
     harness = await fakeHarness({}, undefined, { enabled: true, backlog: 10, webhookUrls: [] });
     await harness.app.close();

@@ -88,4 +88,18 @@ describe('OpenAPI', () => {
     expect(doc.components.schemas.SandboxEvent.properties.type.enum).toContain('sandbox.exec.completed');
     expect(doc.webhooks.sandboxEvent.post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/SandboxEvent');
   });
+
+  it('documents `event` beside `type` and the optional `resource` of an event, and the hint and details of an error', async () => {
+    harness = await fakeHarness();
+    const { schemas } = (await harness.app.inject({ method: 'GET', url: '/openapi.json' })).json().components;
+    const event = schemas.SandboxEvent;
+    expect(event.properties.event.enum).toEqual(event.properties.type.enum);
+    expect(event.required).toEqual(expect.arrayContaining(['event', 'type', 'sandbox', 'sandbox_uuid']));
+    expect(event.required).not.toContain('resource');
+    expect(schemas.EventResource.required.sort()).toEqual(['id', 'kind', 'name']);
+    expect(Object.keys(schemas.Error.properties)).toEqual(['success', 'error', 'code', 'problem', 'hint', 'details']);
+    expect(schemas.Error.required).toEqual(['success', 'error', 'code']);
+    const actions = schemas.NextStep.oneOf.map((step: { properties: { action: { const: string } } }) => step.properties.action.const);
+    expect(actions.sort()).toEqual(['browser_open', 'browser_snapshot', 'recover', 'start']);
+  });
 });

@@ -83,6 +83,23 @@ describe('WebhookDispatcher (real HTTP receivers on 127.0.0.1)', () => {
     expect(await counter('sandboxd_webhook_deliveries_total')).toEqual([{ labels: { outcome: 'delivered' }, value: 10 }]);
   });
 
+  it('delivers `event` beside `type`, and `resource` for an event not about a sandbox', async () => {
+    const r = await receiver();
+    const bus = new EventBus({ enabled: true, backlog: 10, logger: silentLogger() });
+    const d = dispatch([r.url]);
+    bus.subscribe((p) => d.enqueue(p));
+    const resource = { kind: 'schedule', id: '0198c4a0-0000-7000-8000-000000000002', name: 'nightly' };
+    bus.publish({ type: 'sandbox.created', timestamp: '', sandbox: 'box', sandbox_uuid: 'u', labels: {}, metadata: {} });
+    bus.publish({ type: 'snapshot.deleted', timestamp: '', sandbox: '', sandbox_uuid: '', resource, labels: {}, metadata: {} });
+    const got = (await r.waitFor(2)).map((g) => ({ header: g.headers['x-sandboxd-event'], body: JSON.parse(g.body) }));
+    got.sort((x, y) => x.body.id - y.body.id);
+    expect(got).toEqual([
+      { header: 'sandbox.created', body: expect.objectContaining({ event: 'sandbox.created', type: 'sandbox.created', sandbox: 'box' }) },
+      { header: 'snapshot.deleted', body: expect.objectContaining({ event: 'snapshot.deleted', type: 'snapshot.deleted', sandbox: '', sandbox_uuid: '', resource }) },
+    ]);
+    expect(got[0]!.body).not.toHaveProperty('resource');
+  });
+
   it('retries a receiver that fails twice, with the same delivery id and growing delays, then stops', async () => {
     const r = await receiver((i) => (i < 2 ? 503 : 200));
     const started = Date.now();

@@ -3,6 +3,7 @@ import { isServiceError } from '../../errors.js';
 import { envelope } from '../../schemas/common.js';
 import { execResult } from '../../schemas/exec-schemas.js';
 import { batchBody, batchResult, runBody } from '../../schemas/run-schemas.js';
+import { httpMessage } from '../errors.js';
 import { clientGone, errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
 import { SseStream } from '../sse-stream.js';
 
@@ -67,7 +68,7 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
         send('done', { exit_code: result.exit_code, duration_ms: result.duration_ms });
       } catch (err) {
         if (!isServiceError(err)) request.log.error({ err }, 'streamed run failed');
-        send('error', { message: isServiceError(err) ? err.message : 'internal error' });
+        send('error', { message: isServiceError(err) ? httpMessage(err) : 'internal error' });
       }
       stream.end();
     },

@@ -230,7 +230,9 @@ async function listPages(session: BrowserSession): Promise<PageSummary[]> {
 
 function requirePage(session: BrowserSession, name: string, pageName: string): NamedPage {
   const named = session.pages.get(pageName);
-  if (!named) throw notFound(`page '${pageName}' is not open in sandbox '${name}': open it with POST /sandboxes/${name}/browser/pages/${pageName}/goto`);
+  if (!named) {
+    throw notFound(`page '${pageName}' is not open in sandbox '${name}'`, { hint: { action: 'browser_open', sandbox: name, page: pageName } });
+  }
   return named;
 }
 
@@ -249,9 +251,9 @@ function locate(named: NamedPage, name: string, pageName: string, target: Target
 }
 
 function staleRef(ref: string, name: string, pageName: string): ServiceError {
-  return badRequest(
-    `ref '${ref}' is not in the latest snapshot of page '${pageName}': take a new snapshot (GET /sandboxes/${name}/browser/pages/${pageName}) and use its refs`,
-  );
+  return badRequest(`ref '${ref}' is not in the latest snapshot of page '${pageName}'`, {
+    hint: { action: 'browser_snapshot', sandbox: name, page: pageName, use_refs: true },
+  });
 }
 
 /** A click or fill that found no usable element is the client's error (400). */
@@ -259,9 +261,9 @@ function targetError(err: unknown, name: string, pageName: string, target: Targe
   if (err instanceof ServiceError || isDisconnect(err)) return err;
   if (err instanceof playwrightErrors.TimeoutError) {
     const what = target.ref !== undefined ? `ref '${target.ref}'` : `selector '${target.selector}'`;
-    return badRequest(
-      `${what} matched no usable element within ${ACTION_TIMEOUT_MS / 1000}s (gone, hidden or disabled): take a new snapshot (GET /sandboxes/${name}/browser/pages/${pageName})`,
-    );
+    return badRequest(`${what} matched no usable element within ${ACTION_TIMEOUT_MS / 1000}s (gone, hidden or disabled)`, {
+      hint: { action: 'browser_snapshot', sandbox: name, page: pageName },
+    });
   }
   return badRequest(firstLine(err));
 }

@@ -1,21 +1,13 @@
-import type { EventType } from '../../schemas/event-schemas.js';
+import type { EventResource, EventType, SandboxEvent } from '../../schemas/event-schemas.js';
 import type { Logger } from '../../telemetry/logger.js';
 
-export type { EventType };
+export type { EventResource, EventType, SandboxEvent };
 
 /**
- * One event as every consumer sees it: the `data:` of GET /events, the body of a webhook
- * delivery. `id` grows by one per event; `metadata` depends on `type` (README.md).
+ * What a publisher gives: the bus numbers the event and sets `event` from `type`. An event not
+ * about a sandbox has `sandbox` and `sandbox_uuid` empty and says what it is about in `resource`.
  */
-export interface SandboxEvent {
-  id: number;
-  type: EventType;
-  timestamp: string;
-  sandbox: string;
-  sandbox_uuid: string;
-  labels: Record<string, string>;
-  metadata: Record<string, unknown>;
-}
+export type NewEvent = Omit<SandboxEvent, 'id' | 'event'>;
 
 /** An event with its JSON text, serialised once for every stream and webhook. */
 export interface PublishedEvent {
@@ -64,9 +56,10 @@ export class EventBus {
     return this.nextId - 1;
   }
 
-  /** Numbers the event, keeps it in the backlog and hands it to every listener. */
-  publish(event: Omit<SandboxEvent, 'id'>): SandboxEvent {
-    const full: SandboxEvent = { id: this.nextId++, ...event };
+  /** Numbers the event, sets its `event` field, keeps it in the backlog and hands it to every listener. */
+  publish({ type, ...rest }: NewEvent): SandboxEvent {
+    // Keys in the order id, type, event: the JSON opens with `{"id":…,"type":…`, which clients may match on.
+    const full: SandboxEvent = { id: this.nextId++, type, event: type, ...rest };
     const published = { event: full, json: JSON.stringify(full) };
     if (this.enabled) {
       this.ring.push(published);
@@ -103,7 +96,8 @@ export class EventBus {
   /**
    * Follows the events that match `filter`: first those after `after` that the backlog still
    * holds (`onGap` is called before them when some are gone), then every new one. Replay and
-   * subscription happen in one synchronous step, so no event falls between them.
+   * subscription happen in one synchronous step, so no event falls between them. A `sandbox`
+   * filter leaves out the events not about a sandbox (those with a `resource`).
    */
   follow(
     filter: { sandbox?: string; types?: ReadonlySet<EventType> },
@@ -113,7 +107,8 @@ export class EventBus {
   ): () => void {
     const send = (published: PublishedEvent) => {
       const { event } = published;
-      if ((!filter.sandbox || event.sandbox === filter.sandbox) && (!filter.types || filter.types.has(event.type))) deliver(published);
+      const sandboxMatches = !filter.sandbox || (!event.resource && event.sandbox === filter.sandbox);
+      if (sandboxMatches && (!filter.types || filter.types.has(event.type))) deliver(published);
     };
     const replay = after === undefined ? undefined : this.since(after);
     const unsubscribe = this.subscribe(send, { client: true });

@@ -4,5 +4,5 @@
  * wires the bus, metrics, webhooks and tracing and wraps the backend once.
  */
 export { AuditService } from './audit-service.js';
-export { EventBus, type PublishedEvent, type SandboxEvent } from './event-bus.js';
+export { EventBus, type EventResource, type NewEvent, type PublishedEvent, type SandboxEvent } from './event-bus.js';
 export { EVENTS_OFF, Observability, type EventSettings } from './observability.js';

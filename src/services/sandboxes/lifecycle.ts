@@ -36,12 +36,12 @@ export const ARCHIVE_REPOSITORY = 'sandboxd-archive';
 /** The image tag that keeps an archived sandbox's filesystem. */
 export const archiveTag = (uuid: string): string => `${ARCHIVE_REPOSITORY}:${uuid}`;
 
-/** CONFLICT, saying what to do instead, when `operation` may not act on the sandbox now. */
+/** CONFLICT, saying why (and with a hint to recover an archived sandbox), when `operation` may not act on the sandbox now. */
 export function assertTransition(record: SandboxRecord, operation: Operation): void {
   if (TRANSITIONS[operation].from.includes(record.status)) return;
   const name = record.name;
   if (record.status === 'archived') {
-    throw conflict(`sandbox '${name}' is archived: recover it first with POST /sandboxes/${name}/recover`);
+    throw conflict(`sandbox '${name}' is archived`, { hint: { action: 'recover', sandbox: name } });
   }
   if (operation === 'recover') throw conflict(`sandbox '${name}' is not archived (it is ${record.status}): only archived sandboxes can be recovered`);
   throw conflict(`sandbox '${name}' is ${record.status}: try again when that has finished`);

@@ -235,21 +235,19 @@ export class SandboxService {
 
   /**
    * The record of a sandbox that must be running for an operation (exec, files).
-   * CONFLICT with a message saying how to start it otherwise.
+   * CONFLICT otherwise, with the next step (start it, or recover and start it) as its hint.
    */
   async requireRunning(name: string): Promise<SandboxRecord & { backendId: string }> {
     return this.assertRunning(await this.require(name));
   }
 
-  /** The record itself when it is running; CONFLICT saying how to start it otherwise. */
+  /** The record itself when it is running; CONFLICT with the next step as its hint otherwise. */
   assertRunning(record: SandboxRecord): SandboxRecord & { backendId: string } {
     const name = record.name;
     if (record.status === 'running' && record.backendId) return record as SandboxRecord & { backendId: string };
-    throw conflict(
-      record.status === 'archived'
-        ? `sandbox '${name}' is archived: recover it with POST /sandboxes/${name}/recover, then start it`
-        : `sandbox '${name}' is ${record.status}: start it with POST /sandboxes/${name}/start`,
-    );
+    throw record.status === 'archived'
+      ? conflict(`sandbox '${name}' is archived`, { hint: { action: 'recover', sandbox: name, then: 'start' } })
+      : conflict(`sandbox '${name}' is ${record.status}`, { hint: { action: 'start', sandbox: name } });
   }
 
   /** Marks a sandbox stopped after the engine reported its container not running. */

@@ -1,0 +1,24 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { withNextStep, type NextStepRenderers, type ServiceError } from '../errors.js';
+
+/** The next steps in the words of the MCP face: the tool that does it, with its arguments. */
+const TOOL_NEXT_STEPS: NextStepRenderers = {
+  start: ({ sandbox }) => `start it with sandbox_start (name '${sandbox}')`,
+  recover: ({ sandbox, then }) =>
+    then === 'start'
+      ? `recover it with sandbox_recover (name '${sandbox}'), then start it with sandbox_start`
+      : `recover it first with sandbox_recover (name '${sandbox}')`,
+  browser_open: ({ sandbox, page }) => `open it with browser_open (name '${sandbox}', page '${page}')`,
+  browser_snapshot: ({ sandbox, page, use_refs }) =>
+    `take a new snapshot (browser_snapshot (name '${sandbox}', page '${page}'))${use_refs ? ' and use its refs' : ''}`,
+};
+
+/**
+ * A service error as a tool result: `isError`, the message with its next step naming the
+ * tool, and the error's `details` as JSON in a second block when it has them.
+ */
+export function toolError(err: ServiceError): CallToolResult {
+  const content: CallToolResult['content'] = [{ type: 'text', text: withNextStep(err.message, err.hint, TOOL_NEXT_STEPS) }];
+  if (err.details) content.push({ type: 'text', text: `details: ${JSON.stringify(err.details, null, 2)}` });
+  return { content, isError: true };
+}
