@@ -6,6 +6,7 @@ import { DurableTimers, FIRST_RETRY_MS, MAX_WAIT_MS, type TimerSource } from '..
 import type { Clock } from '../../src/services/support/clock.js';
 import { openStore, type Store } from '../../src/state/store.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
+import { fakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 
 /**
@@ -307,5 +308,20 @@ describe('DurableTimers', () => {
     remove();
     await timers.tick();
     expect(source.fired()).toEqual([]);
+  });
+});
+
+describe('the timers of the service layer', () => {
+  it('count source failures in sandboxd_timer_failures_total and are stopped by Services.close', async () => {
+    const { clock: harnessClock } = manualClock();
+    const harness = await fakeHarness({}, harnessClock);
+    const { timers: serviceTimers } = harness.services;
+    serviceTimers.register({ name: 'broken', nextDue: () => new Date(0), tick: () => Promise.reject(new Error('boom')) });
+    await serviceTimers.tick();
+    const metrics = await harness.services.observability.metrics.scrape();
+    expect(metrics.text).toContain('sandboxd_timer_failures_total{source="broken"} 1');
+    await harness.close();
+    await serviceTimers.tick();
+    expect(serviceTimers.failures).toBe(1);
   });
 });
