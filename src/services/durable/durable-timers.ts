@@ -189,22 +189,24 @@ export class DurableTimers {
     this.timer.unref();
   }
 
-  /** The earliest time any source wants a tick (a failed source's back-off included), or null. */
+  /** The earliest time any source wants a tick, or null. */
   private async earliestDue(): Promise<number | null> {
     let earliest: number | null = null;
     const now = this.clock().getTime();
     for (const source of [...this.sources.values()]) {
-      const backoff = this.waiting(source.name, now) ? this.backoff.get(source.name)!.until : undefined;
-      let due: number | undefined;
-      if (backoff !== undefined) due = backoff;
-      else {
-        const next = await this.guard(source, () => source.nextDue());
-        if (next === undefined && this.backoff.has(source.name)) due = this.backoff.get(source.name)!.until;
-        else if (next) due = next.getTime();
-      }
-      if (due !== undefined && (earliest === null || due < earliest)) earliest = due;
+      const due = await this.dueOf(source, now);
+      if (due !== null && (earliest === null || due < earliest)) earliest = due;
     }
     return earliest;
+  }
+
+  /** When a source wants its next tick: the end of its back-off while it has one, else its `nextDue()`. */
+  private async dueOf(source: TimerSource, now: number): Promise<number | null> {
+    if (this.waiting(source.name, now)) return this.backoff.get(source.name)!.until;
+    const next = await this.guard(source, () => source.nextDue());
+    // undefined: nextDue failed just now, and its back-off says when to ask again.
+    if (next === undefined) return this.backoff.get(source.name)?.until ?? null;
+    return next === null ? null : next.getTime();
   }
 
   /**
