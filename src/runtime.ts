@@ -11,6 +11,7 @@ import { buildHint } from './images/catalog.js';
 import { VERSION } from './paths.js';
 import { repeatEvery } from './services/support/background-loop.js';
 import type { Clock } from './services/support/clock.js';
+import { secretBoxFor } from './services/support/secret-box.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
 import type { Logger } from './telemetry/logger.js';
@@ -33,13 +34,21 @@ const RECOVERY_RETRY_MS = 10_000;
 const POOL_EVICT_INTERVAL_S = 60;
 
 /**
- * The composition root: opens the data directory, makes the backend, wires the services,
- * reconciles the store with the engine, starts the gc and policy loops and builds the HTTP
- * app. With `listen`, it serves and writes `<data-dir>/server.json` so that other local tools
- * can find the server. `clock` replaces the system time (tests).
+ * The composition root: opens the data directory, checks the secret key file, makes the
+ * backend, wires the services, reconciles the store with the engine, starts the timers driver
+ * and the gc and policy loops and builds the HTTP app. With `listen`, it serves and writes
+ * `<data-dir>/server.json` so that other local tools can find the server. `clock` replaces the
+ * system time (tests).
  */
 export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean; clock?: Clock }): Promise<Runtime> {
   const store = await openStore(config.dataDir);
+  const secrets = secretBoxFor(config.dataDir, config.secretKeyFile, logger.child({ part: 'secrets' }));
+  try {
+    secrets.verify();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   const backend = createBackend(config.backend, {
     instanceId: store.instanceId,
     dataDir: config.dataDir,
@@ -71,6 +80,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     },
     ...(tracing ? { tracing } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    secrets,
   });
 
   let recoveryTimer: NodeJS.Timeout | undefined;
@@ -86,6 +96,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     }
   };
   await recover();
+  // After recovery, like the loops: due work may act on sandboxes, which recovery settles first.
+  void services.timers.start();
   const loops = [
     repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
     repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
@@ -127,6 +139,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     instanceId: store.instanceId,
     ...(url ? { url } : {}),
     async close() {
+      // First: a tick in flight finishes while everything it may use is still open.
+      await services.timers.close();
       clearTimeout(recoveryTimer);
       for (const stop of loops) await stop();
       await app.close();

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpServer } from '../mcp/server.js';
+import { SecretKeyError } from '../services/support/secret-box.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
@@ -28,6 +29,7 @@ export function mcpCommand(): Command {
     .option('--pool-size <n>', 'in-process: ready pool instances kept per (image, profile), 0 = none (default 2)')
     .option('--pool-sizes <table>', 'in-process: image[@profile]=n entries, warmed at start')
     .option('--pids-limit <n>', 'in-process: process limit of every sandbox')
+    .option('--secret-key-file <file>', 'in-process: 32-byte key that encrypts secrets at rest (default <data-dir>/secret.key)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (logs go to stderr)')
     .action(async (opts: Record<string, unknown>) => {
       // Stdout is the protocol: whatever a library prints with console.log goes to stderr instead.
@@ -40,7 +42,7 @@ export function mcpCommand(): Command {
       try {
         target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : undefined);
       } catch (err) {
-        if (err instanceof DataDirLockedError || err instanceof McpTargetError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError) return fail(err.message);
         throw err;
       }
       const mcp = createMcpServer({ api: target.api, logger });

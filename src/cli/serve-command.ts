@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { startRuntime } from '../runtime.js';
+import { SecretKeyError } from '../services/support/secret-box.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
@@ -35,6 +36,7 @@ export function serveCommand(): Command {
     .option('--events-backlog <n>', 'events kept for Last-Event-ID resume of GET /events (1000)')
     .option('--events-heartbeat <seconds>', 'heartbeat comment interval of GET /events (15)')
     .option('--otel-endpoint <url>', 'OTLP/HTTP collector for trace export, e.g. http://127.0.0.1:4318')
+    .option('--secret-key-file <file>', '32-byte key that encrypts secrets at rest, mode 0600 (default <data-dir>/secret.key, made on first use)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);
@@ -44,7 +46,7 @@ export function serveCommand(): Command {
       try {
         runtime = await startRuntime(config, logger, { listen: true });
       } catch (err) {
-        if (err instanceof DataDirLockedError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof SecretKeyError) return fail(err.message);
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);
         throw err;
       }

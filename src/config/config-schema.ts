@@ -36,6 +36,7 @@ export const OPTIONS = {
   eventsHeartbeat: { toml: 'events.heartbeat_seconds', env: 'SERVICE_EVENTS_HEARTBEAT', flag: '--events-heartbeat' },
   otelEndpoint: { toml: 'events.otel_endpoint', env: 'SERVICE_OTEL_ENDPOINT', flag: '--otel-endpoint' },
   logLevel: { toml: 'server.log_level', env: 'SERVICE_LOG_LEVEL', flag: '--log-level' },
+  secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -100,6 +101,11 @@ export const configSchema = z.object({
   eventsHeartbeat: z.coerce.number().positive().max(3600).default(15),
   otelEndpoint: url.optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * The 32-byte key that encrypts secrets at rest, made absolute; absent: `<data-dir>/secret.key`,
+   * made on first use. Kept apart from the data directory, a backup of that directory holds no key.
+   */
+  secretKeyFile: z.string().min(1, 'must name a key file').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -63,6 +63,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   if (typeof keyFile === 'string') apiKeys.push(...readKeyFile(keyFile));
   merged.apiKeys = [...new Set(apiKeys.map((k) => k.trim()).filter(Boolean))];
   merged.dataDir = resolve(String(merged.dataDir ?? defaultDataDir(env)));
+  if (typeof merged.secretKeyFile === 'string' && merged.secretKeyFile !== '') merged.secretKeyFile = resolve(merged.secretKeyFile);
 
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {

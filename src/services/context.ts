@@ -8,9 +8,11 @@ import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './commands/exec-service.js';
 import type { PoolSize, WarmPool } from './commands/warm-pool.js';
 import type { AuditService } from './events/audit-service.js';
+import type { DurableTimers } from './durable/durable-timers.js';
 import type { EventBus } from './events/event-bus.js';
 import type { SandboxService } from './sandboxes/sandbox-service.js';
 import type { Clock } from './support/clock.js';
+import type { SecretBox } from './support/secret-box.js';
 
 /** The server's settings that the service layer reads. */
 export interface ServiceSettings {
@@ -60,4 +62,8 @@ export interface ServiceContext {
   pool: WarmPool;
   sandboxes: SandboxService;
   exec: ExecService;
+  /** The one driver of work due at a time; sources register with it and poke it after writes. */
+  timers: DurableTimers;
+  /** Encrypts secrets kept in the store. */
+  secrets: SecretBox;
 }

@@ -11,9 +11,10 @@ import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
 import { DetachedService, ExecService, RunService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
+import { DurableTimers } from './durable/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
-import { HostStats, systemClock, type Clock } from './support/index.js';
+import { HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export type { ServiceSettings };
 
@@ -27,6 +28,8 @@ export interface ServicesInput {
   events?: EventSettings;
   /** Trace export; spans of requests and backend work. */
   tracing?: Tracing;
+  /** The box for secrets at rest; default `<data-dir>/secret.key`, made on first use. */
+  secrets?: SecretBox;
 }
 
 /** The service layer, wired once and shared by every face (HTTP, MCP). */
@@ -42,6 +45,9 @@ export class Services {
   readonly lifecycle: LifecycleService;
   readonly browser: BrowserService;
   readonly pool: WarmPool;
+  /** The driver of work due at a time; the runtime starts it after recovery. */
+  readonly timers: DurableTimers;
+  readonly secrets: SecretBox;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -51,7 +57,7 @@ export class Services {
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
-  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing }: ServicesInput) {
+  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets }: ServicesInput) {
     const repos: Repositories = {
       sandboxes: new SandboxRepository(store.db, store.statements),
       snapshots: new SnapshotRepository(store.db),
@@ -73,10 +79,13 @@ export class Services {
     // Parts are built in dependency order; each takes the part of the context it names.
     const base = { settings, repos, backend: this.backend, clock, bus: this.observability.bus };
     const part = (name: string) => ({ ...base, logger: logger.child({ part: name }) });
+    const metrics = this.observability.metrics;
+    this.timers = new DurableTimers({ ...part('timers'), onFailure: (source) => metrics.timerFailures.inc({ source }) });
+    this.secrets = secrets ?? secretBoxFor(store.dataDir, undefined, logger.child({ part: 'secrets' }));
     this.pool = new WarmPool(part('pool'));
     this.audit = new AuditService(base);
     this.sandboxes = new SandboxService({ ...part('sandboxes'), pool: this.pool, audit: this.audit });
-    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, sandboxes: this.sandboxes, exec: new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit }) };
+    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, sandboxes: this.sandboxes, exec: new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit }), timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;
     this.detached = new DetachedService(ctx);
     this.files = new FileService(ctx);
@@ -106,10 +115,11 @@ export class Services {
   }
 
   /**
-   * Disconnects from browsers, empties the warm pool, stops webhook delivery and flushes
-   * traces; the store and backend are closed by their owner.
+   * Stops the timers driver, disconnects from browsers, empties the warm pool, stops webhook
+   * delivery and flushes traces; the store and backend are closed by their owner.
    */
   async close(): Promise<void> {
+    await this.timers.close();
     await this.browser.close();
     await this.pool.close();
     await this.observability.close();

@@ -1,13 +1,31 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
 /**
- * The service logger. It always writes to stderr so that stdout stays clean for the MCP
- * server's protocol; child loggers carry per-request or per-sandbox bindings.
+ * Fields whose values never reach a log line: passwords and secret values one level down in a
+ * logged object (`{store: {password}}`, `{secret: {value}}`) and credentials in request headers.
+ * Each is replaced by `[Redacted]`; the key stays, so a line still shows that one was there.
  */
-export function createLogger(level: string = process.env.SANDBOXD_LOG_LEVEL ?? 'info'): Logger {
-  return pino({ level, base: { service: 'sandboxd' } }, pino.destination({ fd: 2, sync: false }));
+export const REDACTED_PATHS = [
+  'password',
+  '*.password',
+  '*.value',
+  'authorization',
+  '*.authorization',
+  '*.headers.authorization',
+  '["x-api-key"]',
+  '*["x-api-key"]',
+  '*.headers["x-api-key"]',
+];
+
+/**
+ * The service logger. It writes to stderr (or `destination`, for tests) so that stdout stays
+ * clean for the MCP server's protocol; child loggers carry per-request or per-sandbox bindings
+ * and share the redaction of secret fields.
+ */
+export function createLogger(level: string = process.env.SANDBOXD_LOG_LEVEL ?? 'info', destination?: DestinationStream): Logger {
+  return pino({ level, base: { service: 'sandboxd' }, redact: REDACTED_PATHS }, destination ?? pino.destination({ fd: 2, sync: false }));
 }
 
 /** A logger that drops everything, for tests and quiet tools. */

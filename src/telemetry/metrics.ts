@@ -79,6 +79,12 @@ export class Metrics {
 
   readonly webhookDropped = this.counter('sandboxd_webhook_dropped_total', 'Webhook deliveries dropped because the delivery queue was full');
 
+  readonly timerFailures = this.counter(
+    'sandboxd_timer_failures_total',
+    'Failures of durable timer sources (reading their next due time or doing their due work), by source',
+    ['source'],
+  );
+
   readonly eventClientsDropped = this.counter(
     'sandboxd_event_stream_clients_dropped_total',
     'GET /events clients disconnected because they read too slowly',

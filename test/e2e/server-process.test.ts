@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,6 +60,19 @@ describe('sandboxd serve', () => {
     expect(unknown.stderr).toContain('unknown key [api].allow_sudo');
     const env = await runCli(['serve', '--data-dir', dir], { SERVICE_MAX_SANDBOXES: 'many' });
     expect(env.stderr).toContain('SERVICE_MAX_SANDBOXES');
+  });
+
+  it('refuses a secret key file it cannot trust, saying what to fix', async () => {
+    const dir = dataDir();
+    const keyFile = join(dataDir(), 'sandboxd.key');
+    writeFileSync(keyFile, Buffer.alloc(32, 5), { mode: 0o644 });
+    chmodSync(keyFile, 0o644);
+    const open = await runCli(['serve', '--data-dir', dir, '--port', '0', '--secret-key-file', keyFile]);
+    expect(open.code).toBe(2);
+    expect(open.stderr).toContain(`sandboxd: secret key file ${keyFile} is open to group or others (mode 644): run chmod 600 ${keyFile}`);
+    const missing = await runCli(['serve', '--data-dir', dir, '--port', '0'], { SERVICE_SECRET_KEY_FILE: join(dir, 'typo.key') });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`secret key file ${join(dir, 'typo.key')} does not exist`);
   });
 
   it('serves HTTPS with a self-signed certificate kept in the data directory', async () => {

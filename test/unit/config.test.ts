@@ -1,6 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load-config.js';
 
@@ -64,6 +64,7 @@ describe('loadConfig', () => {
     [{ flags: { otelEndpoint: 'localhost:4318' } }, /--otel-endpoint: must be an http\(s\) URL/],
     [{ env: { SERVICE_EVENTS_HEARTBEAT: '0' } }, /SERVICE_EVENTS_HEARTBEAT/],
     [{ flags: { eventsBacklog: '0' } }, /--events-backlog/],
+    [{ flags: { secretKeyFile: '' } }, /--secret-key-file: must name a key file/],
   ])('refuses %j with a message that says what to fix', (sources, message) => {
     expect(() => loadConfig({ env: {}, ...sources, flags: { dataDir: dir, ...(sources.flags ?? {}) } })).toThrow(message);
   });
@@ -103,6 +104,17 @@ describe('loadConfig', () => {
       otelEndpoint: 'http://127.0.0.1:4318',
     });
     expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ events: false, eventsBacklog: 1000, eventsHeartbeat: 15 });
+  });
+
+  it('reads the secret key file from every source and makes it absolute', () => {
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } }).secretKeyFile).toBeUndefined();
+    const configFile = file('secrets.toml', '[secrets]\nkey_file = "/etc/sandboxd/secret.key"\n');
+    expect(loadConfig({ configFile, env: {}, flags: { dataDir: dir } }).secretKeyFile).toBe('/etc/sandboxd/secret.key');
+    const env = { SERVICE_SECRET_KEY_FILE: '/run/keys/sandboxd.key' };
+    expect(loadConfig({ configFile, env, flags: { dataDir: dir } }).secretKeyFile).toBe('/run/keys/sandboxd.key');
+    expect(loadConfig({ configFile, env, flags: { dataDir: dir, secretKeyFile: 'keys/sandboxd.key' } }).secretKeyFile).toBe(resolve('keys/sandboxd.key'));
+    const typed = file('secrets-typed.toml', '[secrets]\nkey_file = 3\n');
+    expect(() => loadConfig({ configFile: typed, env: {}, flags: { dataDir: dir } })).toThrow(/\[secrets\]\.key_file in .*: /);
   });
 
   it('turns TLS on with a certificate pair or --tls alone', () => {

@@ -1,0 +1,57 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.js';
+import { startRuntime } from '../../src/runtime.js';
+import { SecretKeyError } from '../../src/services/support/secret-box.js';
+import { openStore } from '../../src/state/store.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sandboxd-runtime-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+const configFor = (dataDir: string, secretKeyFile?: string) =>
+  loadConfig({ env: {}, flags: { dataDir, backend: 'fake', poolSize: '0', ...(secretKeyFile ? { secretKeyFile } : {}) } });
+
+describe('startRuntime', () => {
+  it('starts the timers driver after recovery and stops it at close', async () => {
+    const runtime = await startRuntime(configFor(tempDir()), silentLogger(), { listen: false });
+    const { timers } = runtime.services;
+    let ticks = 0;
+    timers.register({ name: 'probe', nextDue: () => new Date(0), tick: () => void ticks++ });
+    await timers.poke();
+    await timers.tick();
+    expect(ticks).toBeGreaterThan(0);
+    expect(timers.nextWake).toBeDefined();
+    await runtime.close();
+    expect(timers.nextWake).toBeUndefined();
+    const before = ticks;
+    await timers.tick();
+    expect(ticks).toBe(before);
+  });
+
+  it('refuses a key file open to others at start, and lets the data directory go', async () => {
+    const dataDir = tempDir();
+    const keyFile = join(tempDir(), 'sandboxd.key');
+    writeFileSync(keyFile, Buffer.alloc(32, 9));
+    chmodSync(keyFile, 0o644);
+    const refused = startRuntime(configFor(dataDir, keyFile), silentLogger(), { listen: false });
+    await expect(refused).rejects.toThrow(SecretKeyError);
+    await expect(refused).rejects.toThrow(`run chmod 600 ${keyFile}`);
+    const store = await openStore(dataDir);
+    await store.close();
+
+    chmodSync(keyFile, 0o600);
+    const runtime = await startRuntime(configFor(dataDir, keyFile), silentLogger(), { listen: false });
+    expect(runtime.services.secrets.keyFile).toBe(keyFile);
+    const sealed = runtime.services.secrets.seal('hunter2', 'test');
+    expect(runtime.services.secrets.open(sealed, 'test')).toBe('hunter2');
+    await runtime.close();
+  });
+});
