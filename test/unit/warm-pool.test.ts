@@ -196,7 +196,7 @@ describe('creating a sandbox from the pool', () => {
     h = await warmed();
     await h.services.sandboxes.create({ name: 'one' });
     await h.services.pool.settled();
-    const roleOf = async (name: string) => h.backend.instances.get((await h.services.sandboxes.require(name)).backendId!)!.state.role;
+    const roleOf = async (name: string) => h.backend.instances.get((await h.services.sandboxes.require(name)).backend_id!)!.state.role;
     await expect(h.services.sandboxes.create({ name: 'one' })).rejects.toMatchObject({ code: 'CONFLICT' });
     expect(h.services.pool.size).toBe(2);
     await h.services.sandboxes.create({ name: 'py', image: PYTHON });
@@ -216,7 +216,7 @@ describe('creating a sandbox from the pool', () => {
     h = await warmed();
     for (const id of pooled(h)) h.backend.instances.get(id)!.state.status = 'stopped';
     const created = await h.services.sandboxes.create({ name: 'cold' });
-    expect(h.backend.instances.get((await h.services.sandboxes.require('cold')).backendId!)!.state.role).toBe('sandbox');
+    expect(h.backend.instances.get((await h.services.sandboxes.require('cold')).backend_id!)!.state.role).toBe('sandbox');
     expect(created.status).toBe('running');
     await h.services.pool.settled();
 

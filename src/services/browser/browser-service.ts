@@ -20,7 +20,7 @@ const NAVIGATION_TIMEOUT_MS = 30_000;
 const ACTION_TIMEOUT_MS = 5_000;
 
 type EventType = 'page.created' | 'page.navigated' | 'page.clicked' | 'page.filled' | 'page.closed';
-type Running = SandboxRecord & { backendId: string };
+type Running = SandboxRecord & { backend_id: string };
 
 /** What the page gives for GET .../content (kept as a string: the service has no DOM types). */
 const CONTENT_EXPRESSION = `({
@@ -203,9 +203,9 @@ export class BrowserService {
 
   /** Starts Chromium and its relay in the sandbox (a no-op when they run); the relay's address. */
   private async launch(sandbox: Running): Promise<string> {
-    const instance = await this.backend.inspect(sandbox.backendId);
+    const instance = await this.backend.inspect(sandbox.backend_id);
     if (!instance?.ip) throw new ServiceError('CONFLICT', `sandbox '${sandbox.name}' has no network address: is it running?`);
-    const result = await this.backend.exec(sandbox.backendId, {
+    const result = await this.backend.exec(sandbox.backend_id, {
       command: ['bash', '-c', LAUNCH_SCRIPT, 'launch', instance.ip],
       timeoutMs: LAUNCH_TIMEOUT_MS,
     });

@@ -42,7 +42,7 @@ export class ExecService {
     const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {
-      result = await this.backend.exec(running.backendId, backendRequest(input, sandbox.env), options);
+      result = await this.backend.exec(running.backend_id, backendRequest(input, sandbox.env), options);
     } catch (err) {
       if (isServiceError(err) && err.code === 'CONFLICT') {
         // The container stopped behind the service's back: say so the same way as for a stopped sandbox.
