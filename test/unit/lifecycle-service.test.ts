@@ -73,7 +73,7 @@ describe('LifecycleService', () => {
     await h.services.sandboxes.create({ name: 'a' });
     const resized = await h.services.lifecycle.resize('a', { memory_mb: 1024 });
     expect(resized).toMatchObject({ vcpus: 1, memory_mb: 1024, status: 'running' });
-    expect([...h.backend.instances.values()][0]!.spec.memoryMb).toBe(1024);
+    expect([...h.backend.instances.values()][0]!.spec.memory_mb).toBe(1024);
     await h.services.sandboxes.stop('a');
     expect(await h.services.lifecycle.resize('a', { vcpus: 1, memory_mb: 256 })).toMatchObject({ memory_mb: 256, status: 'stopped' });
     expect(await codeOf(h.services.lifecycle.resize('a', { vcpus: 100_000 }))).toBe('BAD_REQUEST');

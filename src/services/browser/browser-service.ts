@@ -207,15 +207,15 @@ export class BrowserService {
     if (!instance?.ip) throw new ServiceError('CONFLICT', `sandbox '${sandbox.name}' has no network address: is it running?`);
     const result = await this.backend.exec(sandbox.backend_id, {
       command: ['bash', '-c', LAUNCH_SCRIPT, 'launch', instance.ip],
-      timeoutMs: LAUNCH_TIMEOUT_MS,
+      timeout_ms: LAUNCH_TIMEOUT_MS,
     });
-    if (result.exitCode === NO_CHROMIUM_EXIT) {
+    if (result.exit_code === NO_CHROMIUM_EXIT) {
       throw new ServiceError(
         'UNSUPPORTED',
         `sandbox '${sandbox.name}' runs image '${sandbox.image}', which has no Chromium: create the sandbox with image ${BROWSER_IMAGE} (build it with \`sandboxd images build browser\`)`,
       );
     }
-    if (result.exitCode !== 0) throw new ServiceError('INTERNAL', `Chromium did not start in sandbox '${sandbox.name}': ${result.output.trim()}`);
+    if (result.exit_code !== 0) throw new ServiceError('INTERNAL', `Chromium did not start in sandbox '${sandbox.name}': ${result.output.trim()}`);
     return `http://${instance.ip}:${RELAY_PORT}`;
   }
 

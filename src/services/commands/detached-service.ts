@@ -37,7 +37,7 @@ export class DetachedService {
     const sandbox = await this.sandboxes.requireRunning(name);
     this.exec.check(input);
     // Stdin and a timeout have no meaning for a command that outlives its request.
-    const { stdin: _stdin, timeoutMs: _timeout, ...request } = backendRequest(input, sandbox.env);
+    const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, sandbox.env);
     const process = await this.backend.startDetached(sandbox.backend_id, request);
     const record: DetachedRecord = {
       id: uuidv7(),
@@ -45,7 +45,7 @@ export class DetachedService {
       process_id: process.id,
       pid: process.pid,
       command: input.command,
-      started_at: process.startedAt,
+      started_at: process.started_at,
     };
     await this.repo.insert(record);
     await this.sandboxes.touch(sandbox);
@@ -94,7 +94,7 @@ export class DetachedService {
 
 /** The sandbox's process for a record: same id and start time (ids restart with the sandbox). */
 function matching(processes: DetachedProcess[], record: DetachedRecord): DetachedProcess | undefined {
-  return processes.find((p) => p.id === record.process_id && p.startedAt === record.started_at);
+  return processes.find((p) => p.id === record.process_id && p.started_at === record.started_at);
 }
 
 /**
@@ -102,5 +102,5 @@ function matching(processes: DetachedProcess[], record: DetachedRecord): Detache
  * exit code its sandbox reports (a process the sandbox no longer knows reads as failed, exit null).
  */
 function viewOf(sandbox: SandboxRecord, record: DetachedRecord, process: DetachedProcess | undefined): DetachedCommandBody {
-  return view(detachedCommand, { ...record, sandbox: sandbox.name, status: process?.status ?? 'failed', exit_code: process ? process.exitCode : null });
+  return view(detachedCommand, { ...record, sandbox: sandbox.name, status: process?.status ?? 'failed', exit_code: process ? process.exit_code : null });
 }

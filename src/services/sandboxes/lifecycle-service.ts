@@ -89,7 +89,7 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'resize');
       const state = await this.sandboxes.observe(record);
-      if (state) await this.backend.resize(state.id, { ...(input.vcpus ? { vcpus: input.vcpus } : {}), ...(input.memory_mb ? { memoryMb: input.memory_mb } : {}) });
+      if (state) await this.backend.resize(state.id, input);
       const changes = { vcpus: input.vcpus ?? record.vcpus, memory_mb: input.memory_mb ?? record.memory_mb, updated_at: isoNow(this.clock) };
       await this.repo.update(record.uuid, changes);
       await this.audit.record('sandbox_resized', record, {

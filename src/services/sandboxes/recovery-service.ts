@@ -111,7 +111,7 @@ export class RecoveryService {
     const instances = await this.backend.list();
     const cutoff = Date.now() - SWEEP_MIN_AGE_MS;
     const candidates = instances.filter(
-      (i) => i.role !== 'helper' && !holds(i.uuid) && i.createdAt !== undefined && Date.parse(i.createdAt) < cutoff,
+      (i) => i.role !== 'helper' && !holds(i.uuid) && i.created_at !== undefined && Date.parse(i.created_at) < cutoff,
     );
     if (candidates.length === 0) return 0;
     // Read after `holds` was asked: a pool instance handed over meanwhile is in the store by now.

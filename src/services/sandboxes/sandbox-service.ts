@@ -58,7 +58,7 @@ export class SandboxService {
   async create(input: CreateSandboxInput, { rootImage, fromPool = true }: { rootImage?: string; fromPool?: boolean } = {}): Promise<SandboxDetail> {
     const startedAt = performance.now();
     const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
-    const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memoryMb;
+    const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memory_mb;
     this.checkResources(vcpus, memoryMb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
@@ -306,7 +306,7 @@ export function specOf(record: SandboxRecord): SandboxSpec {
     uuid: record.uuid,
     image: record.root_image ?? record.image,
     vcpus: record.vcpus,
-    memoryMb: record.memory_mb,
+    memory_mb: record.memory_mb,
     profile: record.profile,
     env: record.env,
     ...(record.source_url ? { source: { url: record.source_url, ...(record.source_ref ? { ref: record.source_ref } : {}) } } : {}),
