@@ -15,7 +15,7 @@ export interface SandboxSpec {
   uuid: string;
   image: string;
   vcpus: number;
-  memoryMb: number;
+  memory_mb: number;
   profile: Profile;
   /** Environment of every process in the sandbox (never the server's own environment). */
   env: Record<string, string>;
@@ -37,13 +37,13 @@ export interface InstanceState {
   /** The OCI runtime in use (runc, runsc). */
   runtime?: string;
   /** When the engine made the instance (ISO 8601), where it says. */
-  createdAt?: string;
+  created_at?: string;
 }
 
 /** New limits for `resize`; an absent field keeps its value. */
 export interface ResizeRequest {
   vcpus?: number;
-  memoryMb?: number;
+  memory_mb?: number;
 }
 
 /** What an image made by `snapshot` or `archive` holds. */
@@ -56,9 +56,9 @@ export interface ExecRequest {
   /** User to run as; undefined means the image's default user. `root` for sudo. */
   user?: string;
   stdin?: Buffer;
-  timeoutMs: number;
+  timeout_ms: number;
   /** Output kept per exec (stdout + stderr); beyond it the output is cut and `truncated` set. */
-  maxOutputBytes?: number;
+  max_output_bytes?: number;
 }
 
 export interface OutputChunk {
@@ -74,14 +74,14 @@ export interface ExecOptions {
 }
 
 export interface ExecResult {
-  exitCode: number;
+  exit_code: number;
   stdout: string;
   stderr: string;
   /** stdout and stderr interleaved in arrival order. */
   output: string;
-  timedOut: boolean;
+  timed_out: boolean;
   truncated: boolean;
-  durationMs: number;
+  duration_ms: number;
 }
 
 /** A command started with `startDetached`, as its sandbox reports it. */
@@ -92,8 +92,8 @@ export interface DetachedProcess {
   command: string[];
   /** completed: exited 0; failed: exited non-zero or was killed. */
   status: 'running' | 'completed' | 'failed';
-  exitCode: number | null;
-  startedAt: string;
+  exit_code: number | null;
+  started_at: string;
 }
 
 /** What `startDetached` runs: an exec request without stdin, timeout or output cap. */

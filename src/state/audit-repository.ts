@@ -17,10 +17,10 @@ export class AuditRepository {
   ) {}
 
   /** Every exec and file operation appends one entry: a prepared statement. */
-  async append(entry: { timestamp: string; event: string; sandbox: string; sandboxUuid?: string; details: object }) {
+  async append(entry: { timestamp: string; event: string; sandbox: string; sandbox_uuid?: string; details: object }) {
     this.statements
       .get('insert into "audit_log" ("timestamp", "event", "sandbox", "sandbox_uuid", "details") values (?, ?, ?, ?, ?)')
-      .run(entry.timestamp, entry.event, entry.sandbox, entry.sandboxUuid ?? null, JSON.stringify(entry.details));
+      .run(entry.timestamp, entry.event, entry.sandbox, entry.sandbox_uuid ?? null, JSON.stringify(entry.details));
   }
 
   /** Entries of one sandbox (by uuid, so a recreated name starts clean), oldest first. */

@@ -1,6 +1,9 @@
 import type { Generated } from 'kysely';
 
-/** Row shapes of the state store. JSON columns hold serialised objects. */
+/**
+ * Row shapes of the state store. JSON columns hold serialised objects. The records the
+ * repositories hand out spell every field as its column is named (see row-codec.ts).
+ */
 export interface SandboxTable {
   uuid: string;
   name: string;
@@ -24,6 +27,7 @@ export interface SandboxTable {
   expires_at: string | null;
   archived_at: string | null;
   archived_reason: string | null;
+  /** The image the container is made from when not `image`: a restored snapshot or an archive. */
   root_image: string | null;
 }
 

@@ -47,7 +47,7 @@ export const sandboxSpec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec =
   uuid: randomUUID(),
   image: TEST_IMAGE,
   vcpus: 1,
-  memoryMb: 256,
+  memory_mb: 256,
   profile: 'moderate',
   env: {},
   ...overrides,

@@ -19,7 +19,7 @@ const instanceId = uniqueName('itest-images');
 const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-images-'));
 const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
 
-const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeoutMs: 30_000, ...extra });
+const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeout_ms: 30_000, ...extra });
 const sh = (id: string, script: string, extra: Partial<ExecRequest> = {}) => run(id, ['sh', '-c', script], extra);
 
 /** The ServiceError code a promise rejects with. */
@@ -97,16 +97,16 @@ describe.each(IMAGES.flatMap((c) => PROFILES.map((profile) => ({ ...c, profile }
 
     it('runs commands: exit codes, stdout/stderr in order, stdin, env, workdir', async () => {
       const ordered = await sh(sandbox.id, 'echo out1; sleep 0.05; echo err1 >&2; sleep 0.05; echo out2; exit 3');
-      expect(ordered).toMatchObject({ exitCode: 3, stdout: 'out1\nout2\n', stderr: 'err1\n', output: 'out1\nerr1\nout2\n', timedOut: false });
+      expect(ordered).toMatchObject({ exit_code: 3, stdout: 'out1\nout2\n', stderr: 'err1\n', output: 'out1\nerr1\nout2\n', timed_out: false });
       expect((await run(sandbox.id, ['cat'], { stdin: Buffer.from('piped\nin\n') })).stdout).toBe('piped\nin\n');
       const env = await sh(sandbox.id, 'echo "$FROM_SPEC|$FROM_REQUEST|$HOME"', { env: { FROM_REQUEST: 'request value' } });
       expect(env.stdout).toBe(`spec value|request value|${user.home}\n`);
       expect((await run(sandbox.id, ['pwd'])).stdout).toBe('/workspace\n');
       expect((await run(sandbox.id, ['pwd'], { workdir: '/tmp' })).stdout).toBe('/tmp\n');
       const missingDir = await run(sandbox.id, ['pwd'], { workdir: '/no/such/dir' });
-      expect(missingDir).toMatchObject({ exitCode: 126, stderr: expect.stringContaining('working directory /no/such/dir: no such file') });
+      expect(missingDir).toMatchObject({ exit_code: 126, stderr: expect.stringContaining('working directory /no/such/dir: no such file') });
       const missing = await run(sandbox.id, ['no-such-command']);
-      expect(missing).toMatchObject({ exitCode: 127, stderr: expect.stringContaining('no-such-command: command not found') });
+      expect(missing).toMatchObject({ exit_code: 127, stderr: expect.stringContaining('no-such-command: command not found') });
     });
 
     it('runs as the default user, as root on request, and names an unknown user', async () => {
@@ -114,16 +114,16 @@ describe.each(IMAGES.flatMap((c) => PROFILES.map((profile) => ({ ...c, profile }
       expect((await run(sandbox.id, ['id', '-g'])).stdout).toBe(`${user.gid}\n`);
       expect((await run(sandbox.id, ['id', '-u'], { user: 'root' })).stdout).toBe('0\n');
       const ghost = await run(sandbox.id, ['true'], { user: 'ghost' });
-      expect(ghost).toMatchObject({ exitCode: 126, stderr: expect.stringContaining('unknown user "ghost"') });
+      expect(ghost).toMatchObject({ exit_code: 126, stderr: expect.stringContaining('unknown user "ghost"') });
     });
 
     it('kills the whole process tree on a timeout and keeps the partial output', async () => {
       const started = Date.now();
-      const result = await sh(sandbox.id, 'echo started; sleep 31 & sleep 32; echo never', { timeoutMs: 500 });
-      expect(result).toMatchObject({ exitCode: 124, timedOut: true, stdout: 'started\n' });
+      const result = await sh(sandbox.id, 'echo started; sleep 31 & sleep 32; echo never', { timeout_ms: 500 });
+      expect(result).toMatchObject({ exit_code: 124, timed_out: true, stdout: 'started\n' });
       expect(Date.now() - started).toBeLessThan(5_000);
-      const asRoot = await sh(sandbox.id, 'echo root; sleep 33 & sleep 34', { timeoutMs: 300, user: 'root' });
-      expect(asRoot).toMatchObject({ exitCode: 124, stdout: 'root\n' });
+      const asRoot = await sh(sandbox.id, 'echo root; sleep 33 & sleep 34', { timeout_ms: 300, user: 'root' });
+      expect(asRoot).toMatchObject({ exit_code: 124, stdout: 'root\n' });
       await expect.poll(() => processes(sandbox.id), { timeout: 3_000 }).not.toMatch(/sleep 3[1-4]/);
     });
 
@@ -149,7 +149,7 @@ describe.each(IMAGES.flatMap((c) => PROFILES.map((profile) => ({ ...c, profile }
     it('runs detached commands, keeps their exit and output, and kills their tree', async () => {
       const done = await backend.startDetached(sandbox.id, { command: ['sh', '-c', 'echo out; echo err >&2; id -u; exit 4'], user: 'root' });
       await expect.poll(async () => (await backend.listDetached(sandbox.id)).find((p) => p.id === done.id)?.status).toBe('failed');
-      expect((await backend.listDetached(sandbox.id)).find((p) => p.id === done.id)?.exitCode).toBe(4);
+      expect((await backend.listDetached(sandbox.id)).find((p) => p.id === done.id)?.exit_code).toBe(4);
       expect((await backend.detachedLogs(sandbox.id, done.id, 'stdout')).toString()).toBe('out\n0\n');
       expect((await backend.detachedLogs(sandbox.id, done.id, 'stderr')).toString()).toBe('err\n');
 
@@ -187,13 +187,13 @@ describe('a busybox sandbox without a shell or any applet', () => {
   });
 
   it('still runs commands, files, timeouts and detached commands: none goes through a shell', async () => {
-    expect(await run(sandbox.id, ['sh', '-c', 'true'])).toMatchObject({ exitCode: 127, stderr: expect.stringContaining('sh: command not found') });
+    expect(await run(sandbox.id, ['sh', '-c', 'true'])).toMatchObject({ exit_code: 127, stderr: expect.stringContaining('sh: command not found') });
     expect((await run(sandbox.id, ['busybox', 'echo', 'still here'])).stdout).toBe('still here\n');
     await backend.writeFile(sandbox.id, '/workspace/a/b.txt', Buffer.from('no shell needed'));
     expect((await backend.readFile(sandbox.id, '/workspace/a/b.txt')).toString()).toBe('no shell needed');
     await backend.deleteFile(sandbox.id, '/workspace/a');
     expect(await codeOf(backend.readFile(sandbox.id, '/workspace/a/b.txt'))).toBe('NOT_FOUND');
-    expect(await run(sandbox.id, ['busybox', 'sleep', '37'], { timeoutMs: 300 })).toMatchObject({ exitCode: 124, timedOut: true });
+    expect(await run(sandbox.id, ['busybox', 'sleep', '37'], { timeout_ms: 300 })).toMatchObject({ exit_code: 124, timed_out: true });
     const detached = await backend.startDetached(sandbox.id, { command: ['busybox', 'sleep', '38'] });
     await backend.killDetached(sandbox.id, detached.id);
     await expect.poll(async () => (await backend.listDetached(sandbox.id))[0]?.status).toBe('failed');
@@ -226,8 +226,8 @@ describe('the Engine API fallback (a container without the agent) in minimal ima
       expect((await backend.readFile(id, '/tmp/old/x.txt')).toString()).toBe('through the engine');
       await backend.deleteFile(id, '/tmp/old');
       expect(await codeOf(backend.readFile(id, '/tmp/old/x.txt'))).toBe('NOT_FOUND');
-      const slow = await sh(id, 'echo begun; sleep 39', { timeoutMs: 500 });
-      expect(slow).toMatchObject({ exitCode: 124, stdout: 'begun\n' });
+      const slow = await sh(id, 'echo begun; sleep 39', { timeout_ms: 500 });
+      expect(slow).toMatchObject({ exit_code: 124, stdout: 'begun\n' });
       await expect.poll(async () => (await run(id, ['ps', '-o', 'args'])).stdout, { timeout: 3_000 }).not.toContain('sleep 39');
     } finally {
       await backend.remove(id);

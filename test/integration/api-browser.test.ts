@@ -133,7 +133,7 @@ describe('browser automation', () => {
 
   it('relays the debugging port to the host only, not to other sandboxes', async () => {
     const record = await rt.services.sandboxes.require(name);
-    const ip = (await rt.services.backend.inspect(record.backendId!))!.ip!;
+    const ip = (await rt.services.backend.inspect(record.backend_id!))!.ip!;
     const fromHost = await fetch(`http://${ip}:9223/json/version`);
     expect(fromHost.status).toBe(200);
     const probe = `curl -s -o /dev/null --max-time 3 http://${ip}:9223/json/version; echo $?`;

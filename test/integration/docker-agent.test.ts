@@ -15,7 +15,7 @@ const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() 
 
 const specOf = sandboxSpec;
 
-const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeoutMs: 60_000, ...extra });
+const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeout_ms: 60_000, ...extra });
 
 /** The parent pid of a command: 1 when the agent (PID 1) started it, 0 for an Engine API exec. */
 const parentOf = async (id: string) => (await run(id, ['sh', '-c', 'cut -d" " -f4 /proc/$$/stat'])).stdout.trim();
@@ -82,9 +82,9 @@ describe('the sandbox agent', () => {
       await expect(backend.writeFile(state.id, '/etc/agent-files', Buffer.from('x')), state.runtime).rejects.toMatchObject({ code: 'FORBIDDEN' });
       await expect(backend.deleteFile(state.id, '/etc/hostname'), state.runtime).rejects.toMatchObject({ code: 'FORBIDDEN' });
       // Nothing of the user's credentials stays with the agent: root commands still read what only root may.
-      expect((await run(state.id, ['head', '-c', '5', '/etc/shadow'], { user: 'root' })).exitCode, state.runtime).toBe(0);
+      expect((await run(state.id, ['head', '-c', '5', '/etc/shadow'], { user: 'root' })).exit_code, state.runtime).toBe(0);
       await backend.deleteFile(state.id, '/workspace/agent-files');
-      expect((await run(state.id, ['test', '-e', '/workspace/agent-files'])).exitCode).toBe(1);
+      expect((await run(state.id, ['test', '-e', '/workspace/agent-files'])).exit_code).toBe(1);
     }
   });
 
@@ -126,9 +126,9 @@ describe('the sandbox agent', () => {
       await run(state.id, ['sh', '-c', `rm /run/sandboxd/agent.sock && ln -s ${hostSocket} /run/sandboxd/agent.sock`], { user: 'root' });
       // A restarted server links the socket afresh: it must refuse the symlink and use the engine.
       const restarted = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
-      expect((await restarted.exec(state.id, { command: ['echo', 'safe'], timeoutMs: 10_000 })).stdout).toBe('safe\n');
+      expect((await restarted.exec(state.id, { command: ['echo', 'safe'], timeout_ms: 10_000 })).stdout).toBe('safe\n');
       await run(state.id, ['sh', '-c', 'rm /run/sandboxd/agent.sock && mkdir /run/sandboxd/agent.sock'], { user: 'root' });
-      expect((await restarted.exec(state.id, { command: ['echo', 'safe'], timeoutMs: 10_000 })).stdout).toBe('safe\n');
+      expect((await restarted.exec(state.id, { command: ['echo', 'safe'], timeout_ms: 10_000 })).stdout).toBe('safe\n');
       await restarted.close();
       expect(connections).toBe(0);
     } finally {
@@ -142,7 +142,7 @@ describe('the sandbox agent', () => {
     const script = 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/sandboxd/agent.sock")';
     for (const state of [moderate, restrictive]) {
       const attempt = await run(state.id, ['python3', '-c', script]);
-      expect(attempt.exitCode).not.toBe(0);
+      expect(attempt.exit_code).not.toBe(0);
       expect(attempt.stderr).toMatch(/PermissionError|Permission denied/);
     }
   });

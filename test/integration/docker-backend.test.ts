@@ -27,7 +27,7 @@ const backend = new DockerBackend({
 const specOf = sandboxSpec;
 
 const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) =>
-  backend.exec(id, { command, timeoutMs: 60_000, ...extra });
+  backend.exec(id, { command, timeout_ms: 60_000, ...extra });
 const sh = (id: string, script: string, extra: Partial<ExecRequest> = {}) => run(id, ['sh', '-c', script], extra);
 
 /** The ServiceError code a promise rejects with. */
@@ -201,7 +201,7 @@ describe('isolation and limits', () => {
     expect(await cgroup('cpu/cpu.cfs_quota_us')).toBe('100000');
     expect(await cgroup('pids/pids.max')).toBe(String(PIDS_LIMIT));
     const hog = await run(moderate.id, ['python3', '-c', 'b = bytearray(400 * 1024 * 1024); print("survived")']);
-    expect(hog.exitCode).toBe(137);
+    expect(hog.exit_code).toBe(137);
     expect(hog.stdout).not.toContain('survived');
   });
 
@@ -211,13 +211,13 @@ describe('isolation and limits', () => {
     // One bomb in the command's process group, one that left it (setsid): the timeout must kill
     // both while they hold every pid, so the kill may not fork.
     const bombs = 'setsid bash -c "bomb() { bomb | bomb & }; bomb" & bomb() { bomb | bomb & }; bomb; sleep 100';
-    const bomb = run(state.id, ['bash', '-c', bombs], { timeoutMs: 4_000 });
+    const bomb = run(state.id, ['bash', '-c', bombs], { timeout_ms: 4_000 });
     // Requests while the pids are full make the agent's Go runtime want more OS threads; without
     // its reserve of threads it died of "newosproc" here, and the sandbox with it.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const during = await Promise.all(Array.from({ length: 20 }, () => codeOf(run(state.id, ['true'], { timeoutMs: 2_000 }))));
+    const during = await Promise.all(Array.from({ length: 20 }, () => codeOf(run(state.id, ['true'], { timeout_ms: 2_000 }))));
     expect(during.every((outcome) => outcome === 'resolved')).toBe(true);
-    expect((await bomb).timedOut).toBe(true);
+    expect((await bomb).timed_out).toBe(true);
     // Killed processes are reaped by the agent a moment later; its own threads count as pids.
     const commandPids = async () => {
       const [pids, threads] = (await sh(state.id, 'cat /sys/fs/cgroup/pids/pids.current; grep Threads /proc/1/status | cut -f2')).stdout.split('\n');
@@ -243,7 +243,7 @@ describe('isolation and limits', () => {
     expect(restrictive.ip).toBeUndefined();
     const interfaces = (await run(restrictive.id, ['cat', '/proc/net/dev'])).stdout;
     expect(interfaces.split('\n').slice(2).filter(Boolean).map((l) => l.split(':')[0]!.trim())).toEqual(['lo']);
-    expect((await run(restrictive.id, ['touch', '/x'])).exitCode).not.toBe(0);
+    expect((await run(restrictive.id, ['touch', '/x'])).exit_code).not.toBe(0);
     expect((await run(restrictive.id, ['touch', '/x'], { user: 'root' })).output).toContain('Read-only file system');
     expect((await sh(restrictive.id, 'touch /tmp/a /workspace/b && echo ok')).stdout).toBe('ok\n');
     expect(await ownerOf(restrictive.id, '/workspace')).toBe('1000');
@@ -297,20 +297,20 @@ describe('isolation and limits', () => {
 
 describe('exec', () => {
   it('returns exit codes as results', async () => {
-    expect((await sh(moderate.id, 'exit 3')).exitCode).toBe(3);
+    expect((await sh(moderate.id, 'exit 3')).exit_code).toBe(3);
     for (const id of [moderate.id, restrictive.id]) {
       const missing = await run(id, ['no-such-command']);
-      expect(missing.exitCode).toBe(127);
+      expect(missing.exit_code).toBe(127);
       expect(missing.output).toContain('no-such-command');
-      expect((await run(id, ['/no/such/path'])).exitCode).toBe(127);
+      expect((await run(id, ['/no/such/path'])).exit_code).toBe(127);
     }
-    expect((await run(moderate.id, ['/etc/passwd'])).exitCode).toBe(126);
+    expect((await run(moderate.id, ['/etc/passwd'])).exit_code).toBe(126);
   });
 
   it('keeps stdout and stderr apart and in arrival order', async () => {
     const result = await sh(moderate.id, 'echo 1; sleep 0.1; echo 2 >&2; sleep 0.1; echo 3');
-    expect(result).toMatchObject({ output: '1\n2\n3\n', stdout: '1\n3\n', stderr: '2\n', exitCode: 0 });
-    expect(result.durationMs).toBeGreaterThanOrEqual(200);
+    expect(result).toMatchObject({ output: '1\n2\n3\n', stdout: '1\n3\n', stderr: '2\n', exit_code: 0 });
+    expect(result.duration_ms).toBeGreaterThanOrEqual(200);
   });
 
   it('feeds stdin and closes it', async () => {
@@ -332,8 +332,8 @@ describe('exec', () => {
       const id = profile === 'moderate' ? moderate.id : restrictive.id;
       const started = Date.now();
       // setsid leaves the process group: only the run's tag finds it (as the command's own user).
-      const result = await sh(id, 'echo started; setsid sleep 103 & sleep 101 & sleep 102', { timeoutMs: 1_500 });
-      expect(result).toMatchObject({ timedOut: true, exitCode: 124, output: 'started\n' });
+      const result = await sh(id, 'echo started; setsid sleep 103 & sleep 101 & sleep 102', { timeout_ms: 1_500 });
+      expect(result).toMatchObject({ timed_out: true, exit_code: 124, output: 'started\n' });
       expect(Date.now() - started).toBeLessThan(8_000);
       const left = await processes(id);
       expect(left).not.toContain('sleep 101');
@@ -345,15 +345,15 @@ describe('exec', () => {
   it('kills only the command that timed out, not its neighbours', async () => {
     const [survivor, victim] = await Promise.all([
       sh(moderate.id, 'sleep 2; echo survivor'),
-      sh(moderate.id, 'sleep 105', { timeoutMs: 500 }),
+      sh(moderate.id, 'sleep 105', { timeout_ms: 500 }),
     ]);
-    expect(victim.timedOut).toBe(true);
-    expect(survivor).toMatchObject({ exitCode: 0, stdout: 'survivor\n', timedOut: false });
+    expect(victim.timed_out).toBe(true);
+    expect(survivor).toMatchObject({ exit_code: 0, stdout: 'survivor\n', timed_out: false });
   });
 
   it('kills a root command on timeout under gVisor', async () => {
-    const result = await sh(restrictive.id, 'sleep 103', { timeoutMs: 1_000, user: 'root' });
-    expect(result.timedOut).toBe(true);
+    const result = await sh(restrictive.id, 'sleep 103', { timeout_ms: 1_000, user: 'root' });
+    expect(result.timed_out).toBe(true);
     expect(await processes(restrictive.id)).not.toContain('sleep 103');
   });
 
@@ -363,12 +363,12 @@ describe('exec', () => {
     const started = Date.now();
     const result = await backend.exec(
       moderate.id,
-      { command: ['sh', '-c', 'echo before; sleep 104; echo after'], timeoutMs: 60_000 },
+      { command: ['sh', '-c', 'echo before; sleep 104; echo after'], timeout_ms: 60_000 },
       { signal: controller.signal },
     );
     expect(Date.now() - started).toBeLessThan(6_000);
-    expect(result).toMatchObject({ output: 'before\n', timedOut: false });
-    expect(result.exitCode).not.toBe(0);
+    expect(result).toMatchObject({ output: 'before\n', timed_out: false });
+    expect(result.exit_code).not.toBe(0);
     expect(await processes(moderate.id)).not.toContain('sleep 104');
   });
 
@@ -377,22 +377,22 @@ describe('exec', () => {
     const started = Date.now();
     const result = await backend.exec(
       moderate.id,
-      { command: ['sh', '-c', 'echo first; sleep 2; echo second >&2'], timeoutMs: 60_000 },
+      { command: ['sh', '-c', 'echo first; sleep 2; echo second >&2'], timeout_ms: 60_000 },
       { onOutput: (chunk) => chunks.push({ ...chunk, at: Date.now() - started }) },
     );
     expect(chunks.map((c) => [c.stream, c.data.toString()])).toEqual([
       ['stdout', 'first\n'],
       ['stderr', 'second\n'],
     ]);
-    expect(chunks[0]!.at).toBeLessThan(result.durationMs - 1_000);
+    expect(chunks[0]!.at).toBeLessThan(result.duration_ms - 1_000);
   });
 
   it('caps a runaway writer', async () => {
-    const capped = await sh(moderate.id, 'yes | head -c 20000000', { maxOutputBytes: 1024 * 1024 });
-    expect(capped).toMatchObject({ exitCode: 0, truncated: true, timedOut: false });
+    const capped = await sh(moderate.id, 'yes | head -c 20000000', { max_output_bytes: 1024 * 1024 });
+    expect(capped).toMatchObject({ exit_code: 0, truncated: true, timed_out: false });
     expect(capped.output.length).toBe(1024 * 1024);
-    const endless = await run(moderate.id, ['yes'], { maxOutputBytes: 64 * 1024, timeoutMs: 2_000 });
-    expect(endless).toMatchObject({ truncated: true, timedOut: true, exitCode: 124 });
+    const endless = await run(moderate.id, ['yes'], { max_output_bytes: 64 * 1024, timeout_ms: 2_000 });
+    expect(endless).toMatchObject({ truncated: true, timed_out: true, exit_code: 124 });
     expect(endless.output.length).toBe(64 * 1024);
   });
 });
@@ -427,7 +427,7 @@ describe('files', () => {
     const path = `/workspace/we ird $(touch /tmp/pwned) 'q' "d" \`id\`.txt`;
     await backend.writeFile(moderate.id, path, Buffer.from('odd'));
     expect((await backend.readFile(moderate.id, path)).toString()).toBe('odd');
-    expect((await run(moderate.id, ['test', '-e', '/tmp/pwned'])).exitCode).toBe(1);
+    expect((await run(moderate.id, ['test', '-e', '/tmp/pwned'])).exit_code).toBe(1);
     await backend.deleteFile(moderate.id, path);
   });
 
@@ -449,7 +449,7 @@ describe('files', () => {
     expect(await codeOf(backend.readFile(moderate.id, '/workspace/tree/x/y.txt'))).toBe('NOT_FOUND');
     await backend.writeFile(moderate.id, '/workspace/tree/x/z.txt', Buffer.from('z'));
     await backend.deleteFile(moderate.id, '/workspace/tree');
-    expect((await run(moderate.id, ['test', '-e', '/workspace/tree'])).exitCode).toBe(1);
+    expect((await run(moderate.id, ['test', '-e', '/workspace/tree'])).exit_code).toBe(1);
   });
 
   it('works on the tmpfs mounts of a gVisor sandbox', async () => {

@@ -20,12 +20,12 @@ const specOf = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
   uuid: randomUUID(),
   image: BASE_IMAGE,
   vcpus: 1,
-  memoryMb: 256,
+  memory_mb: 256,
   profile: 'moderate',
   env: {},
   ...overrides,
 });
-const sh = async (id: string, script: string) => (await backend.exec(id, { command: ['sh', '-c', script], timeoutMs: 60_000 })).stdout;
+const sh = async (id: string, script: string) => (await backend.exec(id, { command: ['sh', '-c', script], timeout_ms: 60_000 })).stdout;
 const imageIds = async () => (await docker('images', '-aq', '--filter', `label=sandboxd.instance=${instanceId}`)).split('\n').filter(Boolean);
 
 beforeAll(() => backend.ping());
@@ -79,11 +79,11 @@ describe('DockerBackend snapshots', () => {
 
   it('resizes a running runc container in place and refuses a running gVisor one as UNSUPPORTED', async () => {
     const runc = await backend.create(specOf());
-    await backend.resize(runc.id, { memoryMb: 300 });
+    await backend.resize(runc.id, { memory_mb: 300 });
     expect(await sh(runc.id, 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max')).toBe(`${300 * 1024 * 1024}\n`);
     const gvisor = await backend.create(specOf({ profile: 'restrictive' }));
     await expect(backend.resize(gvisor.id, { vcpus: 1 })).rejects.toMatchObject({ code: 'UNSUPPORTED' });
-    await expect(backend.resize(runc.id, { memoryMb: 1 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(backend.resize(runc.id, { memory_mb: 1 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     await expect(backend.resize('no-such-container', { vcpus: 1 })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await backend.remove(runc.id);
     await backend.remove(gvisor.id);

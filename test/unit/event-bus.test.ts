@@ -96,7 +96,7 @@ describe('events from the service layer (fake backend)', () => {
     const { sandboxes, exec } = harness.services;
     await sandboxes.create({ name: 'ev', labels: { team: 'blue' }, vcpus: 1, memory_mb: 256 });
     await exec.exec('ev', { command: ['sh', '-c', "echo 'it''s'"] });
-    harness.backend.onExec = () => ({ exitCode: 3 });
+    harness.backend.onExec = () => ({ exit_code: 3 });
     await exec.exec('ev', { command: ['false'] });
     await sandboxes.stop('ev');
     await sandboxes.start('ev');

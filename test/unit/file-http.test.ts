@@ -18,7 +18,7 @@ async function sandbox(name = 'files'): Promise<string> {
 
 /** The bytes the fake backend holds at `path` of the sandbox. */
 async function stored(name: string, path: string): Promise<Buffer | undefined> {
-  const { backendId } = await h.services.sandboxes.requireRunning(name);
+  const { backend_id: backendId } = await h.services.sandboxes.requireRunning(name);
   return h.backend.instances.get(backendId)!.files.get(path);
 }
 

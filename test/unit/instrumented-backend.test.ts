@@ -11,7 +11,7 @@ const metrics = () =>
     { version: 'test', backend: 'fake' },
   );
 
-const spec = { name: 'ib', uuid: 'u-ib', image: 'sandboxd/base:bookworm', vcpus: 1, memoryMb: 256, profile: 'moderate' as const, env: {} };
+const spec = { name: 'ib', uuid: 'u-ib', image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 256, profile: 'moderate' as const, env: {} };
 
 describe('instrumentBackend', () => {
   it('times operations by outcome and leaves other members untouched', async () => {
@@ -43,8 +43,8 @@ describe('instrumentBackend', () => {
     const backend = instrumentBackend(fake, metrics(), tracing);
     const { id } = await backend.create(spec);
     const parent = tracing.extract({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=x' });
-    await tracing.runWith(parent, () => backend.exec(id, { command: ['env'], timeoutMs: 1000, env: { A: '1' } }));
-    await backend.exec(id, { command: ['env'], timeoutMs: 1000, env: { TRACEPARENT: 'mine' } });
+    await tracing.runWith(parent, () => backend.exec(id, { command: ['env'], timeout_ms: 1000, env: { A: '1' } }));
+    await backend.exec(id, { command: ['env'], timeout_ms: 1000, env: { TRACEPARENT: 'mine' } });
     expect(seen[0]!.env).toMatchObject({ A: '1', TRACESTATE: 'vendor=x' });
     expect(seen[0]!.env!.TRACEPARENT).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-(?!b7ad6b7169203331)[0-9a-f]{16}-01$/);
     expect(seen[1]!.env!.TRACEPARENT).toBe('mine');

@@ -17,7 +17,7 @@ describe('lifecycle table', () => {
   });
 
   it('plans delete from archived_at, archive and stop from the last activity', () => {
-    const base = { name: 'x', createdAt: '2026-01-01T00:00:00.000Z', lastActivityAt: null, archivedAt: null } as unknown as SandboxRecord;
+    const base = { name: 'x', created_at: '2026-01-01T00:00:00.000Z', last_activity_at: null, archived_at: null } as unknown as SandboxRecord;
     const at = (s: number) => new Date(Date.parse('2026-01-01T00:00:00.000Z') + s * 1000);
     const policy = { auto_stop_after_seconds: 60, auto_archive_after_seconds: 120, auto_delete_after_seconds: 30 };
     expect(planAction({ ...base, status: 'running', lifecycle: policy }, at(59))).toBeNull();
@@ -26,11 +26,11 @@ describe('lifecycle table', () => {
     expect(planAction({ ...base, status: 'stopped', lifecycle: policy }, at(120))?.action).toBe('archive');
     // Delete counts from the archive, not from creation, and only for archived sandboxes.
     expect(planAction({ ...base, status: 'running', lifecycle: { auto_delete_after_seconds: 1 } }, at(1000))).toBeNull();
-    const archived = { ...base, status: 'archived' as const, lifecycle: policy, archivedAt: at(500).toISOString() };
+    const archived = { ...base, status: 'archived' as const, lifecycle: policy, archived_at: at(500).toISOString() };
     expect(planAction(archived, at(529))).toBeNull();
     expect(planAction(archived, at(530))).toMatchObject({ action: 'delete', reason: 'archived for 30s (auto_delete_after_seconds: 30)' });
     // Activity resets the idle time.
-    expect(planAction({ ...base, status: 'running', lifecycle: policy, lastActivityAt: at(100).toISOString() }, at(130))).toBeNull();
+    expect(planAction({ ...base, status: 'running', lifecycle: policy, last_activity_at: at(100).toISOString() }, at(130))).toBeNull();
   });
 });
 
@@ -73,7 +73,7 @@ describe('LifecycleService', () => {
     await h.services.sandboxes.create({ name: 'a' });
     const resized = await h.services.lifecycle.resize('a', { memory_mb: 1024 });
     expect(resized).toMatchObject({ vcpus: 1, memory_mb: 1024, status: 'running' });
-    expect([...h.backend.instances.values()][0]!.spec.memoryMb).toBe(1024);
+    expect([...h.backend.instances.values()][0]!.spec.memory_mb).toBe(1024);
     await h.services.sandboxes.stop('a');
     expect(await h.services.lifecycle.resize('a', { vcpus: 1, memory_mb: 256 })).toMatchObject({ memory_mb: 256, status: 'stopped' });
     expect(await codeOf(h.services.lifecycle.resize('a', { vcpus: 100_000 }))).toBe('BAD_REQUEST');

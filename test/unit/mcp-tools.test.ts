@@ -80,7 +80,7 @@ describe('MCP tools over the in-process API (fake backend)', () => {
   });
 
   it('runs a batch, each command alone, with results in input order and bad items named', async () => {
-    harness.backend.onExec = (request) => (request.command[0] === 'fail' ? { exitCode: 2 } : { chunks: [{ stream: 'stdout', text: `${request.command[1]}\n` }] });
+    harness.backend.onExec = (request) => (request.command[0] === 'fail' ? { exit_code: 2 } : { chunks: [{ stream: 'stdout', text: `${request.command[1]}\n` }] });
     const result = await call('sandbox_run_batch', { commands: [{ command: ['echo', 'one'] }, { command: ['fail'] }, { command: ['echo', 'three'], image: 'none/such:1' }] });
     expect(JSON.parse(texts(result)[0]!)).toEqual([
       { output: 'one\n', error: null, exit_code: 0 },

@@ -20,8 +20,8 @@ describe('RecoveryService', () => {
     h.backend.instances.delete(byName('vanished').state.id);
     await repo.update(halfCreated.uuid, { status: 'creating' });
     await repo.update(halfRemoved.uuid, { status: 'removing' });
-    await h.backend.create({ name: 'orphan', uuid: 'not-in-store', image: 'sandboxd/base:bookworm', vcpus: 1, memoryMb: 64, profile: 'moderate', env: {} });
-    await h.backend.create({ name: 'pool', uuid: 'pool-1', image: 'sandboxd/base:bookworm', vcpus: 1, memoryMb: 64, profile: 'moderate', env: {}, role: 'pool' });
+    await h.backend.create({ name: 'orphan', uuid: 'not-in-store', image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 64, profile: 'moderate', env: {} });
+    await h.backend.create({ name: 'pool', uuid: 'pool-1', image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 64, profile: 'moderate', env: {}, role: 'pool' });
 
     const report = await h.services.recovery.reconcile();
     expect(report.rolledBack.sort()).toEqual(['half-created', 'half-removed']);

@@ -12,7 +12,7 @@ describe('RunService', () => {
     let seen: unknown;
     h.backend.onExec = (request, spec) => {
       seen = spec;
-      return { chunks: [{ stream: 'stdout', text: `${request.command.join(' ')} in ${request.workdir}\n` }], exitCode: 3 };
+      return { chunks: [{ stream: 'stdout', text: `${request.command.join(' ')} in ${request.workdir}\n` }], exit_code: 3 };
     };
     const result = await h.services.runs.run({ command: ['echo', 'hi'], image: 'sandboxd/python:bookworm', profile: 'restrictive', workdir: '/tmp', fast: false });
     expect(result).toMatchObject({ output: 'echo hi in /tmp\n', exit_code: 3, timed_out: false });

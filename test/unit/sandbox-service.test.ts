@@ -118,7 +118,7 @@ describe('ExecService', () => {
   it('runs commands, returns exit codes and audits them', async () => {
     h = await fakeHarness();
     await h.services.sandboxes.create({ name: 'a' });
-    h.backend.onExec = () => ({ chunks: [{ stream: 'stdout', text: 'out\n' }, { stream: 'stderr', text: 'err\n' }], exitCode: 3 });
+    h.backend.onExec = () => ({ chunks: [{ stream: 'stdout', text: 'out\n' }, { stream: 'stderr', text: 'err\n' }], exit_code: 3 });
     const result = await h.services.exec.exec('a', { command: ['false'] });
     expect(result).toMatchObject({ output: 'out\nerr\n', stdout: 'out\n', stderr: 'err\n', exit_code: 3, timed_out: false });
     const entry = (await h.services.logs('a')).at(-1);
@@ -131,7 +131,7 @@ describe('ExecService', () => {
     let seen: unknown;
     h.backend.onExec = (request) => ((seen = request), {});
     await h.services.exec.exec('a', { command: ['id'], workdir: '/tmp', env: { A: '1' }, stdin: 'in', sudo: true, timeout_ms: 5000 });
-    expect(seen).toMatchObject({ command: ['id'], workdir: '/tmp', env: { A: '1' }, user: 'root', timeoutMs: 5000, stdin: Buffer.from('in') });
+    expect(seen).toMatchObject({ command: ['id'], workdir: '/tmp', env: { A: '1' }, user: 'root', timeout_ms: 5000, stdin: Buffer.from('in') });
   });
 
   it('refuses sudo when not allowed, relative workdirs, unknown and stopped sandboxes', async () => {

@@ -35,7 +35,7 @@ describe('WarmPool', () => {
     expect(pooled(h, PYTHON, 'restrictive')).toHaveLength(3);
     expect(h.services.pool.size).toBe(5);
     const spec = [...h.backend.instances.values()][0]!.spec;
-    expect(spec).toMatchObject({ vcpus: 1, memoryMb: 512, env: {}, role: 'pool' });
+    expect(spec).toMatchObject({ vcpus: 1, memory_mb: 512, env: {}, role: 'pool' });
   });
 
   it('hands each instance out once and starts a replacement', async () => {
@@ -183,7 +183,7 @@ describe('creating a sandbox from the pool', () => {
     };
     const created = await h.services.sandboxes.create({ name: 'claimed', vcpus: 2, memory_mb: 1024, labels: { team: 'a' }, env: { A: '1', B: '2' } });
     expect(created).toMatchObject({ name: 'claimed', status: 'running', vcpus: 2, memory_mb: 1024, labels: { team: 'a' } });
-    expect(h.backend.instances.get(first!)!.spec).toMatchObject({ name: 'claimed', vcpus: 2, memoryMb: 1024, uuid: created.uuid });
+    expect(h.backend.instances.get(first!)!.spec).toMatchObject({ name: 'claimed', vcpus: 2, memory_mb: 1024, uuid: created.uuid });
     await h.services.exec.exec('claimed', { command: ['env'], env: { B: 'request' } });
     expect(seen).toEqual([{ A: '1', B: 'request' }]);
     const logs = await h.services.logs('claimed');
@@ -196,7 +196,7 @@ describe('creating a sandbox from the pool', () => {
     h = await warmed();
     await h.services.sandboxes.create({ name: 'one' });
     await h.services.pool.settled();
-    const roleOf = async (name: string) => h.backend.instances.get((await h.services.sandboxes.require(name)).backendId!)!.state.role;
+    const roleOf = async (name: string) => h.backend.instances.get((await h.services.sandboxes.require(name)).backend_id!)!.state.role;
     await expect(h.services.sandboxes.create({ name: 'one' })).rejects.toMatchObject({ code: 'CONFLICT' });
     expect(h.services.pool.size).toBe(2);
     await h.services.sandboxes.create({ name: 'py', image: PYTHON });
@@ -216,7 +216,7 @@ describe('creating a sandbox from the pool', () => {
     h = await warmed();
     for (const id of pooled(h)) h.backend.instances.get(id)!.state.status = 'stopped';
     const created = await h.services.sandboxes.create({ name: 'cold' });
-    expect(h.backend.instances.get((await h.services.sandboxes.require('cold')).backendId!)!.state.role).toBe('sandbox');
+    expect(h.backend.instances.get((await h.services.sandboxes.require('cold')).backend_id!)!.state.role).toBe('sandbox');
     expect(created.status).toBe('running');
     await h.services.pool.settled();
 
@@ -253,11 +253,11 @@ describe('sweeping containers no one owns', () => {
     await h.services.sandboxes.create({ name: 'kept' });
     await h.services.pool.settled();
     const make = (role: 'pool' | 'sandbox' | 'helper') =>
-      h.backend.create({ name: `stray-${role}`, uuid: `stray-${role}-${Math.random()}`, image: BASE, profile: 'moderate', vcpus: 1, memoryMb: 512, env: {}, role });
+      h.backend.create({ name: `stray-${role}`, uuid: `stray-${role}-${Math.random()}`, image: BASE, profile: 'moderate', vcpus: 1, memory_mb: 512, env: {}, role });
     const strays = [await make('pool'), await make('sandbox'), await make('helper')];
     const young = await make('pool');
     const longAgo = new Date(Date.now() - 6 * 60_000).toISOString();
-    for (const instance of h.backend.instances.values()) if (instance.state.id !== young.id) instance.state.createdAt = longAgo;
+    for (const instance of h.backend.instances.values()) if (instance.state.id !== young.id) instance.state.created_at = longAgo;
     const removed = await h.services.recovery.sweep((uuid) => h.services.pool.holds(uuid));
     expect(removed).toBe(2);
     const left = new Set(h.backend.instances.keys());

@@ -94,7 +94,7 @@ export function instanceFilter(instanceId: string): string[] {
  */
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
   const profile = PROFILE_SETTINGS[spec.profile];
-  const memoryBytes = spec.memoryMb * 1024 * 1024;
+  const memoryBytes = spec.memory_mb * 1024 * 1024;
   const hostConfig: Docker.HostConfig = {
     Runtime: ctx.runtime,
     NetworkMode: profile.network,
@@ -109,7 +109,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
     MemorySwap: memoryBytes,
     PidsLimit: ctx.pidsLimit,
   };
-  if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memoryMb, ctx.workspaceOwner);
+  if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memory_mb, ctx.workspaceOwner);
   return {
     name: containerName(spec),
     Image: spec.image,
@@ -163,7 +163,7 @@ export function instanceFromInspect(info: Docker.ContainerInspectInfo): Instance
   const labels = info.Config.Labels ?? {};
   return {
     ...instanceOf(info.Id, labels, info.State.Running, info.NetworkSettings.Networks, info.HostConfig.Runtime ?? labels[LABEL.runtime]),
-    createdAt: new Date(info.Created).toISOString(),
+    created_at: new Date(info.Created).toISOString(),
   };
 }
 
@@ -172,7 +172,7 @@ export function instanceFromSummary(row: Docker.ContainerInfo): InstanceState {
   const labels = row.Labels ?? {};
   return {
     ...instanceOf(row.Id, labels, row.State === 'running', row.NetworkSettings?.Networks, labels[LABEL.runtime]),
-    createdAt: new Date(row.Created * 1000).toISOString(),
+    created_at: new Date(row.Created * 1000).toISOString(),
   };
 }
 

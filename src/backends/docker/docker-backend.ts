@@ -124,7 +124,7 @@ export class DockerBackend implements Backend {
   async claim(id: string, spec: SandboxSpec): Promise<void> {
     const identity = await this.agents.identityOf(id);
     if (!identity || identity.uuid !== spec.uuid) throw badRequest(`container '${id}' is not the pool container of ${spec.uuid}`);
-    const limitsChange = spec.vcpus !== identity.vcpus || spec.memoryMb !== identity.memoryMb;
+    const limitsChange = spec.vcpus !== identity.vcpus || spec.memory_mb !== identity.memoryMb;
     if (limitsChange && (identity.runtime === 'runsc' || PROFILE_SETTINGS[spec.profile].readonlyRootfs)) {
       throw new UnsupportedError('docker', `changing the limits of a pooled ${spec.profile} sandbox`);
     }
@@ -139,7 +139,7 @@ export class DockerBackend implements Backend {
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
     }, id);
-    this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memoryMb });
+    this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
 
   async start(id: string): Promise<InstanceState> {
@@ -231,22 +231,22 @@ export class DockerBackend implements Backend {
   async exec(id: string, request: ExecRequest, options: ExecOptions = {}): Promise<ExecResult> {
     if (request.command.length === 0) throw badRequest('command: must be a non-empty array of strings');
     const started = Date.now();
-    const collector = new OutputCollector(request.maxOutputBytes, options.onOutput);
+    const collector = new OutputCollector(request.max_output_bytes, options.onOutput);
     const outcome = await this.run(id, {
       cmd: request.command,
       user: request.user,
       env: request.env && Object.entries(request.env).map(([key, value]) => `${key}=${value}`),
       workdir: request.workdir,
       stdin: request.stdin,
-      timeoutMs: request.timeoutMs,
+      timeoutMs: request.timeout_ms,
       signal: options.signal,
       onFrame: (stream, data) => collector.push({ stream, data }),
     });
     return {
-      exitCode: outcome.exitCode,
+      exit_code: outcome.exitCode,
       ...collector.result(),
-      timedOut: outcome.timedOut,
-      durationMs: Date.now() - started,
+      timed_out: outcome.timedOut,
+      duration_ms: Date.now() - started,
     };
   }
 
@@ -490,14 +490,14 @@ function detachedFrom(item: AgentDetached): DetachedProcess {
     pid: item.pid,
     command: item.argv,
     status: item.status,
-    exitCode: item.exit_code,
-    startedAt: new Date(item.started_at).toISOString(),
+    exit_code: item.exit_code,
+    started_at: new Date(item.started_at).toISOString(),
   };
 }
 
 /** The engine's fields for new limits; an absent one stays as it is. */
 function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
-  const memory = request.memoryMb === undefined ? {} : { Memory: request.memoryMb * 1024 * 1024, MemorySwap: request.memoryMb * 1024 * 1024 };
+  const memory = request.memory_mb === undefined ? {} : { Memory: request.memory_mb * 1024 * 1024, MemorySwap: request.memory_mb * 1024 * 1024 };
   return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
 }
 

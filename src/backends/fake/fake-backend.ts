@@ -23,7 +23,7 @@ interface FakeInstance {
 /** What a scripted exec prints and returns. */
 export interface FakeExecScript {
   chunks?: { stream: 'stdout' | 'stderr'; text: string }[];
-  exitCode?: number;
+  exit_code?: number;
   /** Resolves only when aborted or timed out, like a command that never ends. */
   hang?: boolean;
 }
@@ -80,7 +80,7 @@ export class FakeBackend implements Backend {
       status: 'running',
       ip: `10.0.0.${this.nextId}`,
       runtime: 'fake',
-      createdAt: new Date().toISOString(),
+      created_at: new Date().toISOString(),
     };
     this.instances.set(id, { state, spec, files: new Map(this.savedImages.get(spec.image)?.files) });
     return { ...state };
@@ -91,7 +91,7 @@ export class FakeBackend implements Backend {
     if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
     if (instance.state.role !== 'pool' || instance.spec.uuid !== spec.uuid) throw badRequest(`container ${id} is not a pool instance for ${spec.uuid}`);
     instance.state.name = spec.name;
-    instance.spec = { ...instance.spec, name: spec.name, vcpus: spec.vcpus, memoryMb: spec.memoryMb };
+    instance.spec = { ...instance.spec, name: spec.name, vcpus: spec.vcpus, memory_mb: spec.memory_mb };
   }
 
   async start(id: string): Promise<InstanceState> {
@@ -125,12 +125,12 @@ export class FakeBackend implements Backend {
     if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
     const started = Date.now();
     const script = this.onExec(request, instance.spec);
-    const collector = new OutputCollector(request.maxOutputBytes, options.onOutput);
+    const collector = new OutputCollector(request.max_output_bytes, options.onOutput);
     for (const chunk of script.chunks ?? []) collector.push({ stream: chunk.stream, data: Buffer.from(chunk.text) });
     let timedOut = false;
     if (script.hang) {
       timedOut = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(true), request.timeoutMs);
+        const timer = setTimeout(() => resolve(true), request.timeout_ms);
         options.signal?.addEventListener('abort', () => {
           clearTimeout(timer);
           resolve(false);
@@ -139,13 +139,13 @@ export class FakeBackend implements Backend {
     }
     const { stdout, stderr, output, truncated } = collector.result();
     return {
-      exitCode: timedOut ? 124 : script.hang ? 137 : (script.exitCode ?? 0),
+      exit_code: timedOut ? 124 : script.hang ? 137 : (script.exit_code ?? 0),
       stdout,
       stderr,
       output,
       truncated,
-      timedOut,
-      durationMs: Date.now() - started,
+      timed_out: timedOut,
+      duration_ms: Date.now() - started,
     };
   }
 
@@ -216,7 +216,7 @@ export class FakeBackend implements Backend {
     this.requireSupport('resize');
     const instance = this.require('resize', id);
     if (request.vcpus !== undefined) instance.spec.vcpus = request.vcpus;
-    if (request.memoryMb !== undefined) instance.spec.memoryMb = request.memoryMb;
+    if (request.memory_mb !== undefined) instance.spec.memory_mb = request.memory_mb;
   }
 
   async close(): Promise<void> {}

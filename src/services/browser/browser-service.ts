@@ -20,7 +20,7 @@ const NAVIGATION_TIMEOUT_MS = 30_000;
 const ACTION_TIMEOUT_MS = 5_000;
 
 type EventType = 'page.created' | 'page.navigated' | 'page.clicked' | 'page.filled' | 'page.closed';
-type Running = SandboxRecord & { backendId: string };
+type Running = SandboxRecord & { backend_id: string };
 
 /** What the page gives for GET .../content (kept as a string: the service has no DOM types). */
 const CONTENT_EXPRESSION = `({
@@ -203,19 +203,19 @@ export class BrowserService {
 
   /** Starts Chromium and its relay in the sandbox (a no-op when they run); the relay's address. */
   private async launch(sandbox: Running): Promise<string> {
-    const instance = await this.backend.inspect(sandbox.backendId);
+    const instance = await this.backend.inspect(sandbox.backend_id);
     if (!instance?.ip) throw new ServiceError('CONFLICT', `sandbox '${sandbox.name}' has no network address: is it running?`);
-    const result = await this.backend.exec(sandbox.backendId, {
+    const result = await this.backend.exec(sandbox.backend_id, {
       command: ['bash', '-c', LAUNCH_SCRIPT, 'launch', instance.ip],
-      timeoutMs: LAUNCH_TIMEOUT_MS,
+      timeout_ms: LAUNCH_TIMEOUT_MS,
     });
-    if (result.exitCode === NO_CHROMIUM_EXIT) {
+    if (result.exit_code === NO_CHROMIUM_EXIT) {
       throw new ServiceError(
         'UNSUPPORTED',
         `sandbox '${sandbox.name}' runs image '${sandbox.image}', which has no Chromium: create the sandbox with image ${BROWSER_IMAGE} (build it with \`sandboxd images build browser\`)`,
       );
     }
-    if (result.exitCode !== 0) throw new ServiceError('INTERNAL', `Chromium did not start in sandbox '${sandbox.name}': ${result.output.trim()}`);
+    if (result.exit_code !== 0) throw new ServiceError('INTERNAL', `Chromium did not start in sandbox '${sandbox.name}': ${result.output.trim()}`);
     return `http://${instance.ip}:${RELAY_PORT}`;
   }
 

@@ -1,8 +1,9 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend, DetachedProcess } from '../../backends/backend.js';
 import { notFound } from '../../errors.js';
-import type { DetachedCommandBody, DetachedLogsBody } from '../../schemas/detached-schemas.js';
+import { detachedCommand, type DetachedCommandBody, type DetachedLogsBody } from '../../schemas/detached-schemas.js';
 import type { ExecInput } from '../../schemas/exec-schemas.js';
+import { view } from '../../schemas/view.js';
 import type { DetachedRecord, DetachedRepository } from '../../state/detached-repository.js';
 import type { AuditService } from '../events/audit-service.js';
 import { backendRequest, type ExecService } from './exec-service.js';
@@ -36,54 +37,54 @@ export class DetachedService {
     const sandbox = await this.sandboxes.requireRunning(name);
     this.exec.check(input);
     // Stdin and a timeout have no meaning for a command that outlives its request.
-    const { stdin: _stdin, timeoutMs: _timeout, ...request } = backendRequest(input, sandbox.env);
-    const process = await this.backend.startDetached(sandbox.backendId, request);
+    const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, sandbox.env);
+    const process = await this.backend.startDetached(sandbox.backend_id, request);
     const record: DetachedRecord = {
       id: uuidv7(),
-      sandboxUuid: sandbox.uuid,
-      processId: process.id,
+      sandbox_uuid: sandbox.uuid,
+      process_id: process.id,
       pid: process.pid,
       command: input.command,
-      startedAt: process.startedAt,
+      started_at: process.started_at,
     };
     await this.repo.insert(record);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('command_detached', sandbox, { id: record.id, command: input.command, ...(input.sudo ? { sudo: true } : {}) });
-    return view(sandbox, record, process);
+    return viewOf(sandbox, record, process);
   }
 
   /** A sandbox's detached commands, oldest first. */
   async list(name: string): Promise<DetachedCommandBody[]> {
     const sandbox = await this.sandboxes.requireRunning(name);
-    const [records, processes] = await Promise.all([this.repo.forSandbox(sandbox.uuid), this.backend.listDetached(sandbox.backendId)]);
-    return records.map((record) => view(sandbox, record, matching(processes, record)));
+    const [records, processes] = await Promise.all([this.repo.forSandbox(sandbox.uuid), this.backend.listDetached(sandbox.backend_id)]);
+    return records.map((record) => viewOf(sandbox, record, matching(processes, record)));
   }
 
   async get(name: string, id: string): Promise<DetachedCommandBody> {
     const { sandbox, record } = await this.require(name, id);
-    return view(sandbox, record, matching(await this.backend.listDetached(sandbox.backendId), record));
+    return viewOf(sandbox, record, matching(await this.backend.listDetached(sandbox.backend_id), record));
   }
 
   /** The last output of one stream; empty for a command the sandbox lost. */
   async logs(name: string, id: string, stream: 'stdout' | 'stderr'): Promise<DetachedLogsBody> {
     const { sandbox, record } = await this.require(name, id);
-    const process = matching(await this.backend.listDetached(sandbox.backendId), record);
-    const content = process ? await this.backend.detachedLogs(sandbox.backendId, process.id, stream) : Buffer.alloc(0);
+    const process = matching(await this.backend.listDetached(sandbox.backend_id), record);
+    const content = process ? await this.backend.detachedLogs(sandbox.backend_id, process.id, stream) : Buffer.alloc(0);
     return { id, stream, content: content.toString('utf8') };
   }
 
   /** Kills the command's process tree (a finished one stays as it was); returns its status after. */
   async kill(name: string, id: string): Promise<DetachedCommandBody> {
     const { sandbox, record } = await this.require(name, id);
-    const process = matching(await this.backend.listDetached(sandbox.backendId), record);
+    const process = matching(await this.backend.listDetached(sandbox.backend_id), record);
     if (process?.status === 'running') {
-      await this.backend.killDetached(sandbox.backendId, process.id);
+      await this.backend.killDetached(sandbox.backend_id, process.id);
       await this.audit.record('detached_killed', sandbox, { id });
     }
-    return view(sandbox, record, matching(await this.backend.listDetached(sandbox.backendId), record));
+    return viewOf(sandbox, record, matching(await this.backend.listDetached(sandbox.backend_id), record));
   }
 
-  private async require(name: string, id: string): Promise<{ sandbox: SandboxRecord & { backendId: string }; record: DetachedRecord }> {
+  private async require(name: string, id: string): Promise<{ sandbox: SandboxRecord & { backend_id: string }; record: DetachedRecord }> {
     const sandbox = await this.sandboxes.requireRunning(name);
     const record = await this.repo.byId(sandbox.uuid, id);
     if (!record) throw notFound(`detached command '${id}' not found in sandbox '${name}'`);
@@ -93,17 +94,13 @@ export class DetachedService {
 
 /** The sandbox's process for a record: same id and start time (ids restart with the sandbox). */
 function matching(processes: DetachedProcess[], record: DetachedRecord): DetachedProcess | undefined {
-  return processes.find((p) => p.id === record.processId && p.startedAt === record.startedAt);
+  return processes.find((p) => p.id === record.process_id && p.started_at === record.started_at);
 }
 
-function view(sandbox: SandboxRecord, record: DetachedRecord, process: DetachedProcess | undefined): DetachedCommandBody {
-  return {
-    id: record.id,
-    sandbox: sandbox.name,
-    command: record.command,
-    pid: record.pid,
-    status: process?.status ?? 'failed',
-    exit_code: process ? process.exitCode : null,
-    started_at: record.startedAt,
-  };
+/**
+ * The API view of a detached command: its record, with the sandbox's name, and the status and
+ * exit code its sandbox reports (a process the sandbox no longer knows reads as failed, exit null).
+ */
+function viewOf(sandbox: SandboxRecord, record: DetachedRecord, process: DetachedProcess | undefined): DetachedCommandBody {
+  return view(detachedCommand, { ...record, sandbox: sandbox.name, status: process?.status ?? 'failed', exit_code: process ? process.exit_code : null });
 }

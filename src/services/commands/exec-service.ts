@@ -1,6 +1,7 @@
-import type { Backend, ExecOptions, ExecRequest, ExecResult } from '../../backends/backend.js';
+import type { Backend, ExecOptions, ExecRequest } from '../../backends/backend.js';
 import { badRequest, forbidden, isServiceError } from '../../errors.js';
-import type { ExecInput, ExecResultBody } from '../../schemas/exec-schemas.js';
+import { execResult, type ExecInput, type ExecResultBody } from '../../schemas/exec-schemas.js';
+import { view } from '../../schemas/view.js';
 import type { AuditService } from '../events/audit-service.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
 import type { ServiceContext } from '../context.js';
@@ -42,7 +43,7 @@ export class ExecService {
     const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {
-      result = await this.backend.exec(running.backendId, backendRequest(input, sandbox.env), options);
+      result = await this.backend.exec(running.backend_id, backendRequest(input, sandbox.env), options);
     } catch (err) {
       if (isServiceError(err) && err.code === 'CONFLICT') {
         // The container stopped behind the service's back: say so the same way as for a stopped sandbox.
@@ -54,18 +55,18 @@ export class ExecService {
     await this.sandboxes.touch(sandbox);
     await this.audit.record('command_executed', sandbox, {
       command: input.command,
-      exit_code: result.exitCode,
-      duration_ms: result.durationMs,
-      timed_out: result.timedOut,
+      exit_code: result.exit_code,
+      duration_ms: result.duration_ms,
+      timed_out: result.timed_out,
       ...(input.sudo ? { sudo: true } : {}),
     });
-    return resultBody(result);
+    return view(execResult, result);
   }
 
   /** Runs one command in an instance that is no sandbox (a pool instance of a fast run). */
   async execInstance(backendId: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
     this.check(input);
-    return resultBody(await this.backend.exec(backendId, backendRequest(input), options));
+    return view(execResult, await this.backend.exec(backendId, backendRequest(input), options));
   }
 }
 
@@ -78,18 +79,6 @@ export function backendRequest(input: ExecInput, sandboxEnv: Record<string, stri
     ...(Object.keys(env).length > 0 ? { env } : {}),
     ...(input.sudo ? { user: 'root' } : {}),
     ...(input.stdin !== undefined ? { stdin: Buffer.from(input.stdin, 'utf8') } : {}),
-    timeoutMs: input.timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS,
-  };
-}
-
-function resultBody(result: ExecResult): ExecResultBody {
-  return {
-    output: result.output,
-    exit_code: result.exitCode,
-    stdout: result.stdout,
-    stderr: result.stderr,
-    duration_ms: result.durationMs,
-    timed_out: result.timedOut,
-    truncated: result.truncated,
+    timeout_ms: input.timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS,
   };
 }

@@ -68,7 +68,7 @@ export class AuditService {
 
   async record(event: AuditEvent, sandbox: AuditSubject, details: object = {}): Promise<void> {
     const timestamp = isoNow(this.clock);
-    await this.repo.append({ timestamp, event, sandbox: sandbox.name, sandboxUuid: sandbox.uuid, details });
+    await this.repo.append({ timestamp, event, sandbox: sandbox.name, sandbox_uuid: sandbox.uuid, details });
     const type = EVENT_OF[event];
     if (!type || !this.events) return;
     this.events.publish({

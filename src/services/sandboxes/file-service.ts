@@ -66,7 +66,7 @@ export class FileService {
   async writeBytes(name: string, rawPath: string, bytes: Buffer): Promise<string> {
     const path = sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
-    await this.backend.writeFile(sandbox.backendId, path, bytes);
+    await this.backend.writeFile(sandbox.backend_id, path, bytes);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('file_written', sandbox, { path, bytes: bytes.length });
     return `wrote ${bytes.length} bytes to ${path}`;
@@ -81,7 +81,7 @@ export class FileService {
     if (prepared.length === 0) throw badRequest('files: must name at least one file');
     const sandbox = await this.sandboxes.requireRunning(name);
     for (const file of prepared) {
-      await this.backend.writeFile(sandbox.backendId, file.path, file.bytes);
+      await this.backend.writeFile(sandbox.backend_id, file.path, file.bytes);
       await this.audit.record('file_written', sandbox, { path: file.path, bytes: file.bytes.length });
     }
     await this.sandboxes.touch(sandbox);
@@ -101,7 +101,7 @@ export class FileService {
   async readBytes(name: string, rawPath: string): Promise<Buffer> {
     const path = sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
-    const bytes = await this.backend.readFile(sandbox.backendId, path);
+    const bytes = await this.backend.readFile(sandbox.backend_id, path);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('file_read', sandbox, { path, bytes: bytes.length });
     return bytes;
@@ -110,7 +110,7 @@ export class FileService {
   async delete(name: string, rawPath: string): Promise<string> {
     const path = sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
-    await this.backend.deleteFile(sandbox.backendId, path);
+    await this.backend.deleteFile(sandbox.backend_id, path);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('file_deleted', sandbox, { path });
     return `deleted ${path}`;

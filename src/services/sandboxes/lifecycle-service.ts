@@ -60,7 +60,7 @@ export class LifecycleService {
       }
       const now = isoNow(this.clock);
       // Without a container there was nothing new to keep: its files are where they were.
-      const archived = { status: 'archived' as const, backendId: null, rootImage: state ? tag : record.rootImage, archivedAt: now, archivedReason: reason, updatedAt: now };
+      const archived = { status: 'archived' as const, backend_id: null, root_image: state ? tag : record.root_image, archived_at: now, archived_reason: reason, updated_at: now };
       await this.repo.update(record.uuid, archived, ['archiving']);
       await this.audit.record('sandbox_archived', record, { reason });
       this.logger.info({ sandbox: name, reason }, 'sandbox archived');
@@ -74,9 +74,9 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'recover');
       const now = isoNow(this.clock);
-      const recovered = { status: 'stopped' as const, archivedAt: null, archivedReason: null, lastActivityAt: now, updatedAt: now };
+      const recovered = { status: 'stopped' as const, archived_at: null, archived_reason: null, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, recovered, ['archived']);
-      await this.audit.record('sandbox_recovered', record, { archived_at: record.archivedAt });
+      await this.audit.record('sandbox_recovered', record, { archived_at: record.archived_at });
       return detailOf({ ...record, ...recovered });
     });
   }
@@ -89,12 +89,12 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'resize');
       const state = await this.sandboxes.observe(record);
-      if (state) await this.backend.resize(state.id, { ...(input.vcpus ? { vcpus: input.vcpus } : {}), ...(input.memory_mb ? { memoryMb: input.memory_mb } : {}) });
-      const changes = { vcpus: input.vcpus ?? record.vcpus, memoryMb: input.memory_mb ?? record.memoryMb, updatedAt: isoNow(this.clock) };
+      if (state) await this.backend.resize(state.id, input);
+      const changes = { vcpus: input.vcpus ?? record.vcpus, memory_mb: input.memory_mb ?? record.memory_mb, updated_at: isoNow(this.clock) };
       await this.repo.update(record.uuid, changes);
       await this.audit.record('sandbox_resized', record, {
-        from: { vcpus: record.vcpus, memory_mb: record.memoryMb },
-        to: { vcpus: changes.vcpus, memory_mb: changes.memoryMb },
+        from: { vcpus: record.vcpus, memory_mb: record.memory_mb },
+        to: { vcpus: changes.vcpus, memory_mb: changes.memory_mb },
         in_place: state?.status === 'running',
       });
     });
@@ -107,11 +107,11 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'extend');
       const now = this.clock();
-      const current = record.expiresAt ? new Date(record.expiresAt) : now;
-      const expiresAt = addDuration(current > now ? current : now, by).toISOString();
-      await this.repo.update(record.uuid, { expiresAt, updatedAt: now.toISOString() });
-      await this.audit.record('sandbox_extended', record, { by, expires_at: expiresAt });
-      return { expires_at: expiresAt };
+      const current = record.expires_at ? new Date(record.expires_at) : now;
+      const expires_at = addDuration(current > now ? current : now, by).toISOString();
+      await this.repo.update(record.uuid, { expires_at, updated_at: now.toISOString() });
+      await this.audit.record('sandbox_extended', record, { by, expires_at });
+      return { expires_at };
     });
   }
 
@@ -120,10 +120,10 @@ export class LifecycleService {
     const now = this.clock().getTime();
     const removed: string[] = [];
     for (const record of await this.repo.all()) {
-      if (!record.expiresAt || Date.parse(record.expiresAt) > now) continue;
+      if (!record.expires_at || Date.parse(record.expires_at) > now) continue;
       if (!['running', 'stopped', 'archived'].includes(record.status)) continue;
       try {
-        await this.audit.record('sandbox_expired', record, { expires_at: record.expiresAt });
+        await this.audit.record('sandbox_expired', record, { expires_at: record.expires_at });
         await this.sandboxes.remove(record.name);
         removed.push(record.name);
       } catch (err) {

@@ -79,7 +79,7 @@ export function planAction(record: SandboxRecord, now: Date): PlannedAction | nu
   for (const rule of POLICY) {
     const threshold = policy[rule.field];
     if (threshold === undefined || !rule.applies.includes(record.status)) continue;
-    const since = rule.since === 'archived' ? record.archivedAt : (record.lastActivityAt ?? record.createdAt);
+    const since = rule.since === 'archived' ? record.archived_at : (record.last_activity_at ?? record.created_at);
     if (!since) continue;
     const elapsed = Math.floor((now.getTime() - Date.parse(since)) / 1000);
     if (elapsed < threshold) continue;

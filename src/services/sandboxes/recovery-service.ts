@@ -67,7 +67,7 @@ export class RecoveryService {
       const instance = byUuid.get(record.uuid);
       if (record.status === 'creating' || record.status === 'removing') {
         if (instance) await this.backend.remove(instance.id);
-        else if (record.backendId) await this.backend.remove(record.backendId);
+        else if (record.backend_id) await this.backend.remove(record.backend_id);
         await this.repo.delete(record.uuid);
         report.rolledBack.push(record.name);
         continue;
@@ -79,15 +79,15 @@ export class RecoveryService {
       }
       if (record.status === 'archived') continue;
       if (!instance) {
-        if (record.backendId !== null || record.status !== 'stopped') {
-          await this.repo.update(record.uuid, { status: 'stopped', backendId: null, updatedAt: isoNow(this.clock) });
+        if (record.backend_id !== null || record.status !== 'stopped') {
+          await this.repo.update(record.uuid, { status: 'stopped', backend_id: null, updated_at: isoNow(this.clock) });
           await this.audit.record('sandbox_recovered_from_crash', record, { container: 'missing' });
           report.lost.push(record.name);
         }
         continue;
       }
-      if (instance.status !== record.status || instance.id !== record.backendId) {
-        await this.repo.update(record.uuid, { status: instance.status, backendId: instance.id, updatedAt: isoNow(this.clock) });
+      if (instance.status !== record.status || instance.id !== record.backend_id) {
+        await this.repo.update(record.uuid, { status: instance.status, backend_id: instance.id, updated_at: isoNow(this.clock) });
         report.corrected.push(record.name);
       }
     }
@@ -111,7 +111,7 @@ export class RecoveryService {
     const instances = await this.backend.list();
     const cutoff = Date.now() - SWEEP_MIN_AGE_MS;
     const candidates = instances.filter(
-      (i) => i.role !== 'helper' && !holds(i.uuid) && i.createdAt !== undefined && Date.parse(i.createdAt) < cutoff,
+      (i) => i.role !== 'helper' && !holds(i.uuid) && i.created_at !== undefined && Date.parse(i.created_at) < cutoff,
     );
     if (candidates.length === 0) return 0;
     // Read after `holds` was asked: a pool instance handed over meanwhile is in the store by now.
@@ -130,14 +130,14 @@ export class RecoveryService {
   private async resolveArchive(record: SandboxRecord, instance: InstanceState | undefined, images: string[]): Promise<void> {
     const now = isoNow(this.clock);
     if (instance) {
-      await this.repo.update(record.uuid, { status: instance.status, backendId: instance.id, updatedAt: now });
+      await this.repo.update(record.uuid, { status: instance.status, backend_id: instance.id, updated_at: now });
       await this.audit.record('sandbox_recovered_from_crash', record, { archive: 'rolled back' });
       return;
     }
     const tag = archiveTag(record.uuid);
-    const rootImage = images.includes(tag) ? tag : record.rootImage;
+    const root_image = images.includes(tag) ? tag : record.root_image;
     const reason = 'archive finished after a restart';
-    await this.repo.update(record.uuid, { status: 'archived', backendId: null, rootImage, archivedAt: now, archivedReason: reason, updatedAt: now });
+    await this.repo.update(record.uuid, { status: 'archived', backend_id: null, root_image, archived_at: now, archived_reason: reason, updated_at: now });
     await this.audit.record('sandbox_archived', record, { reason });
   }
 
@@ -145,10 +145,10 @@ export class RecoveryService {
   private async removeUnusedImages(images: string[]): Promise<number> {
     const used = new Set<string>();
     for (const snapshot of await this.snapshots.all()) {
-      if (snapshot.status === 'ready') used.add(snapshot.imageTag);
+      if (snapshot.status === 'ready') used.add(snapshot.image_tag);
       else await this.snapshots.delete(snapshot.name);
     }
-    for (const record of await this.repo.all()) if (record.rootImage) used.add(record.rootImage);
+    for (const record of await this.repo.all()) if (record.root_image) used.add(record.root_image);
     let removed = 0;
     for (const image of images) {
       if (used.has(image)) continue;

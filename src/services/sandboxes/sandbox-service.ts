@@ -3,7 +3,8 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, SandboxSpec } from '../../backends/backend.js';
 import { validateSource } from '../../backends/source-validation.js';
 import { badRequest, conflict, isServiceError, notFound, ServiceError } from '../../errors.js';
-import type { CreateSandboxInput, PatchSandboxInput, SandboxDetail, SandboxSummary } from '../../schemas/sandbox-schemas.js';
+import { sandboxDetail, sandboxSummary, type CreateSandboxInput, type PatchSandboxInput, type SandboxDetail, type SandboxSummary } from '../../schemas/sandbox-schemas.js';
+import { view } from '../../schemas/view.js';
 import type { SandboxRecord, SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
@@ -57,7 +58,7 @@ export class SandboxService {
   async create(input: CreateSandboxInput, { rootImage, fromPool = true }: { rootImage?: string; fromPool?: boolean } = {}): Promise<SandboxDetail> {
     const startedAt = performance.now();
     const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
-    const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memoryMb;
+    const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memory_mb;
     this.checkResources(vcpus, memoryMb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
@@ -68,31 +69,31 @@ export class SandboxService {
       name: input.name,
       status: 'creating',
       backend: this.backend.name,
-      backendId: null,
+      backend_id: null,
       image: input.image ?? this.options.defaultImage,
       vcpus,
-      memoryMb,
+      memory_mb: memoryMb,
       profile: input.profile ?? DEFAULT_PROFILE,
       labels: input.labels ?? {},
       description: input.description ?? null,
       lifecycle: input.lifecycle ?? null,
       env: input.env ?? {},
-      sourceUrl: input.source_url ?? null,
-      sourceRef: input.source_ref ?? null,
-      createdAt: now,
-      updatedAt: now,
-      lastActivityAt: now,
-      expiresAt: input.ttl ? addDuration(this.clock(), input.ttl).toISOString() : null,
-      archivedAt: null,
-      archivedReason: null,
-      rootImage: rootImage ?? null,
+      source_url: input.source_url ?? null,
+      source_ref: input.source_ref ?? null,
+      created_at: now,
+      updated_at: now,
+      last_activity_at: now,
+      expires_at: input.ttl ? addDuration(this.clock(), input.ttl).toISOString() : null,
+      archived_at: null,
+      archived_reason: null,
+      root_image: rootImage ?? null,
     };
 
     return this.locks.run(record.name, async () => {
       if (await this.repo.byName(record.name)) throw conflict(`sandbox '${record.name}' already exists`);
       // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot).
-      const pooled = !fromPool || record.sourceUrl || record.rootImage ? undefined : await this.claimPooled(record);
-      const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backendId: pooled.state.id } : record;
+      const pooled = !fromPool || record.source_url || record.root_image ? undefined : await this.claimPooled(record);
+      const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backend_id: pooled.state.id } : record;
       if (!(await this.repo.insert(created))) {
         if (pooled) this.pool.discard(pooled);
         throw conflict(`sandbox '${record.name}' already exists`);
@@ -107,7 +108,7 @@ export class SandboxService {
         throw err;
       }
       if (pooled) this.pool.handOver(pooled);
-      else await this.repo.update(created.uuid, { status: 'running', backendId: state.id });
+      else await this.repo.update(created.uuid, { status: 'running', backend_id: state.id });
       await this.audit.record('sandbox_created', created, {
         image: created.image,
         backend: created.backend,
@@ -118,7 +119,7 @@ export class SandboxService {
         duration_ms: Math.round(performance.now() - startedAt),
       });
       this.logger.info({ sandbox: created.name, uuid: created.uuid, pooled: pooled !== undefined }, 'sandbox created');
-      return detailOf({ ...created, status: 'running', backendId: state.id }, state);
+      return detailOf({ ...created, status: 'running', backend_id: state.id }, state);
     });
   }
 
@@ -167,7 +168,7 @@ export class SandboxService {
   async update(name: string, patch: PatchSandboxInput): Promise<SandboxSummary> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
-      const changes: Partial<SandboxRecord> = { updatedAt: isoNow(this.clock) };
+      const changes: Partial<SandboxRecord> = { updated_at: isoNow(this.clock) };
       if (patch.labels !== undefined) changes.labels = patch.labels;
       if (patch.description !== undefined) changes.description = patch.description;
       if (patch.lifecycle !== undefined) changes.lifecycle = patch.lifecycle;
@@ -191,10 +192,10 @@ export class SandboxService {
         state = await this.backend.start(state.id);
       }
       const now = isoNow(this.clock);
-      const started = { ...record, status: 'running' as const, backendId: state.id, lastActivityAt: now, updatedAt: now };
-      await this.repo.update(record.uuid, { status: 'running', backendId: state.id, lastActivityAt: now, updatedAt: now });
+      const changes = { status: 'running' as const, backend_id: state.id, last_activity_at: now, updated_at: now };
+      await this.repo.update(record.uuid, changes);
       if (!wasRunning) await this.audit.record('sandbox_started', record);
-      return detailOf(started, state);
+      return detailOf({ ...record, ...changes }, state);
     });
   }
 
@@ -206,9 +207,9 @@ export class SandboxService {
       const state = await this.observe(record);
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
-      await this.repo.update(record.uuid, { status: 'stopped', updatedAt: now });
+      await this.repo.update(record.uuid, { status: 'stopped', updated_at: now });
       if (record.status !== 'stopped' || state?.status === 'running') await this.audit.record('sandbox_stopped', record);
-      return detailOf({ ...record, status: 'stopped', updatedAt: now }, state ? { ...state, status: 'stopped' } : undefined);
+      return detailOf({ ...record, status: 'stopped', updated_at: now }, state ? { ...state, status: 'stopped' } : undefined);
     });
   }
 
@@ -216,9 +217,9 @@ export class SandboxService {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
       await this.repo.update(record.uuid, { status: 'removing' });
-      if (record.backendId) await this.backend.remove(record.backendId);
+      if (record.backend_id) await this.backend.remove(record.backend_id);
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
-      if (record.rootImage === archiveTag(record.uuid)) await this.backend.removeImage(record.rootImage);
+      if (record.root_image === archiveTag(record.uuid)) await this.backend.removeImage(record.root_image);
       await this.repo.delete(record.uuid);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
@@ -237,14 +238,14 @@ export class SandboxService {
    * The record of a sandbox that must be running for an operation (exec, files).
    * CONFLICT otherwise, with the next step (start it, or recover and start it) as its hint.
    */
-  async requireRunning(name: string): Promise<SandboxRecord & { backendId: string }> {
+  async requireRunning(name: string): Promise<SandboxRecord & { backend_id: string }> {
     return this.assertRunning(await this.require(name));
   }
 
   /** The record itself when it is running; CONFLICT with the next step as its hint otherwise. */
-  assertRunning(record: SandboxRecord): SandboxRecord & { backendId: string } {
+  assertRunning(record: SandboxRecord): SandboxRecord & { backend_id: string } {
     const name = record.name;
-    if (record.status === 'running' && record.backendId) return record as SandboxRecord & { backendId: string };
+    if (record.status === 'running' && record.backend_id) return record as SandboxRecord & { backend_id: string };
     throw record.status === 'archived'
       ? conflict(`sandbox '${name}' is archived`, { hint: { action: 'recover', sandbox: name, then: 'start' } })
       : conflict(`sandbox '${name}' is ${record.status}`, { hint: { action: 'start', sandbox: name } });
@@ -252,12 +253,12 @@ export class SandboxService {
 
   /** Marks a sandbox stopped after the engine reported its container not running. */
   async markStopped(record: SandboxRecord): Promise<void> {
-    await this.repo.update(record.uuid, { status: 'stopped', updatedAt: isoNow(this.clock) }, ['running']);
+    await this.repo.update(record.uuid, { status: 'stopped', updated_at: isoNow(this.clock) }, ['running']);
   }
 
   /** Records activity (exec, files) on a sandbox. */
   async touch(record: SandboxRecord): Promise<void> {
-    await this.repo.update(record.uuid, { lastActivityAt: isoNow(this.clock) });
+    await this.repo.update(record.uuid, { last_activity_at: isoNow(this.clock) });
   }
 
   /** BAD_REQUEST when the host cannot give a sandbox this many cpus or this much memory. */
@@ -275,7 +276,7 @@ export class SandboxService {
 
   /** What the engine observes of the sandbox's container; null when it has none. */
   async observe(record: SandboxRecord): Promise<InstanceState | null> {
-    return record.backendId ? this.backend.inspect(record.backendId) : null;
+    return record.backend_id ? this.backend.inspect(record.backend_id) : null;
   }
 
   /** Brings the stored status in line with what the engine observed. */
@@ -301,47 +302,34 @@ export function specOf(record: SandboxRecord): SandboxSpec {
   return {
     name: record.name,
     uuid: record.uuid,
-    image: record.rootImage ?? record.image,
+    image: record.root_image ?? record.image,
     vcpus: record.vcpus,
-    memoryMb: record.memoryMb,
+    memory_mb: record.memory_mb,
     profile: record.profile,
     env: record.env,
-    ...(record.sourceUrl ? { source: { url: record.sourceUrl, ...(record.sourceRef ? { ref: record.sourceRef } : {}) } } : {}),
+    ...(record.source_url ? { source: { url: record.source_url, ...(record.source_ref ? { ref: record.source_ref } : {}) } } : {}),
+  };
+}
+
+/**
+ * The record with what the API shows beyond it: the address while the sandbox runs and the
+ * OCI runtime while its container exists (only the engine knows either). Statuses seen here are
+ * the visible ones (`creating` and `removing` sandboxes are never shown).
+ */
+function shown(record: SandboxRecord, state?: InstanceState) {
+  return {
+    ...record,
+    status: record.status as SandboxSummary['status'],
+    ip: record.status === 'running' && state?.ip ? state.ip : undefined,
+    runtime: state?.runtime,
   };
 }
 
 function summaryOf(record: SandboxRecord, state?: InstanceState): SandboxSummary {
-  const status = record.status as SandboxSummary['status'];
-  return {
-    name: record.name,
-    uuid: record.uuid,
-    status,
-    backend: record.backend,
-    ...(status === 'running' && state?.ip ? { ip: state.ip } : {}),
-  };
+  return view(sandboxSummary, shown(record, state));
 }
 
 /** The API view of a sandbox with its metadata. */
 export function detailOf(record: SandboxRecord, state?: InstanceState): SandboxDetail {
-  const optional = {
-    description: record.description,
-    lifecycle: record.lifecycle,
-    last_activity_at: record.lastActivityAt,
-    expires_at: record.expiresAt,
-    archived_at: record.archivedAt,
-    archived_reason: record.archivedReason,
-    source_url: record.sourceUrl,
-    source_ref: record.sourceRef,
-    runtime: state?.runtime,
-  };
-  return {
-    ...summaryOf(record, state),
-    image: record.image,
-    vcpus: record.vcpus,
-    memory_mb: record.memoryMb,
-    profile: record.profile,
-    labels: record.labels,
-    created_at: record.createdAt,
-    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null && v !== undefined)),
-  };
+  return view(sandboxDetail, shown(record, state));
 }

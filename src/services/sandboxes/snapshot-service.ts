@@ -2,7 +2,8 @@ import type { Backend } from '../../backends/backend.js';
 import { badRequest, conflict, notFound, UnsupportedError } from '../../errors.js';
 import { NAME_PATTERN } from '../../schemas/common.js';
 import type { SandboxDetail } from '../../schemas/sandbox-schemas.js';
-import type { CreateSnapshotInput, SnapshotView } from '../../schemas/snapshot-schemas.js';
+import { snapshot as snapshotView, type CreateSnapshotInput, type SnapshotView } from '../../schemas/snapshot-schemas.js';
+import { view } from '../../schemas/view.js';
 import type { SnapshotRecord, SnapshotRepository } from '../../state/snapshot-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
@@ -62,26 +63,26 @@ export class SnapshotService {
           name: input.name,
           status: 'creating',
           sandbox: sandbox.name,
-          sandboxUuid: sandbox.uuid,
-          imageTag: `${this.snapshotPrefix}:${input.name}`,
+          sandbox_uuid: sandbox.uuid,
+          image_tag: `${this.snapshotPrefix}:${input.name}`,
           backend: this.backend.name,
-          baseImage: sandbox.image,
+          base_image: sandbox.image,
           vcpus: sandbox.vcpus,
-          memoryMb: sandbox.memoryMb,
+          memory_mb: sandbox.memory_mb,
           profile: sandbox.profile,
           env: sandbox.env,
-          createdAt: isoNow(this.clock),
+          created_at: isoNow(this.clock),
         };
         if (!(await this.repo.insert(record))) throw conflict(`snapshot '${input.name}' already exists`);
         try {
-          await this.backend.snapshot(state.id, record.imageTag, 'snapshot');
+          await this.backend.snapshot(state.id, record.image_tag, 'snapshot');
         } catch (err) {
-          await this.backend.removeImage(record.imageTag).catch((e: unknown) => this.logger.warn({ err: e }, 'could not remove a failed snapshot image'));
+          await this.backend.removeImage(record.image_tag).catch((e: unknown) => this.logger.warn({ err: e }, 'could not remove a failed snapshot image'));
           await this.repo.delete(record.name);
           throw err;
         }
         await this.repo.setStatus(record.name, 'ready', ['creating']);
-        await this.audit.record('snapshot_created', sandbox, { snapshot: record.name, image_tag: record.imageTag });
+        await this.audit.record('snapshot_created', sandbox, { snapshot: record.name, image_tag: record.image_tag });
         this.logger.info({ snapshot: record.name, sandbox: sandbox.name }, 'snapshot created');
         return viewOf(record);
       }),
@@ -95,8 +96,8 @@ export class SnapshotService {
       const target = asName ?? `${snapshot.sandbox}-restored`;
       if (!NAME_PATTERN.test(target)) throw badRequest(`as_name: the default '${target}' is not a valid name; give as_name`);
       const sandbox = await this.sandboxes.create(
-        { name: target, image: snapshot.baseImage, vcpus: snapshot.vcpus, memory_mb: snapshot.memoryMb, profile: snapshot.profile, env: snapshot.env },
-        { rootImage: snapshot.imageTag },
+        { name: target, image: snapshot.base_image, vcpus: snapshot.vcpus, memory_mb: snapshot.memory_mb, profile: snapshot.profile, env: snapshot.env },
+        { rootImage: snapshot.image_tag },
       );
       await this.audit.record('snapshot_restored', { name: sandbox.name, uuid: sandbox.uuid }, { snapshot: name, source: snapshot.sandbox });
       return sandbox;
@@ -108,9 +109,9 @@ export class SnapshotService {
     return this.locks.run(name, async () => {
       const snapshot = await this.require(name);
       await this.repo.setStatus(name, 'deleting', ['ready']);
-      await this.backend.removeImage(snapshot.imageTag);
+      await this.backend.removeImage(snapshot.image_tag);
       await this.repo.delete(name);
-      await this.audit.record('snapshot_deleted', { name: snapshot.sandbox, uuid: snapshot.sandboxUuid }, { snapshot: name });
+      await this.audit.record('snapshot_deleted', { name: snapshot.sandbox, uuid: snapshot.sandbox_uuid }, { snapshot: name });
       return `snapshot '${name}' deleted`;
     });
   }
@@ -122,16 +123,7 @@ export class SnapshotService {
   }
 }
 
+/** The API view of a snapshot: its record's fields the response schema declares. */
 function viewOf(record: SnapshotRecord): SnapshotView {
-  return {
-    name: record.name,
-    sandbox: record.sandbox,
-    image_tag: record.imageTag,
-    backend: record.backend,
-    base_image: record.baseImage,
-    vcpus: record.vcpus,
-    memory_mb: record.memoryMb,
-    profile: record.profile,
-    created_at: record.createdAt,
-  };
+  return view(snapshotView, record);
 }
