@@ -28,14 +28,16 @@ import {
   type UserIds,
 } from './container-spec.js';
 import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
-import { runExec, type RawExec, type RawExecOutcome } from './docker-exec.js';
+import { runExec } from './docker-exec.js';
+import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
-import type { AgentClient, AgentDetached } from './agent-client.js';
+import type { AgentClient, AgentDetached } from '../agent/agent-client.js';
+import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, identityOf } from './agent-connections.js';
-import { AGENT_IN_SANDBOX, AgentSockets, AgentUnreachable, agentBinary } from './agent-sockets.js';
+import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 
 export interface DockerBackendOptions {
