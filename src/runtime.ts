@@ -40,13 +40,11 @@ const POOL_EVICT_INTERVAL_S = 60;
  */
 export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean; clock?: Clock }): Promise<Runtime> {
   const store = await openStore(config.dataDir);
-  const backend = createBackend(config.backend, {
-    instanceId: store.instanceId,
-    dataDir: config.dataDir,
-    logger: logger.child({ part: 'backend' }),
-    pidsLimit: config.pidsLimit,
-    imageHint: buildHint,
-  });
+  const backend = createBackend(
+    config.backend,
+    { instanceId: store.instanceId, dataDir: config.dataDir, logger: logger.child({ part: 'backend' }), imageHint: buildHint },
+    config,
+  );
   const tracing = config.otelEndpoint ? new Tracing({ endpoint: config.otelEndpoint, version: VERSION }) : undefined;
   const services = new Services({
     settings: {

@@ -13,7 +13,7 @@ import { DetachedService, ExecService, RunService, WarmPool } from './commands/i
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
-import { HostStats, systemClock, type Clock } from './support/index.js';
+import { declaredCapabilities, HostStats, systemClock, type Clock } from './support/index.js';
 
 export type { ServiceSettings };
 
@@ -90,7 +90,12 @@ export class Services {
 
   /** GET /status. */
   status() {
-    return { version: VERSION, backend: this.backend.name, api_key_configured: this.settings.apiKeyConfigured };
+    return {
+      version: VERSION,
+      backend: this.backend.name,
+      api_key_configured: this.settings.apiKeyConfigured,
+      capabilities: declaredCapabilities(this.backend),
+    };
   }
 
   /** GET /stats: counts and host-level resource figures. */

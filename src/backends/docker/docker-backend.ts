@@ -2,18 +2,24 @@ import Docker from 'dockerode';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type {
+  ArchiveCapability,
   Backend,
   BackendCapabilities,
+  BrowserRelayCapability,
+  DetachedCapability,
   DetachedProcess,
   DetachedRequest,
   ExecOptions,
   ExecRequest,
   ExecResult,
   InstanceState,
+  PoolClaimCapability,
   Profile,
+  ResizeCapability,
   ResizeRequest,
   SandboxSpec,
   SavedImageKind,
+  SnapshotCapability,
 } from '../backend.js';
 import { OutputCollector } from '../output-collector.js';
 import {
@@ -39,6 +45,7 @@ import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
+import { NO_SOCAT_EXIT, RELAY_PORT_OFFSET, RELAY_SCRIPT } from './docker-relay.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -50,7 +57,7 @@ export interface DockerBackendOptions {
   socketPath?: string;
   /** Most processes one sandbox may hold; default 512. */
   pidsLimit?: number;
-  /** Runtime of the restrictive profile; `auto` picks runsc when the engine lists it. */
+  /** Runtime of the restrictive profile; `auto` (the default) picks runsc when the engine lists it. */
   restrictiveRuntime?: 'auto' | 'runsc' | 'runc';
   /** An extra sentence for IMAGE_UNAVAILABLE, e.g. how to build the image locally. */
   imageHint?: (image: string) => string;
@@ -58,22 +65,34 @@ export interface DockerBackendOptions {
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 const STOP_TIMEOUT_S = 5;
+const RELAY_TIMEOUT_MS = 10_000;
 const ROOT: UserIds = { uid: 0, gid: 0 };
 
 /**
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
  * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
- * (~45 ms) only where no agent answers (a container made before the agent existed).
+ * (~45 ms) only where no agent answers (a container made before the agent existed). It offers
+ * every capability; the class is each capability object itself.
  */
-export class DockerBackend implements Backend {
+export class DockerBackend
+  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
+{
   readonly name = 'docker';
+  readonly capabilities: BackendCapabilities = {
+    snapshots: this,
+    archive: this,
+    resize: this,
+    poolClaim: this,
+    detached: this,
+    browserRelay: this,
+  };
   private readonly docker: Docker;
   private readonly socketPath: string;
   private readonly logger: Logger;
   private readonly images: DockerImages;
   private readonly snapshots: DockerSnapshots;
   /** Runtimes the engine offers; `runc` until `detectRuntimes` has asked the engine. */
-  private runtimes: string[] = ['runc'];
+  private engineRuntimes: string[] = ['runc'];
   private detecting?: Promise<string[]>;
   private readonly sockets: AgentSockets;
   private readonly agents: AgentConnections;
@@ -89,8 +108,8 @@ export class DockerBackend implements Backend {
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
-  capabilities(): BackendCapabilities {
-    return { snapshot: true, resize: true, archive: true, browser: true, runtimes: [...this.runtimes] };
+  runtimes(): string[] {
+    return [...this.engineRuntimes];
   }
 
   async ping(): Promise<void> {
@@ -300,6 +319,21 @@ export class DockerBackend implements Backend {
     return this.agentOnly(id, (agent) => agent.killDetached(processId));
   }
 
+  /**
+   * Relays a loopback port of the sandbox onto its bridge address, for the host only (see
+   * docker-relay.ts); a sandbox without a network (restrictive) has no address to relay to.
+   */
+  async relay(id: string, port: number): Promise<string> {
+    const state = await this.inspect(id);
+    if (!state) throw notFound(`container '${id}' not found`);
+    if (!state.ip) throw conflict(`container '${id}' has no network address: is it running, with a network?`);
+    const relayPort = port + RELAY_PORT_OFFSET;
+    const result = await this.exec(id, { command: ['bash', '-c', RELAY_SCRIPT, 'relay', state.ip, String(port), String(relayPort)], timeoutMs: RELAY_TIMEOUT_MS });
+    if (result.exitCode === NO_SOCAT_EXIT) throw new UnsupportedError('docker', 'relaying a port of a sandbox whose image has no socat');
+    if (result.exitCode !== 0) throw new ServiceError('INTERNAL', `the relay of port ${port} did not start: ${result.output.trim()}`);
+    return `http://${state.ip}:${relayPort}`;
+  }
+
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
   async close(): Promise<void> {
     this.agents.disconnectAll();
@@ -378,8 +412,8 @@ export class DockerBackend implements Backend {
     this.detecting ??= this.docker.info().then(
       (info: { Runtimes?: Record<string, unknown> }) => {
         // Containerd's shim names are not runtimes a sandbox can ask for.
-        this.runtimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
-        return this.runtimes;
+        this.engineRuntimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
+        return this.engineRuntimes;
       },
       (err: unknown) => {
         this.detecting = undefined;
