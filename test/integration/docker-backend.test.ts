@@ -118,27 +118,6 @@ describe('lifecycle', () => {
     await backend.remove(state.id);
   });
 
-  it('stops, starts and removes idempotently; files survive a stop', async () => {
-    const state = await backend.create(specOf());
-    await backend.writeFile(state.id, '/workspace/keep.txt', Buffer.from('kept'));
-    await backend.stop(state.id);
-    await backend.stop(state.id);
-    expect(await backend.inspect(state.id)).toMatchObject({ status: 'stopped', ip: undefined });
-    expect((await backend.list()).find((s) => s.id === state.id)?.status).toBe('stopped');
-    expect(await codeOf(run(state.id, ['true']))).toBe('CONFLICT');
-
-    expect(await backend.start(state.id)).toMatchObject({ id: state.id, status: 'running' });
-    expect(await backend.start(state.id)).toMatchObject({ status: 'running' });
-    expect((await backend.readFile(state.id, '/workspace/keep.txt')).toString()).toBe('kept');
-
-    await backend.remove(state.id);
-    await backend.remove(state.id);
-    expect(await backend.inspect(state.id)).toBeNull();
-    expect(await codeOf(backend.stop(state.id))).toBe('NOT_FOUND');
-    expect(await codeOf(backend.start(state.id))).toBe('NOT_FOUND');
-    expect(await codeOf(run(state.id, ['true']))).toBe('NOT_FOUND');
-  });
-
   it("lists only this instance's containers, running or not", async () => {
     const listed = await backend.list();
     expect(listed.map((s) => s.id)).toEqual(expect.arrayContaining([moderate.id, restrictive.id, permissive.id]));

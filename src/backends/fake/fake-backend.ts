@@ -24,6 +24,8 @@ import { OutputCollector } from '../output-collector.js';
 
 interface FakeInstance {
   state: InstanceState;
+  /** Its address while it runs. */
+  ip: string;
   spec: SandboxSpec;
   files: Map<string, Buffer>;
   detached: FakeDetached[];
@@ -134,7 +136,7 @@ export class FakeBackend
       runtime: 'fake',
       createdAt: new Date().toISOString(),
     };
-    this.instances.set(id, { state, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [] });
+    this.instances.set(id, { state, ip: state.ip!, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [] });
     return { ...state };
   }
 
@@ -150,11 +152,14 @@ export class FakeBackend
     const instance = this.require('start', id);
     if (instance.state.status !== 'running') instance.detached = [];
     instance.state.status = 'running';
+    instance.state.ip = instance.ip;
     return { ...instance.state };
   }
 
   async stop(id: string): Promise<void> {
-    this.require('stop', id).state.status = 'stopped';
+    const { state } = this.require('stop', id);
+    state.status = 'stopped';
+    state.ip = undefined;
   }
 
   async remove(id: string): Promise<void> {
@@ -174,6 +179,7 @@ export class FakeBackend
   }
 
   async exec(id: string, request: ExecRequest, options: ExecOptions = {}): Promise<ExecResult> {
+    if (request.command.length === 0) throw badRequest('command: must be a non-empty array of strings');
     const instance = this.require('exec', id);
     if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
     const started = Date.now();
