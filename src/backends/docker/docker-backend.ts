@@ -45,7 +45,7 @@ import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
-import { NO_SOCAT_EXIT, RELAY_PORT_OFFSET, RELAY_SCRIPT } from './docker-relay.js';
+import { startRelay } from './docker-relay.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -65,7 +65,6 @@ export interface DockerBackendOptions {
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 const STOP_TIMEOUT_S = 5;
-const RELAY_TIMEOUT_MS = 10_000;
 const ROOT: UserIds = { uid: 0, gid: 0 };
 
 /**
@@ -324,14 +323,7 @@ export class DockerBackend
    * docker-relay.ts); a sandbox without a network (restrictive) has no address to relay to.
    */
   async relay(id: string, port: number): Promise<string> {
-    const state = await this.inspect(id);
-    if (!state) throw notFound(`container '${id}' not found`);
-    if (!state.ip) throw conflict(`container '${id}' has no network address: is it running, with a network?`);
-    const relayPort = port + RELAY_PORT_OFFSET;
-    const result = await this.exec(id, { command: ['bash', '-c', RELAY_SCRIPT, 'relay', state.ip, String(port), String(relayPort)], timeoutMs: RELAY_TIMEOUT_MS });
-    if (result.exitCode === NO_SOCAT_EXIT) throw new UnsupportedError('docker', 'relaying a port of a sandbox whose image has no socat');
-    if (result.exitCode !== 0) throw new ServiceError('INTERNAL', `the relay of port ${port} did not start: ${result.output.trim()}`);
-    return `http://${state.ip}:${relayPort}`;
+    return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
   }
 
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
