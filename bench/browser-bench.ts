@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { buildImage } from '../src/images/image-builder.js';
-import { RELAY_PORT } from '../src/services/browser/browser-launch.js';
+import { DEBUG_PORT } from '../src/services/browser/browser-launch.js';
+import { RELAY_PORT_OFFSET } from '../src/backends/docker/docker-relay.js';
 import { del, post, type Api } from './core-bench.js';
 import { json, send } from './http-client.js';
 import { report, timePaired } from './stats.js';
@@ -69,7 +70,7 @@ export async function benchBrowser(api: Api, n: number): Promise<void> {
     // browser would be a background tab, whose throttled frames slow clicks down.
     const name = starts[0]!;
     const addresses = await Promise.all([name, plainSandbox].map((sandboxName) => servePage(api, sandboxName)));
-    const direct = await chromium.connectOverCDP(`http://${addresses[1]}:${RELAY_PORT}`);
+    const direct = await chromium.connectOverCDP(`http://${addresses[1]}:${DEBUG_PORT + RELAY_PORT_OFFSET}`);
     const plainPage = await direct.contexts()[0]!.newPage();
     const page = `/sandboxes/${name}/browser/pages/bench`;
     try {

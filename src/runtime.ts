@@ -49,13 +49,11 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     await store.close();
     throw err;
   }
-  const backend = createBackend(config.backend, {
-    instanceId: store.instanceId,
-    dataDir: config.dataDir,
-    logger: logger.child({ part: 'backend' }),
-    pidsLimit: config.pidsLimit,
-    imageHint: buildHint,
-  });
+  const backend = createBackend(
+    config.backend,
+    { instanceId: store.instanceId, dataDir: config.dataDir, logger: logger.child({ part: 'backend' }), imageHint: buildHint },
+    config,
+  );
   const tracing = config.otelEndpoint ? new Tracing({ endpoint: config.otelEndpoint, version: VERSION }) : undefined;
   const services = new Services({
     settings: {

@@ -1,6 +1,7 @@
 /**
- * The Backend interface: the only way the service layer reaches an isolation engine.
- * Backends import nothing from services/, http/ or mcp/.
+ * The Backend interface: the only way the service layer reaches an isolation engine. A backend
+ * is a small core (what every engine can do) plus the optional capabilities it declares, each an
+ * object that is present or absent. Backends import nothing from services/, http/ or mcp/.
  */
 import type {
   SandboxSpec,
@@ -11,43 +12,31 @@ import type {
   ExecOptions,
   ExecResult,
   DetachedProcess,
-  DetachedRequest
+  DetachedRequest,
 } from './types.js';
 
 export type * from './types.js';
 
-export interface BackendCapabilities {
-  snapshot: boolean;
-  resize: boolean;
-  archive: boolean;
-  browser: boolean;
-  /** OCI runtimes available (e.g. ['runc', 'runsc']). */
-  runtimes: string[];
-}
-
+/** The core: what every backend offers. */
 export interface Backend {
   readonly name: string;
-  capabilities(): BackendCapabilities;
+  /** The optional features this backend offers; an absent one answers UNSUPPORTED in the services. */
+  readonly capabilities: BackendCapabilities;
+  /** OCI runtimes available (e.g. ['runc', 'runsc']); known once `ping()` has reached the engine. */
+  runtimes(): string[];
   /** Throws BACKEND_UNAVAILABLE when the engine cannot be reached. */
   ping(): Promise<void>;
   /** Makes sure an image is present (pulling it if possible); IMAGE_UNAVAILABLE otherwise. */
   ensureImage(image: string): Promise<void>;
   /** Creates and starts an instance; it is running when this resolves. */
   create(spec: SandboxSpec): Promise<InstanceState>;
-  /**
-   * Makes a running instance created with role `pool` the sandbox `spec` (same uuid, image and
-   * profile): it takes the sandbox's name and limits. The sandbox's env is not applied here:
-   * the service passes it with every command. CONFLICT when the instance no longer runs,
-   * UNSUPPORTED when its limits cannot change in place; either way the instance is untouched.
-   */
-  claim(id: string, spec: SandboxSpec): Promise<void>;
   start(id: string): Promise<InstanceState>;
   stop(id: string): Promise<void>;
   /** Removes the instance and everything it holds; a missing instance is not an error. */
   remove(id: string): Promise<void>;
   /** null when the instance no longer exists. */
   inspect(id: string): Promise<InstanceState | null>;
-  /** Every instance this backend manages for this service, for reconciliation. */
+  /** Every instance this backend manages for this service (with role and uuid), for recovery. */
   list(): Promise<InstanceState[]>;
   exec(id: string, request: ExecRequest, options?: ExecOptions): Promise<ExecResult>;
   /** NOT_FOUND for a missing file, BAD_REQUEST for a directory. */
@@ -56,10 +45,69 @@ export interface Backend {
   writeFile(id: string, path: string, content: Buffer): Promise<void>;
   /** NOT_FOUND for a missing file. */
   deleteFile(id: string, path: string): Promise<void>;
+  /** Releases connections and timers. */
+  close(): Promise<void>;
+}
+
+/** The optional features, by name; services reach them through `requireCapability`. */
+export interface BackendCapabilities {
+  snapshots?: SnapshotCapability;
+  archive?: ArchiveCapability;
+  resize?: ResizeCapability;
+  poolClaim?: PoolClaimCapability;
+  detached?: DetachedCapability;
+  browserRelay?: BrowserRelayCapability;
+}
+
+export type CapabilityName = keyof BackendCapabilities;
+
+/** Every capability name, in the order /status lists them. */
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay'] as const satisfies readonly CapabilityName[];
+
+/** Saved images of an instance's whole filesystem, and the images this backend made. */
+export interface SnapshotCapability {
   /**
-   * Starts a command that outlives the request (and the server): the sandbox keeps it and its
-   * last output. UNSUPPORTED where the instance cannot (a Docker sandbox without its agent).
+   * Keeps the instance's whole filesystem, /workspace included (also where it is a tmpfs), as
+   * image `tag`; consistent while the instance runs (it is paused meanwhile). An existing tag
+   * moves to the new image.
    */
+  snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void>;
+  /** Removes an image made by `snapshot` or `archive`; a missing image is not an error. */
+  removeImage(tag: string): Promise<void>;
+  /** Tags of every image this backend made by `snapshot`/`archive` for this service. */
+  listImages(): Promise<string[]>;
+}
+
+/**
+ * Archiving: the instance's filesystem is kept as image `tag` (as `snapshot` does) and the
+ * instance is stopped and removed; `create` with `image: tag` brings it back with its files.
+ * The image is one of the saved images, so a backend that archives also offers `snapshots`.
+ */
+export interface ArchiveCapability {
+  archive(id: string, tag: string): Promise<void>;
+}
+
+/** New cpu and memory limits, in place while the instance runs (UNSUPPORTED where its runtime cannot). */
+export interface ResizeCapability {
+  resize(id: string, request: ResizeRequest): Promise<void>;
+}
+
+/** A warm pool instance becomes a sandbox without a new create. */
+export interface PoolClaimCapability {
+  /**
+   * Makes a running instance created with role `pool` the sandbox `spec` (same uuid, image and
+   * profile): it takes the sandbox's name and limits. The sandbox's env is not applied here:
+   * the service passes it with every command. CONFLICT when the instance no longer runs,
+   * UNSUPPORTED when its limits cannot change in place; either way the instance is untouched.
+   */
+  claim(id: string, spec: SandboxSpec): Promise<void>;
+}
+
+/**
+ * Commands that outlive the request (and the server): the sandbox keeps them and their last
+ * output. UNSUPPORTED where one instance cannot (a Docker sandbox without its agent).
+ */
+export interface DetachedCapability {
   startDetached(id: string, request: DetachedRequest): Promise<DetachedProcess>;
   /** Every detached command the instance knows, oldest first (a restarted instance knows none). */
   listDetached(id: string): Promise<DetachedProcess[]>;
@@ -67,27 +115,27 @@ export interface Backend {
   detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer>;
   /** Kills a detached command's process tree; NOT_FOUND for an unknown id. */
   killDetached(id: string, processId: string): Promise<void>;
+}
+
+/**
+ * The server's way to a TCP port that a program in the sandbox binds to its own loopback only
+ * (Chromium's debugging port): only the server may connect through it.
+ */
+export interface BrowserRelayCapability {
   /**
-   * Keeps the instance's whole filesystem, /workspace included (also where it is a tmpfs), as
-   * image `tag`; consistent while the instance runs (it is paused meanwhile). An existing tag
-   * moves to the new image. UNSUPPORTED unless `capabilities().snapshot`.
+   * Makes `port` on the instance's loopback reachable from the server, if it is not yet, and
+   * returns the base URL to use (`http://host:port`). CONFLICT when the instance has no
+   * network address, UNSUPPORTED when its image lacks what the relay needs.
    */
-  snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void>;
-  /**
-   * Archives an instance: its filesystem is kept as image `tag` (as `snapshot` does) and the
-   * instance is stopped and removed. `create` with `image: tag` brings it back with its files.
-   * UNSUPPORTED unless `capabilities().archive`.
-   */
-  archive(id: string, tag: string): Promise<void>;
-  /** Removes an image made by `snapshot`/`archive`; a missing image is not an error. */
-  removeImage(tag: string): Promise<void>;
-  /** Tags of every image this backend made by `snapshot`/`archive` for this service. */
-  listImages(): Promise<string[]>;
-  /**
-   * Changes the cpu and memory limits of an instance, in place while it runs.
-   * UNSUPPORTED unless `capabilities().resize` (or where the instance's runtime cannot).
-   */
-  resize(id: string, request: ResizeRequest): Promise<void>;
-  /** Releases connections and timers. */
-  close(): Promise<void>;
+  relay(id: string, port: number): Promise<string>;
+}
+
+/** Whether `backend` declares capability `name`. */
+export function hasCapability(backend: Backend, name: CapabilityName): boolean {
+  return backend.capabilities[name] !== undefined;
+}
+
+/** The names of the capabilities `backend` declares, in `CAPABILITY_NAMES` order. */
+export function capabilityNames(backend: Backend): CapabilityName[] {
+  return CAPABILITY_NAMES.filter((name) => hasCapability(backend, name));
 }

@@ -1,44 +1,41 @@
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Tracing } from '../telemetry/tracing.js';
-import type { Backend, ExecRequest } from './backend.js';
+import type {
+  ArchiveCapability,
+  Backend,
+  BrowserRelayCapability,
+  DetachedCapability,
+  ExecRequest,
+  PoolClaimCapability,
+  ResizeCapability,
+  SnapshotCapability,
+} from './backend.js';
 
 /**
- * The engine operations that are timed and traced (all return promises). Every other member
- * (`name`, `capabilities`, `close`, and operations not listed yet) passes through untouched,
- * so that a new operation is never changed behind its author's back: list it here.
+ * The engine operations that are timed and traced (all return promises), those of the core and
+ * those of every capability. Every other member (`name`, `runtimes`, `close`, and operations
+ * not listed yet) passes through untouched, so that a new operation is never changed behind its
+ * author's back: list it here.
  */
 const OBSERVED = new Set<PropertyKey>([
-  'ping',
-  'ensureImage',
-  'create',
-  'claim',
-  'start',
-  'stop',
-  'remove',
-  'inspect',
-  'list',
-  'exec',
-  'readFile',
-  'writeFile',
-  'deleteFile',
-  'startDetached',
-  'listDetached',
-  'detachedLogs',
-  'killDetached',
-  'snapshot',
-  'archive',
-  'removeImage',
-  'listImages',
-  'resize',
-] satisfies (keyof Backend)[]);
+  ...(['ping', 'ensureImage', 'create', 'start', 'stop', 'remove', 'inspect', 'list', 'exec', 'readFile', 'writeFile', 'deleteFile'] satisfies (keyof Backend)[]),
+  ...(['snapshot', 'removeImage', 'listImages'] satisfies (keyof SnapshotCapability)[]),
+  ...(['archive'] satisfies (keyof ArchiveCapability)[]),
+  ...(['resize'] satisfies (keyof ResizeCapability)[]),
+  ...(['claim'] satisfies (keyof PoolClaimCapability)[]),
+  ...(['startDetached', 'listDetached', 'detachedLogs', 'killDetached'] satisfies (keyof DetachedCapability)[]),
+  ...(['relay'] satisfies (keyof BrowserRelayCapability)[]),
+]);
 
 /**
- * The one decorator that observes a backend (docs/decisions.md, "Code rules"): every operation is timed
- * into `sandboxd_backend_operation_duration_seconds`, and, with tracing on, runs in a child
- * span `backend.<operation>` of the request's span. Commands run by `exec` receive
- * TRACEPARENT and TRACESTATE of their span in their environment; a value the caller set
- * explicitly in the exec request wins. A Proxy, so that members added to the Backend
- * interface later pass through without touching this file.
+ * The one decorator that observes a backend (docs/decisions.md, "Code rules"): every operation, of the core and
+ * of each capability the backend declares, is timed into
+ * `sandboxd_backend_operation_duration_seconds`, and, with tracing on, runs in a child span
+ * `backend.<operation>` of the request's span. Commands run by `exec` receive TRACEPARENT and
+ * TRACESTATE of their span in their environment; a value the caller set explicitly in the exec
+ * request wins. Proxies, so that members added to the interfaces later pass through without
+ * touching this file; the capabilities are read from the backend at each access, so that a
+ * backend may declare or omit one at any time (the fake does).
  */
 export function instrumentBackend(inner: Backend, metrics: Metrics, tracing?: Tracing): Backend {
   const observe = async <T>(operation: string, args: unknown[], call: (args: unknown[]) => Promise<T>): Promise<T> => {
@@ -57,12 +54,31 @@ export function instrumentBackend(inner: Backend, metrics: Metrics, tracing?: Tr
     }
   };
 
-  return new Proxy(inner, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      if (!OBSERVED.has(property)) return value.bind(target);
-      return (...args: unknown[]) => observe(String(property), args, (actual) => value.apply(target, actual) as Promise<unknown>);
+  /** `target` with its listed operations observed; any other member as it is. */
+  const observed = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(object, property) {
+        const value = Reflect.get(object, property, object) as unknown;
+        if (typeof value !== 'function') return value;
+        if (!OBSERVED.has(property)) return value.bind(object);
+        return (...args: unknown[]) => observe(String(property), args, (actual) => value.apply(object, actual) as Promise<unknown>);
+      },
+    });
+
+  const wrapped = new WeakMap<object, object>();
+  const capabilities = new Proxy(inner.capabilities, {
+    get(object, property) {
+      const capability = Reflect.get(object, property, object) as unknown;
+      if (typeof capability !== 'object' || capability === null) return capability;
+      if (!wrapped.has(capability)) wrapped.set(capability, observed(capability));
+      return wrapped.get(capability);
+    },
+  });
+
+  const backend = observed(inner);
+  return new Proxy(backend, {
+    get(object, property) {
+      return property === 'capabilities' ? capabilities : Reflect.get(object, property);
     },
   });
 }

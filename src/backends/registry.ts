@@ -1,36 +1,70 @@
+import { z } from 'zod';
+import type { BackendId } from '../domain/backend-ids.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Backend } from './backend.js';
 import { DockerBackend } from './docker/docker-backend.js';
 import { FakeBackend } from './fake/fake-backend.js';
 
-/** What every backend factory receives. */
+export type { BackendId };
+
+/** What every backend factory receives from the service, besides its own options. */
 export interface BackendContext {
   /** Id of the data directory; the backend labels and finds its instances by it. */
   instanceId: string;
   /** The data directory, for what a backend keeps on the host (the Docker agents' sockets). */
   dataDir: string;
   logger: Logger;
-  pidsLimit: number;
   /** How to obtain an image the backend cannot find (for its error message). */
   imageHint: (image: string) => string;
 }
 
-/** The one place backends register: id -> factory. */
+/**
+ * One backend in the registry: the schema of the options it reads from the server's
+ * configuration (a zod object picks its keys out of the whole configuration, with their
+ * defaults), and the factory that makes it from them.
+ */
+export interface BackendEntry<S extends z.ZodType = z.ZodType> {
+  configSchema: S;
+  factory(ctx: BackendContext, options: z.output<S>): Backend;
+}
+
+const entry = <S extends z.ZodType>(value: BackendEntry<S>): BackendEntry<S> => value;
+
+/** The one place backends register: id -> {configSchema, factory}. */
 export const BACKENDS = {
-  docker: (ctx: BackendContext): Backend =>
-    new DockerBackend({
-      instanceId: ctx.instanceId,
-      dataDir: ctx.dataDir,
-      logger: ctx.logger,
-      pidsLimit: ctx.pidsLimit,
-      imageHint: ctx.imageHint,
+  docker: entry({
+    configSchema: z.object({
+      /** Most processes one sandbox may hold (`--pids-limit`). */
+      pidsLimit: z.number().int().min(16).default(512),
     }),
+    factory: (ctx, options) =>
+      new DockerBackend({
+        instanceId: ctx.instanceId,
+        dataDir: ctx.dataDir,
+        logger: ctx.logger,
+        pidsLimit: options.pidsLimit,
+        imageHint: ctx.imageHint,
+      }),
+  }),
   /** For unit tests of the service layer and demos; never evidence that a feature works. */
-  fake: (): Backend => new FakeBackend(),
-} satisfies Record<string, (ctx: BackendContext) => Backend>;
+  fake: entry({ configSchema: z.object({}), factory: () => new FakeBackend() }),
+} satisfies Record<BackendId, BackendEntry>;
 
-export type BackendId = keyof typeof BACKENDS;
+/** A backend's options that do not fit its schema. */
+export class BackendConfigError extends Error {
+  override readonly name = 'BackendConfigError';
+}
 
-export function createBackend(id: BackendId, ctx: BackendContext): Backend {
-  return BACKENDS[id](ctx);
+/**
+ * Makes the backend `id` from the server's configuration: its entry's schema takes the options
+ * it reads (BackendConfigError naming each one that does not fit), then its factory runs.
+ */
+export function createBackend(id: BackendId, ctx: BackendContext, config: Record<string, unknown>): Backend {
+  const registered: BackendEntry = BACKENDS[id];
+  const options = registered.configSchema.safeParse(config);
+  if (!options.success) {
+    const problems = options.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new BackendConfigError(`invalid configuration for the ${id} backend:\n  ${problems.join('\n  ')}`);
+  }
+  return registered.factory(ctx, options.data);
 }

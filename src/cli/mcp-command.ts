@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpServer } from '../mcp/server.js';
 import { SecretKeyError } from '../services/support/secret-box.js';
@@ -22,7 +23,7 @@ export function mcpCommand(): Command {
     .option('--api-key-file <file>', 'file of keys, one per line, # comments')
     .option('--allow-sudo-exec', 'in-process: accept exec requests with sudo: true')
     .option('--max-sandboxes <n>', 'in-process: most sandboxes that may exist at once, 0 = unlimited')
-    .addOption(new Option('--backend <name>', 'in-process: isolation backend').choices(['docker', 'fake']))
+    .addOption(new Option('--backend <name>', 'in-process: isolation backend').choices(BACKEND_IDS))
     .option('--default-image <image>', 'in-process: image of sandboxes that name none')
     .option('--batch-concurrency <n>', 'in-process: most commands of one batch that run at once (default 4)')
     .option('--image-detection <table>', 'in-process: program=image entries for runs that name no image')
@@ -45,7 +46,7 @@ export function mcpCommand(): Command {
         if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError) return fail(err.message);
         throw err;
       }
-      const mcp = createMcpServer({ api: target.api, logger });
+      const mcp = await createMcpServer({ api: target.api, logger });
       await mcp.server.connect(new StdioServerTransport());
       logger.info({ target: target.api.target }, 'sandboxd mcp ready on stdio');
 

@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { startRuntime } from '../runtime.js';
 import { SecretKeyError } from '../services/support/secret-box.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
@@ -24,7 +25,7 @@ export function serveCommand(): Command {
     .option('--image-detection <table>', 'program=image entries for runs that name no image, e.g. python=my/python:3')
     .option('--pool-size <n>', 'ready pool instances kept per (image, profile) for fast runs and creates, 0 = none (default 2)')
     .option('--pool-sizes <table>', 'image[@profile]=n entries, warmed at start, e.g. sandboxd/python:bookworm=4')
-    .addOption(new Option('--backend <name>', 'isolation backend').choices(['docker', 'fake']))
+    .addOption(new Option('--backend <name>', 'isolation backend').choices(BACKEND_IDS))
     .option('--default-image <image>', 'image of sandboxes that name none')
     .option('--pids-limit <n>', 'process limit of every sandbox')
     .option('--snapshot-prefix <repo>', 'repository of snapshot image tags, default sandboxd-snapshot')

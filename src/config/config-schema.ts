@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { DEFAULT_IMAGE } from '../images/catalog.js';
 import { parseImageDetection } from '../images/image-detection.js';
 import { MAX_POOL_SIZE, parsePoolSizes } from './pool-sizes.js';
@@ -54,7 +55,8 @@ export const configSchema = z.object({
   apiKeyFile: z.string().min(1).optional(),
   allowSudoExec: z.boolean().default(false),
   maxSandboxes: z.coerce.number().int().min(0).default(0),
-  backend: z.enum(['docker', 'fake']).default('docker'),
+  /** Which backend runs sandboxes; its own options (e.g. pidsLimit) are read by its registry entry. */
+  backend: z.enum(BACKEND_IDS).default('docker'),
   defaultImage: z.string().min(1).default(DEFAULT_IMAGE),
   pidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
   snapshotPrefix: z

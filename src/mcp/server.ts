@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isServiceError } from '../errors.js';
+import type { BackendCapability } from '../schemas/service-schemas.js';
 import { VERSION } from '../paths.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ApiClient } from './api-client.js';
@@ -30,18 +31,22 @@ export interface SandboxdMcpServer {
 }
 
 /**
- * The MCP face: registers every tool on the SDK's McpServer. Each call runs the tool's handler
- * with the client's cancellation signal; text blocks are capped at 16 KB (images never are),
- * and failures become results with `isError: true` and the service's message, whose next
- * step names the tool that takes it (tool-errors.ts). The SDK itself answers malformed
- * arguments (as `isError` results naming the field).
+ * The MCP face: registers the tools the server's backend can serve on the SDK's McpServer (a
+ * tool that needs a capability the backend lacks is not listed; the backend's capabilities come
+ * from GET /status). Each call runs the tool's handler with the client's cancellation signal;
+ * text blocks are capped at 16 KB (images never are), and failures become results with
+ * `isError: true` and the service's message, whose next step names the tool that takes it
+ * (tool-errors.ts). The SDK itself answers
+ * malformed arguments (as `isError` results naming the field).
  */
-export function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: McpServerOptions): SandboxdMcpServer {
+export async function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: McpServerOptions): Promise<SandboxdMcpServer> {
   const server = new McpServer({ name: 'sandboxd', version: VERSION }, { instructions: INSTRUCTIONS });
   // Malformed messages and transport failures are reported here, not to the client: log them.
   server.server.onerror = (err) => logger.warn({ err }, 'MCP protocol error');
   const pending = new Set<Promise<unknown>>();
+  const capabilities = await backendCapabilities(api, logger);
   for (const tool of tools) {
+    if (tool.capability && capabilities && !capabilities.has(tool.capability)) continue;
     server.registerTool(
       tool.name,
       {
@@ -67,6 +72,20 @@ export function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: M
       await Promise.allSettled(pending);
     },
   };
+}
+
+/**
+ * The capabilities of the server's backend; undefined (every tool is listed) when the server
+ * cannot say now, e.g. it is not up yet: a tool it cannot serve then answers UNSUPPORTED.
+ */
+async function backendCapabilities(api: ApiClient, logger: Logger): Promise<Set<BackendCapability> | undefined> {
+  try {
+    const status = await api.request<{ capabilities?: BackendCapability[] }>({ method: 'GET', path: '/status' });
+    return status.capabilities ? new Set(status.capabilities) : undefined;
+  } catch (err) {
+    logger.warn({ err, target: api.target }, 'could not read the server status: listing every tool');
+    return undefined;
+  }
 }
 
 async function callTool(tool: Tool, args: unknown, context: { api: ApiClient; signal: AbortSignal }, logger: Logger): Promise<CallToolResult> {

@@ -1,5 +1,6 @@
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
+import type { BackendCapability } from '../schemas/service-schemas.js';
 import type { ApiClient } from './api-client.js';
 
 /** What a tool's handler gets besides its arguments. */
@@ -17,6 +18,8 @@ export interface ToolDefinition<S extends z.ZodObject> {
   description: string;
   inputSchema: S;
   annotations?: ToolAnnotations;
+  /** The backend capability the tool needs; it is listed only where the server's backend has it (GET /status). */
+  capability?: BackendCapability;
   /** Maps the arguments to API calls and shapes the reply; holds no domain logic. */
   handle(args: z.output<S>, context: ToolContext): Promise<CallToolResult>;
 }
@@ -26,6 +29,9 @@ export type Tool = ToolDefinition<z.ZodObject> & { handle(args: unknown, context
 
 /** Declares a tool; the arguments are typed from its schema. */
 export const defineTool = <S extends z.ZodObject>(tool: ToolDefinition<S>): Tool => tool as unknown as Tool;
+
+/** The tools of a family that needs one backend capability, each declaring it. */
+export const requiring = (capability: BackendCapability, tools: Tool[]): Tool[] => tools.map((tool) => ({ ...tool, capability }));
 
 /** A result of one text block. */
 export const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] });

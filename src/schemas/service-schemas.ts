@@ -3,8 +3,17 @@ import { timestamp } from './common.js';
 
 export const health = z.object({ status: z.string(), success: z.boolean(), data: z.string() });
 
+/** The optional features a backend may offer; the routes of one it lacks answer 422 UNSUPPORTED. */
+export const BACKEND_CAPABILITIES = ['snapshots', 'archive', 'resize', 'pool_claim', 'detached', 'browser_relay'] as const;
+export type BackendCapability = (typeof BACKEND_CAPABILITIES)[number];
+
 export const serverStatus = z
-  .object({ version: z.string(), backend: z.string(), api_key_configured: z.boolean() })
+  .object({
+    version: z.string(),
+    backend: z.string(),
+    api_key_configured: z.boolean(),
+    capabilities: z.array(z.enum(BACKEND_CAPABILITIES)).meta({ description: "The optional features of the server's backend" }),
+  })
   .meta({ id: 'ServerStatus' });
 
 export const serverStats = z

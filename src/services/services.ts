@@ -14,7 +14,7 @@ import type { Repositories, ServiceContext, ServiceSettings } from './context.js
 import { DurableTimers } from './durable/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
-import { HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
+import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export type { ServiceSettings };
 
@@ -99,7 +99,12 @@ export class Services {
 
   /** GET /status. */
   status() {
-    return { version: VERSION, backend: this.backend.name, api_key_configured: this.settings.apiKeyConfigured };
+    return {
+      version: VERSION,
+      backend: this.backend.name,
+      api_key_configured: this.settings.apiKeyConfigured,
+      capabilities: declaredCapabilities(this.backend),
+    };
   }
 
   /** GET /stats: counts and host-level resource figures. */

@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AgentClient } from '../../src/backends/docker/agent-client.js';
+import { AgentClient } from '../../src/backends/agent/agent-client.js';
+import { AgentUnreachable, UnixSocketTransport, type AgentTransport } from '../../src/backends/agent/agent-transport.js';
 import { ServiceError } from '../../src/errors.js';
 
 /** One exec frame: type, big-endian length, payload (agent/README.md). */
@@ -38,7 +40,7 @@ async function dyingAgent(): Promise<string> {
 describe('AgentClient exec', () => {
   it('reports an exec stream cut before the exit frame as a ServiceError, not a bare "aborted"', async () => {
     const socket = await dyingAgent();
-    const client = new AgentClient(async () => socket);
+    const client = new AgentClient(new UnixSocketTransport(async () => socket));
     const output: string[] = [];
     const failure = await client.exec({ cmd: ['true'], onFrame: (_stream, data) => output.push(data.toString()) }).catch((err: unknown) => err);
     client.close();
@@ -46,5 +48,51 @@ describe('AgentClient exec', () => {
     expect(failure).toBeInstanceOf(ServiceError);
     expect(failure).toMatchObject({ code: 'INTERNAL' });
     expect((failure as Error).message).toMatch(/closed the exec stream before the command ended .*stopped or restarted/);
+  });
+});
+
+describe('AgentClient transports', () => {
+  it('speaks the same protocol over any transport, with its headers (TCP with a token here)', async () => {
+    const seen: { url?: string; auth?: string }[] = [];
+    server = createServer((req, res) => {
+      seen.push({ url: req.url, auth: req.headers.authorization });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ version: 't', pid: 1, default_user: 'user', uptime_seconds: 0 }));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    let connects = 0;
+    const tcp: AgentTransport = {
+      headers: { authorization: 'Bearer sandbox-token' },
+      connect: () =>
+        new Promise((resolve, reject) => {
+          connects++;
+          const socket = connect(port, '127.0.0.1', () => resolve(socket));
+          socket.once('error', reject);
+        }),
+    };
+    const client = new AgentClient(tcp);
+    expect(await client.health()).toMatchObject({ default_user: 'user' });
+    expect(await client.health()).toMatchObject({ version: 't' });
+    client.close();
+    expect(seen).toEqual([
+      { url: '/v1/health', auth: 'Bearer sandbox-token' },
+      { url: '/v1/health', auth: 'Bearer sandbox-token' },
+    ]);
+    expect(connects).toBe(1); // kept alive
+  });
+
+  it('is AgentUnreachable when the transport cannot connect, after one reset and retry', async () => {
+    let resets = 0;
+    const missing = join(tmpdir(), `sandboxd-no-agent-${process.pid}.sock`);
+    const transport = new UnixSocketTransport(async () => missing);
+    transport.reset = () => {
+      resets++;
+      UnixSocketTransport.prototype.reset.call(transport);
+    };
+    const client = new AgentClient(transport);
+    await expect(client.health()).rejects.toBeInstanceOf(AgentUnreachable);
+    client.close();
+    expect(resets).toBe(2);
   });
 });

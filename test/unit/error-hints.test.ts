@@ -127,7 +127,7 @@ describe('next steps of a stopped or archived sandbox (fake backend)', () => {
 
   async function connect(): Promise<(name: string, args: Record<string, unknown>) => Promise<CallToolResult>> {
     h = await fakeHarness();
-    mcp = createMcpServer({ api: injectClient(h.app, 'test'), logger: silentLogger() });
+    mcp = await createMcpServer({ api: injectClient(h.app, 'test'), logger: silentLogger() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
     client = new Client({ name: 'unit', version: '1' });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ExecRequest } from '../../src/backends/backend.js';
 import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
 import { instrumentBackend } from '../../src/backends/instrumented-backend.js';
+import { capabilityNames } from '../../src/backends/backend.js';
 import { Metrics } from '../../src/telemetry/metrics.js';
 import { Tracing } from '../../src/telemetry/tracing.js';
 
@@ -19,7 +20,8 @@ describe('instrumentBackend', () => {
     const m = metrics();
     const backend = instrumentBackend(fake, m);
     expect(backend.name).toBe('fake');
-    expect(backend.capabilities()).toEqual(fake.capabilities()); // synchronous, still synchronous
+    expect(backend.runtimes()).toEqual(fake.runtimes()); // synchronous, still synchronous
+    expect(capabilityNames(backend)).toEqual(capabilityNames(fake));
     const state = await backend.create(spec);
     fake.failNext('stop', new Error('engine hiccup'));
     await expect(backend.stop(state.id)).rejects.toThrow('engine hiccup');
@@ -28,6 +30,31 @@ describe('instrumentBackend', () => {
       expect.arrayContaining([
         ['create', 'ok', 1],
         ['stop', 'error', 1],
+      ]),
+    );
+  });
+
+  it('observes the operations of every capability, and follows what the backend declares now', async () => {
+    const fake = new FakeBackend({ capabilities: ['snapshots', 'detached'] });
+    const m = metrics();
+    const backend = instrumentBackend(fake, m);
+    const { id } = await backend.create(spec);
+    await backend.capabilities.snapshots!.snapshot(id, 'img:1', 'snapshot');
+    expect(await backend.capabilities.snapshots!.listImages()).toEqual(['img:1']);
+    fake.failNext('startDetached', new Error('agent hiccup'));
+    await expect(backend.capabilities.detached!.startDetached(id, { command: ['true'] })).rejects.toThrow('agent hiccup');
+    expect(backend.capabilities.resize).toBeUndefined();
+    fake.declare('resize');
+    await backend.capabilities.resize!.resize(id, { vcpus: 2 });
+    fake.omit('snapshots');
+    expect(backend.capabilities.snapshots).toBeUndefined();
+    const values = (await m.backendDuration.get()).values.filter((v) => v.metricName?.endsWith('_count'));
+    expect(values.map((v) => [v.labels.operation, v.labels.outcome, v.value])).toEqual(
+      expect.arrayContaining([
+        ['snapshot', 'ok', 1],
+        ['listImages', 'ok', 1],
+        ['startDetached', 'error', 1],
+        ['resize', 'ok', 1],
       ]),
     );
   });

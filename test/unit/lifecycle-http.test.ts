@@ -88,7 +88,7 @@ describe('lifecycle and snapshot routes (fake backend)', () => {
     await post('/sandboxes', { name: 'a' });
     await post('/snapshots', { sandbox: 'a', name: 's1' });
     expect((await post('/snapshots/s1/restore')).statusCode).toBe(429);
-    h.backend.lifecycleSupported = false;
+    h.backend.omit('snapshots', 'archive', 'resize');
     expect((await post('/sandboxes/a/resize', { vcpus: 1 })).statusCode).toBe(422);
     expect((await post('/snapshots', { sandbox: 'a', name: 's2' })).statusCode).toBe(422);
   });

@@ -2,8 +2,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ServiceError } from '../../src/errors.js';
+import type { ApiClient } from '../../src/mcp/api-client.js';
 import { injectClient } from '../../src/mcp/inject-client.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
+import { TOOL_FAMILIES } from '../../src/mcp/tools/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { texts } from '../helpers/mcp-process.js';
@@ -18,7 +21,7 @@ describe('MCP tools over the in-process API (fake backend)', () => {
 
   beforeEach(async () => {
     harness = await fakeHarness({ apiKeys: ['unit-test-key'] });
-    mcp = createMcpServer({ api: injectClient(harness.app, 'test', 'unit-test-key'), logger: silentLogger() });
+    mcp = await createMcpServer({ api: injectClient(harness.app, 'test', 'unit-test-key'), logger: silentLogger() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
     client = new Client({ name: 'unit', version: '1' });
@@ -112,5 +115,50 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     expect(harness.backend.instances.size).toBe(1);
     const audit = await harness.services.logs('unit-d');
     expect(audit.filter((e) => e.event === 'command_executed')).toEqual([expect.objectContaining({ exit_code: 137 })]);
+  });
+});
+
+describe('MCP tools listed by the capabilities of the server\'s backend', () => {
+  let harness: FakeHarness;
+  afterEach(async () => harness.close());
+
+  /** The names of the tools a fresh MCP server lists over `api`. */
+  const listed = async (api: ApiClient): Promise<string[]> => {
+    const mcp = await createMcpServer({ api, logger: silentLogger() });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcp.server.connect(serverSide);
+    const client = new Client({ name: 'unit', version: '1' });
+    await client.connect(clientSide);
+    const { tools } = await client.listTools();
+    await client.close();
+    await mcp.close();
+    return tools.map((tool) => tool.name);
+  };
+
+  it('skips the tools of a capability the backend lacks, as GET /status says, and lists them where it has it', async () => {
+    harness = await fakeHarness();
+    const api = injectClient(harness.app, 'test');
+    const fake = await listed(api);
+    expect(fake).toEqual(expect.arrayContaining(['sandbox_exec', 'sandbox_file_read', 'snapshot_take', 'sandbox_resize']));
+    expect(fake.filter((name) => name.startsWith('browser_'))).toEqual([]);
+    expect(fake).not.toContain('sandbox_exec_detach');
+
+    harness.backend.declare('detached');
+    harness.backend.omit('snapshots', 'resize');
+    const other = await listed(api);
+    expect(other).toEqual(expect.arrayContaining(['sandbox_exec_detach', 'sandbox_exec_logs', 'sandbox_exec']));
+    expect(other.filter((name) => name.startsWith('snapshot_'))).toEqual([]);
+    expect(other).not.toContain('sandbox_resize');
+  });
+
+  it('lists every tool when the server cannot say what its backend offers', async () => {
+    harness = await fakeHarness();
+    const down: ApiClient = {
+      target: 'down',
+      request: async () => {
+        throw new ServiceError('BACKEND_UNAVAILABLE', 'not up yet');
+      },
+    };
+    expect(await listed(down)).toHaveLength(TOOL_FAMILIES.flat().length);
   });
 });

@@ -61,7 +61,7 @@ describe('SnapshotService', () => {
     expect(await codeOf(h.services.snapshots.create({ sandbox: 'src', name: 's' }))).toBe('INTERNAL');
     expect(await h.services.snapshots.list()).toEqual([]);
     expect(h.backend.savedImages.size).toBe(0);
-    h.backend.lifecycleSupported = false;
+    h.backend.omit('snapshots', 'archive', 'resize');
     expect(await codeOf(h.services.snapshots.create({ sandbox: 'src', name: 's' }))).toBe('UNSUPPORTED');
   });
 

@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../../telemetry/logger.js';
-import { AgentClient, type AgentHealth } from './agent-client.js';
-import { AgentSockets, AgentUnreachable } from './agent-sockets.js';
+import { AgentClient, type AgentHealth } from '../agent/agent-client.js';
+import { AgentUnreachable, UnixSocketTransport } from '../agent/agent-transport.js';
+import type { AgentSockets } from './agent-sockets.js';
 import { LABEL } from './container-spec.js';
 
 /** How long a started sandbox's agent may take to answer before the engine's exec is used. */
@@ -29,9 +30,9 @@ export function identityOf(labels: Record<string, string>, host: Docker.HostConf
 }
 
 /**
- * The Docker backend's agents: one kept-alive connection pool per container id, reached through
- * the container's socket link (never a path the sandbox can write), and each container's
- * identity, asked of the engine once.
+ * The Docker backend's agents: one kept-alive connection pool per container id, over a Unix
+ * socket transport to the container's socket link (never a path the sandbox can write), and
+ * each container's identity, asked of the engine once.
  */
 export class AgentConnections {
   private readonly agents = new Map<string, AgentClient>();
@@ -47,11 +48,13 @@ export class AgentConnections {
   of(id: string): AgentClient {
     let agent = this.agents.get(id);
     if (!agent) {
-      agent = new AgentClient(async () => {
-        const identity = await this.identityOf(id);
-        if (!identity) throw new AgentUnreachable(`container '${id}' is no sandbox of this service`);
-        return this.sockets.relink(identity.uuid);
-      });
+      agent = new AgentClient(
+        new UnixSocketTransport(async () => {
+          const identity = await this.identityOf(id);
+          if (!identity) throw new AgentUnreachable(`container '${id}' is no sandbox of this service`);
+          return this.sockets.relink(identity.uuid);
+        }),
+      );
       this.agents.set(id, agent);
     }
     return agent;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../paths.js';
 import { existsSync } from 'node:fs';
 import { ServiceError } from '../../errors.js';
+import { AgentUnreachable } from '../agent/agent-transport.js';
 
 /** Where the agent binary and its socket directory appear inside every sandbox. */
 export const AGENT_IN_SANDBOX = { binary: '/.sandboxd/agent', dir: '/run/sandboxd', socket: '/run/sandboxd/agent.sock' } as const;
@@ -15,9 +16,6 @@ export function agentBinary(): string {
   }
   return path;
 }
-
-/** An error that means the agent's socket is not there (yet) or nobody listens on it. */
-export class AgentUnreachable extends Error {}
 
 /**
  * The host side of the agents' sockets, under `<data-dir>/agents/`: one directory per sandbox

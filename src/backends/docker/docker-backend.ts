@@ -2,18 +2,24 @@ import Docker from 'dockerode';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type {
+  ArchiveCapability,
   Backend,
   BackendCapabilities,
+  BrowserRelayCapability,
+  DetachedCapability,
   DetachedProcess,
   DetachedRequest,
   ExecOptions,
   ExecRequest,
   ExecResult,
   InstanceState,
+  PoolClaimCapability,
   Profile,
+  ResizeCapability,
   ResizeRequest,
   SandboxSpec,
   SavedImageKind,
+  SnapshotCapability,
 } from '../backend.js';
 import { OutputCollector } from '../output-collector.js';
 import {
@@ -28,15 +34,18 @@ import {
   type UserIds,
 } from './container-spec.js';
 import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
-import { runExec, type RawExec, type RawExecOutcome } from './docker-exec.js';
+import { runExec } from './docker-exec.js';
+import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
-import type { AgentClient, AgentDetached } from './agent-client.js';
+import type { AgentClient, AgentDetached } from '../agent/agent-client.js';
+import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, identityOf } from './agent-connections.js';
-import { AGENT_IN_SANDBOX, AgentSockets, AgentUnreachable, agentBinary } from './agent-sockets.js';
+import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
+import { startRelay } from './docker-relay.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -48,7 +57,7 @@ export interface DockerBackendOptions {
   socketPath?: string;
   /** Most processes one sandbox may hold; default 512. */
   pidsLimit?: number;
-  /** Runtime of the restrictive profile; `auto` picks runsc when the engine lists it. */
+  /** Runtime of the restrictive profile; `auto` (the default) picks runsc when the engine lists it. */
   restrictiveRuntime?: 'auto' | 'runsc' | 'runc';
   /** An extra sentence for IMAGE_UNAVAILABLE, e.g. how to build the image locally. */
   imageHint?: (image: string) => string;
@@ -61,17 +70,28 @@ const ROOT: UserIds = { uid: 0, gid: 0 };
 /**
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
  * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
- * (~45 ms) only where no agent answers (a container made before the agent existed).
+ * (~45 ms) only where no agent answers (a container made before the agent existed). It offers
+ * every capability; the class is each capability object itself.
  */
-export class DockerBackend implements Backend {
+export class DockerBackend
+  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
+{
   readonly name = 'docker';
+  readonly capabilities: BackendCapabilities = {
+    snapshots: this,
+    archive: this,
+    resize: this,
+    poolClaim: this,
+    detached: this,
+    browserRelay: this,
+  };
   private readonly docker: Docker;
   private readonly socketPath: string;
   private readonly logger: Logger;
   private readonly images: DockerImages;
   private readonly snapshots: DockerSnapshots;
   /** Runtimes the engine offers; `runc` until `detectRuntimes` has asked the engine. */
-  private runtimes: string[] = ['runc'];
+  private engineRuntimes: string[] = ['runc'];
   private detecting?: Promise<string[]>;
   private readonly sockets: AgentSockets;
   private readonly agents: AgentConnections;
@@ -87,8 +107,8 @@ export class DockerBackend implements Backend {
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
-  capabilities(): BackendCapabilities {
-    return { snapshot: true, resize: true, archive: true, browser: true, runtimes: [...this.runtimes] };
+  runtimes(): string[] {
+    return [...this.engineRuntimes];
   }
 
   async ping(): Promise<void> {
@@ -298,6 +318,14 @@ export class DockerBackend implements Backend {
     return this.agentOnly(id, (agent) => agent.killDetached(processId));
   }
 
+  /**
+   * Relays a loopback port of the sandbox onto its bridge address, for the host only (see
+   * docker-relay.ts); a sandbox without a network (restrictive) has no address to relay to.
+   */
+  async relay(id: string, port: number): Promise<string> {
+    return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
+  }
+
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
   async close(): Promise<void> {
     this.agents.disconnectAll();
@@ -376,8 +404,8 @@ export class DockerBackend implements Backend {
     this.detecting ??= this.docker.info().then(
       (info: { Runtimes?: Record<string, unknown> }) => {
         // Containerd's shim names are not runtimes a sandbox can ask for.
-        this.runtimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
-        return this.runtimes;
+        this.engineRuntimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
+        return this.engineRuntimes;
       },
       (err: unknown) => {
         this.detecting = undefined;

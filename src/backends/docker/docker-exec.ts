@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../telemetry/logger.js';
+import type { FrameHandler, RawExec, RawExecOutcome } from '../raw-exec.js';
 
 /**
  * Every exec carries this variable with a fresh random tag. Children inherit it, so the tag
@@ -40,27 +41,6 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * 126, where shells (and so clients) expect 127 for "command not found".
  */
 const NOT_FOUND_REFUSAL = /^OCI runtime exec failed: .*(executable file not found|no such file or directory)/;
-
-export type FrameHandler = (stream: 'stdout' | 'stderr', data: Buffer) => void;
-
-export interface RawExec {
-  cmd: string[];
-  /** undefined: the image's default user. */
-  user?: string;
-  env?: string[];
-  workdir?: string;
-  /** Written to the command's stdin, which is then closed so that it sees EOF. */
-  stdin?: Buffer | Readable;
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  onFrame: FrameHandler;
-}
-
-export interface RawExecOutcome {
-  exitCode: number;
-  timedOut: boolean;
-  aborted: boolean;
-}
 
 /**
  * Runs one command through the Engine API and streams its output frames, in arrival order,

@@ -1,5 +1,5 @@
 import { ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
-import type { RawExec, RawExecOutcome } from './docker-exec.js';
+import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 
 /**
  * File operations through the Engine API's exec, for sandboxes whose agent does not answer.

@@ -1,23 +1,39 @@
 import { posix } from 'node:path';
 import { badRequest, conflict, notFound, ServiceError, UnsupportedError } from '../../errors.js';
 import type {
+  ArchiveCapability,
   Backend,
   BackendCapabilities,
+  CapabilityName,
+  DetachedCapability,
+  DetachedProcess,
+  DetachedRequest,
   ExecOptions,
   ExecRequest,
   ExecResult,
   InstanceState,
+  PoolClaimCapability,
+  ResizeCapability,
   ResizeRequest,
   SandboxSpec,
   SavedImageKind,
+  SnapshotCapability,
 } from '../backend.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
 
 interface FakeInstance {
   state: InstanceState;
+  /** Its address while it runs. */
+  ip: string;
   spec: SandboxSpec;
   files: Map<string, Buffer>;
+  detached: FakeDetached[];
+}
+
+interface FakeDetached {
+  process: DetachedProcess;
+  output: { stdout: string; stderr: string };
 }
 
 /** What a scripted exec prints and returns. */
@@ -28,31 +44,69 @@ export interface FakeExecScript {
   hang?: boolean;
 }
 
-type Operation = 'create' | 'claim' | 'start' | 'stop' | 'remove' | 'exec' | 'list' | 'inspect' | 'snapshot' | 'archive' | 'resize' | 'removeImage';
+type Operation =
+  | 'create'
+  | 'claim'
+  | 'start'
+  | 'stop'
+  | 'remove'
+  | 'exec'
+  | 'list'
+  | 'inspect'
+  | 'snapshot'
+  | 'archive'
+  | 'resize'
+  | 'removeImage'
+  | 'startDetached'
+  | 'listDetached';
+
+/** The capabilities the fake can have: all but the browser relay, which needs a real browser. */
+export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
+
+/** The capabilities a FakeBackend declares unless told otherwise. */
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
  * answers come from `onExec`, and `failNext` makes the next call of an operation throw.
- * It is never evidence that a real feature works.
+ * Each capability but the browser relay (which needs a real browser) can be declared or
+ * omitted, so that tests reach both the feature and its UNSUPPORTED answer. It is never
+ * evidence that a real feature works.
  */
-export class FakeBackend implements Backend {
+export class FakeBackend
+  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability
+{
   readonly name = 'fake';
+  /** What the fake declares now; change it with `declare` and `omit`. */
+  readonly capabilities: BackendCapabilities = {};
   readonly instances = new Map<string, FakeInstance>();
   readonly calls: { op: Operation; id?: string }[] = [];
   images = new Set<string>([DEFAULT_IMAGE]);
   /** Images made by snapshot/archive: the files they hold. */
   readonly savedImages = new Map<string, { kind: SavedImageKind; files: Map<string, Buffer> }>();
-  /** When false, snapshot, archive and resize raise UNSUPPORTED, like a backend without them. */
-  lifecycleSupported = true;
   onExec: (request: ExecRequest, spec: SandboxSpec) => FakeExecScript = (request) => ({
     chunks: [{ stream: 'stdout', text: `${request.command.join(' ')}\n` }],
   });
   private readonly failures = new Map<Operation, Error>();
   private nextId = 1;
+  private nextProcess = 1;
 
-  capabilities(): BackendCapabilities {
-    const can = this.lifecycleSupported;
-    return { snapshot: can, resize: can, archive: can, browser: false, runtimes: ['fake'] };
+  constructor(options: { capabilities?: readonly FakeCapability[] } = {}) {
+    this.declare(...(options.capabilities ?? DEFAULT_CAPABILITIES));
+  }
+
+  /** Declares capabilities: services may use them from now on. */
+  declare(...names: FakeCapability[]): void {
+    for (const name of names) Object.assign(this.capabilities, { [name]: this });
+  }
+
+  /** Omits capabilities: services answer UNSUPPORTED for them from now on. */
+  omit(...names: CapabilityName[]): void {
+    for (const name of names) delete this.capabilities[name];
+  }
+
+  runtimes(): string[] {
+    return ['fake'];
   }
 
   /** Makes the next call of `op` throw `error`. */
@@ -82,7 +136,7 @@ export class FakeBackend implements Backend {
       runtime: 'fake',
       created_at: new Date().toISOString(),
     };
-    this.instances.set(id, { state, spec, files: new Map(this.savedImages.get(spec.image)?.files) });
+    this.instances.set(id, { state, ip: state.ip!, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [] });
     return { ...state };
   }
 
@@ -96,12 +150,16 @@ export class FakeBackend implements Backend {
 
   async start(id: string): Promise<InstanceState> {
     const instance = this.require('start', id);
+    if (instance.state.status !== 'running') instance.detached = [];
     instance.state.status = 'running';
+    instance.state.ip = instance.ip;
     return { ...instance.state };
   }
 
   async stop(id: string): Promise<void> {
-    this.require('stop', id).state.status = 'stopped';
+    const { state } = this.require('stop', id);
+    state.status = 'stopped';
+    state.ip = undefined;
   }
 
   async remove(id: string): Promise<void> {
@@ -121,6 +179,7 @@ export class FakeBackend implements Backend {
   }
 
   async exec(id: string, request: ExecRequest, options: ExecOptions = {}): Promise<ExecResult> {
+    if (request.command.length === 0) throw badRequest('command: must be a non-empty array of strings');
     const instance = this.require('exec', id);
     if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
     const started = Date.now();
@@ -170,25 +229,44 @@ export class FakeBackend implements Backend {
     for (const p of doomed) instance.files.delete(p);
   }
 
-  /** Detached commands need a real process table: only real backends have them. */
-  async startDetached(): Promise<never> {
-    throw new UnsupportedError(this.name, 'detached commands');
+  /** Runs the `onExec` script at once; a `hang` script runs until it is killed. */
+  async startDetached(id: string, request: DetachedRequest): Promise<DetachedProcess> {
+    this.requireSupport('detached');
+    const instance = this.running('startDetached', id);
+    const script = this.onExec({ ...request, timeout_ms: 0 }, instance.spec);
+    const output = { stdout: '', stderr: '' };
+    for (const chunk of script.chunks ?? []) output[chunk.stream] += chunk.text;
+    const exitCode = script.hang ? null : (script.exit_code ?? 0);
+    const process: DetachedProcess = {
+      id: String(this.nextProcess++),
+      pid: 1000 + this.nextProcess,
+      command: request.command,
+      status: exitCode === null ? 'running' : exitCode === 0 ? 'completed' : 'failed',
+      exit_code: exitCode,
+      started_at: new Date().toISOString(),
+    };
+    instance.detached.push({ process, output });
+    return { ...process };
   }
 
-  async listDetached(): Promise<never> {
-    throw new UnsupportedError(this.name, 'detached commands');
+  async listDetached(id: string): Promise<DetachedProcess[]> {
+    this.requireSupport('detached');
+    return this.running('listDetached', id).detached.map((item) => ({ ...item.process }));
   }
 
-  async detachedLogs(): Promise<never> {
-    throw new UnsupportedError(this.name, 'detached commands');
+  async detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+    this.requireSupport('detached');
+    return Buffer.from(this.detachedOf(id, processId).output[stream]);
   }
 
-  async killDetached(): Promise<never> {
-    throw new UnsupportedError(this.name, 'detached commands');
+  async killDetached(id: string, processId: string): Promise<void> {
+    this.requireSupport('detached');
+    const { process } = this.detachedOf(id, processId);
+    if (process.status === 'running') Object.assign(process, { status: 'failed', exitCode: 137 });
   }
 
   async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {
-    this.requireSupport('snapshot');
+    this.requireSupport('snapshots');
     const instance = this.require('snapshot', id);
     this.savedImages.set(tag, { kind, files: new Map(instance.files) });
     this.images.add(tag);
@@ -221,8 +299,21 @@ export class FakeBackend implements Backend {
 
   async close(): Promise<void> {}
 
-  private requireSupport(operation: string): void {
-    if (!this.lifecycleSupported) throw new UnsupportedError(this.name, operation);
+  /** A capability the fake omits fails as it would on a backend without it, even when called directly. */
+  private requireSupport(name: CapabilityName): void {
+    if (!this.capabilities[name]) throw new UnsupportedError(this.name, name);
+  }
+
+  private running(op: Operation, id: string): FakeInstance {
+    const instance = this.require(op, id);
+    if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
+    return instance;
+  }
+
+  private detachedOf(id: string, processId: string): FakeDetached {
+    const found = this.running('listDetached', id).detached.find((item) => item.process.id === processId);
+    if (!found) throw notFound(`detached command '${processId}' not found`);
+    return found;
   }
 
   private record(op: Operation, id?: string): void {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { resourceName } from '../../schemas/common.js';
 import type { PageSnapshot } from '../../schemas/browser-schemas.js';
 import { apiPath } from '../api-client.js';
-import { defineTool, json, text, type Tool } from '../tool.js';
+import { defineTool, json, requiring, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 
 const page = resourceName
@@ -20,8 +20,8 @@ const SNAPSHOT_REPLY =
   'Returns the page\'s URL, title, refs and its accessibility tree in YAML, where interactive elements carry [ref=eN]; ' +
   'pass a ref to browser_click or browser_fill. Refs belong to the latest snapshot: after any change, use the new ones.';
 
-/** Browser automation: Chromium inside a sandbox made from sandboxd/browser:bookworm. */
-export const browserTools: Tool[] = [
+/** Browser automation: Chromium inside a sandbox made from sandboxd/browser:bookworm, reached through the backend's relay. */
+export const browserTools: Tool[] = requiring('browser_relay', [
   defineTool({
     name: 'browser_open',
     title: 'Open a URL in the sandbox browser',
@@ -104,4 +104,4 @@ export const browserTools: Tool[] = [
     handle: async ({ name, offset, limit }, { api, signal }) =>
       json(await api.request({ method: 'GET', path: apiPath('sandboxes', name, 'browser', 'events'), query: { offset: String(offset), limit: String(limit) } }, signal)),
   }),
-];
+]);

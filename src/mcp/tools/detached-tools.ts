@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { execBody } from '../../schemas/exec-schemas.js';
 import type { DetachedLogsBody } from '../../schemas/detached-schemas.js';
 import { apiPath } from '../api-client.js';
-import { defineTool, json, text, type Tool } from '../tool.js';
+import { defineTool, json, requiring, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 
 const detachedId = z.string().min(1).max(64).meta({ description: 'Id returned by sandbox_exec_detach (see sandbox_exec_list)' });
@@ -12,7 +12,7 @@ const STATUS =
   '(non-zero exit, killed, or lost when the sandbox restarted).';
 
 /** Detached commands: servers, watchers and long builds that outlive one call. */
-export const detachedTools: Tool[] = [
+export const detachedTools: Tool[] = requiring('detached', [
   defineTool({
     name: 'sandbox_exec_detach',
     title: 'Start a background command in a sandbox',
@@ -76,4 +76,4 @@ export const detachedTools: Tool[] = [
     handle: async ({ name }, { api, signal }) =>
       json(await api.request({ method: 'GET', path: apiPath('sandboxes', name, 'exec', 'detached') }, signal)),
   }),
-];
+]);

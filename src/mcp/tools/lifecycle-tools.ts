@@ -31,6 +31,7 @@ export const lifecycleTools: Tool[] = [
     // The shape only: the API itself refuses a resize that names neither limit.
     inputSchema: z.strictObject({ name: sandboxName, ...resizeBody.shape }),
     annotations: { idempotentHint: true, destructiveHint: false, openWorldHint: false },
+    capability: 'resize',
     handle: async ({ name, ...size }, { api, signal }) =>
       json(await api.request({ method: 'POST', path: apiPath('sandboxes', name, 'resize'), body: size }, signal)),
   }),

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { resourceName } from '../../schemas/common.js';
 import { apiPath } from '../api-client.js';
-import { defineTool, json, text, type Tool } from '../tool.js';
+import { defineTool, json, requiring, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 
 const snapshotName = resourceName.meta({ description: 'Name of the snapshot (lowercase letters, digits, _ . -; at most 63)' });
 
 /** Snapshots: keep a sandbox's whole filesystem and settings, and make new sandboxes from it. */
-export const snapshotTools: Tool[] = [
+export const snapshotTools: Tool[] = requiring('snapshots', [
   defineTool({
     name: 'snapshot_take',
     title: 'Snapshot a sandbox',
@@ -66,4 +66,4 @@ export const snapshotTools: Tool[] = [
     handle: async ({ name }, { api, signal }) =>
       text(await api.request<string>({ method: 'DELETE', path: apiPath('snapshots', name) }, signal)),
   }),
-];
+]);

@@ -1,14 +1,11 @@
 /**
- * How Chromium is started inside a sandbox and reached from the service. Chromium binds its
- * debugging port to 127.0.0.1 inside the sandbox whatever its flags say, so socat relays it
- * onto the sandbox's bridge address; the relay takes connections from the bridge gateway (the
- * host) only, so other sandboxes on the same bridge cannot drive this one's browser.
+ * How Chromium is started inside a sandbox. Chromium binds its debugging port to 127.0.0.1
+ * inside the sandbox whatever its flags say; the backend's browser relay makes that port
+ * reachable from the service (and from nothing else).
  */
 
 /** Chromium's debugging port inside the sandbox. */
 export const DEBUG_PORT = 9222;
-/** The relay's port on the sandbox's bridge address. */
-export const RELAY_PORT = 9223;
 /** The size screenshots and layouts use. */
 export const VIEWPORT = { width: 1280, height: 720 } as const;
 
@@ -34,11 +31,11 @@ const CHROMIUM_FLAGS = [
 ];
 
 /**
- * Starts Chromium and the relay when they are not running, detached (setsid, every stream
- * redirected) so the exec returns at once, then waits until the debugging endpoint answers.
- * `$1` is the sandbox's bridge address. Idempotent, so a crashed browser is started again by
- * the next call. A pid file counts only while its pid runs the expected executable: /tmp
- * outlives a restart of the sandbox, where old pids come back as other processes.
+ * Starts Chromium when it is not running, detached (setsid, every stream redirected) so the
+ * exec returns at once, then waits until the debugging endpoint answers. Idempotent, so a
+ * crashed browser is started again by the next call. A pid file counts only while its pid runs
+ * the expected executable: /tmp outlives a restart of the sandbox, where old pids come back as
+ * other processes.
  */
 export const LAUNCH_SCRIPT = `set -u
 command -v chromium >/dev/null 2>&1 || exit ${NO_CHROMIUM_EXIT}
@@ -47,12 +44,6 @@ if ! alive /tmp/sandboxd-chromium.pid /usr/lib/chromium/chromium; then
   profile=$(mktemp -d /tmp/sandboxd-chromium-XXXXXX)
   setsid chromium ${CHROMIUM_FLAGS.join(' ')} --user-data-dir="$profile" about:blank </dev/null >/tmp/sandboxd-chromium.log 2>&1 &
   echo $! >/tmp/sandboxd-chromium.pid
-fi
-if ! alive /tmp/sandboxd-relay.pid /usr/bin/socat; then
-  h=$(awk '$2 == "00000000" { print $3; exit }' /proc/net/route)
-  gateway=$(printf '%d.%d.%d.%d' 0x\${h:6:2} 0x\${h:4:2} 0x\${h:2:2} 0x\${h:0:2})
-  setsid socat TCP-LISTEN:${RELAY_PORT},bind="$1",fork,reuseaddr,range="$gateway"/32 TCP:127.0.0.1:${DEBUG_PORT} </dev/null >/tmp/sandboxd-relay.log 2>&1 &
-  echo $! >/tmp/sandboxd-relay.pid
 fi
 for _ in $(seq 150); do
   curl -sf -o /dev/null --max-time 1 http://127.0.0.1:${DEBUG_PORT}/json/version && exit 0

@@ -1,12 +1,13 @@
 import { errors as playwrightErrors, type Locator } from 'playwright-core';
 import type { Backend } from '../../backends/backend.js';
-import { badRequest, notFound, ServiceError, UnsupportedError } from '../../errors.js';
+import { badRequest, notFound, ServiceError } from '../../errors.js';
 import type { PageSnapshot, PageSummary, Target } from '../../schemas/browser-schemas.js';
 import type { BrowserEvent, BrowserEventRepository } from '../../state/browser-event-repository.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
-import { LAUNCH_SCRIPT, NO_CHROMIUM_EXIT, RELAY_PORT, VIEWPORT } from './browser-launch.js';
+import { DEBUG_PORT, LAUNCH_SCRIPT, NO_CHROMIUM_EXIT, VIEWPORT } from './browser-launch.js';
 import { BrowserSessions, type BrowserSession, type NamedPage } from './browser-sessions.js';
 import { isoNow, type Clock } from '../support/clock.js';
+import { requireCapability } from '../support/capabilities.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
 import type { ServiceContext } from '../context.js';
@@ -192,7 +193,7 @@ export class BrowserService {
   }
 
   private checkSupported(sandbox: Running): void {
-    if (!this.backend.capabilities().browser) throw new UnsupportedError(this.backend.name, 'browser automation');
+    requireCapability(this.backend, 'browserRelay');
     if (sandbox.profile === 'restrictive') {
       throw new ServiceError(
         'UNSUPPORTED',
@@ -201,12 +202,14 @@ export class BrowserService {
     }
   }
 
-  /** Starts Chromium and its relay in the sandbox (a no-op when they run); the relay's address. */
+  /**
+   * Starts Chromium in the sandbox (a no-op when it runs) and has the backend relay its
+   * debugging port to the service; the relay's address.
+   */
   private async launch(sandbox: Running): Promise<string> {
-    const instance = await this.backend.inspect(sandbox.backend_id);
-    if (!instance?.ip) throw new ServiceError('CONFLICT', `sandbox '${sandbox.name}' has no network address: is it running?`);
+    const relay = requireCapability(this.backend, 'browserRelay');
     const result = await this.backend.exec(sandbox.backend_id, {
-      command: ['bash', '-c', LAUNCH_SCRIPT, 'launch', instance.ip],
+      command: ['bash', '-c', LAUNCH_SCRIPT, 'launch'],
       timeout_ms: LAUNCH_TIMEOUT_MS,
     });
     if (result.exit_code === NO_CHROMIUM_EXIT) {
@@ -216,7 +219,7 @@ export class BrowserService {
       );
     }
     if (result.exit_code !== 0) throw new ServiceError('INTERNAL', `Chromium did not start in sandbox '${sandbox.name}': ${result.output.trim()}`);
-    return `http://${instance.ip}:${RELAY_PORT}`;
+    return relay.relay(sandbox.backend_id, DEBUG_PORT);
   }
 
   private async record(sandbox: Running, type: EventType, page: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Backend, DetachedProcess } from '../../backends/backend.js';
+import type { Backend, DetachedCapability, DetachedProcess } from '../../backends/backend.js';
 import { notFound } from '../../errors.js';
+import { requireCapability } from '../support/capabilities.js';
 import { detachedCommand, type DetachedCommandBody, type DetachedLogsBody } from '../../schemas/detached-schemas.js';
 import type { ExecInput } from '../../schemas/exec-schemas.js';
 import { view } from '../../schemas/view.js';
@@ -38,7 +39,7 @@ export class DetachedService {
     this.exec.check(input);
     // Stdin and a timeout have no meaning for a command that outlives its request.
     const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, sandbox.env);
-    const process = await this.backend.startDetached(sandbox.backend_id, request);
+    const process = await this.detached().startDetached(sandbox.backend_id, request);
     const record: DetachedRecord = {
       id: uuidv7(),
       sandbox_uuid: sandbox.uuid,
@@ -56,32 +57,39 @@ export class DetachedService {
   /** A sandbox's detached commands, oldest first. */
   async list(name: string): Promise<DetachedCommandBody[]> {
     const sandbox = await this.sandboxes.requireRunning(name);
-    const [records, processes] = await Promise.all([this.repo.forSandbox(sandbox.uuid), this.backend.listDetached(sandbox.backend_id)]);
+    const [records, processes] = await Promise.all([this.repo.forSandbox(sandbox.uuid), this.detached().listDetached(sandbox.backend_id)]);
     return records.map((record) => viewOf(sandbox, record, matching(processes, record)));
   }
 
   async get(name: string, id: string): Promise<DetachedCommandBody> {
     const { sandbox, record } = await this.require(name, id);
-    return viewOf(sandbox, record, matching(await this.backend.listDetached(sandbox.backend_id), record));
+    return viewOf(sandbox, record, matching(await this.detached().listDetached(sandbox.backend_id), record));
   }
 
   /** The last output of one stream; empty for a command the sandbox lost. */
   async logs(name: string, id: string, stream: 'stdout' | 'stderr'): Promise<DetachedLogsBody> {
     const { sandbox, record } = await this.require(name, id);
-    const process = matching(await this.backend.listDetached(sandbox.backend_id), record);
-    const content = process ? await this.backend.detachedLogs(sandbox.backend_id, process.id, stream) : Buffer.alloc(0);
+    const detached = this.detached();
+    const process = matching(await detached.listDetached(sandbox.backend_id), record);
+    const content = process ? await detached.detachedLogs(sandbox.backend_id, process.id, stream) : Buffer.alloc(0);
     return { id, stream, content: content.toString('utf8') };
   }
 
   /** Kills the command's process tree (a finished one stays as it was); returns its status after. */
   async kill(name: string, id: string): Promise<DetachedCommandBody> {
     const { sandbox, record } = await this.require(name, id);
-    const process = matching(await this.backend.listDetached(sandbox.backend_id), record);
+    const detached = this.detached();
+    const process = matching(await detached.listDetached(sandbox.backend_id), record);
     if (process?.status === 'running') {
-      await this.backend.killDetached(sandbox.backend_id, process.id);
+      await detached.killDetached(sandbox.backend_id, process.id);
       await this.audit.record('detached_killed', sandbox, { id });
     }
-    return viewOf(sandbox, record, matching(await this.backend.listDetached(sandbox.backend_id), record));
+    return viewOf(sandbox, record, matching(await detached.listDetached(sandbox.backend_id), record));
+  }
+
+  /** The backend's detached commands; UNSUPPORTED where it has none. */
+  private detached(): DetachedCapability {
+    return requireCapability(this.backend, 'detached');
   }
 
   private async require(name: string, id: string): Promise<{ sandbox: SandboxRecord & { backend_id: string }; record: DetachedRecord }> {

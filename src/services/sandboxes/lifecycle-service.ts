@@ -1,11 +1,12 @@
 import type { Backend } from '../../backends/backend.js';
-import { conflict, UnsupportedError } from '../../errors.js';
+import { conflict } from '../../errors.js';
 import type { ReconcileResult, ResizeInput } from '../../schemas/lifecycle-schemas.js';
 import type { SandboxDetail } from '../../schemas/sandbox-schemas.js';
 import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
+import { requireCapability } from '../support/capabilities.js';
 import { addDuration } from '../support/durations.js';
 import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
 import { detailOf, type SandboxService } from './sandbox-service.js';
@@ -41,7 +42,7 @@ export class LifecycleService {
    * `archiving` meanwhile; recovery finishes or rolls back an archive a crash interrupted.
    */
   async archive(name: string, reason: string): Promise<SandboxDetail> {
-    if (!this.backend.capabilities().archive) throw new UnsupportedError(this.backend.name, 'archive');
+    const archiving = requireCapability(this.backend, 'archive');
     return this.sandboxes.locks.run(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'archive');
@@ -53,7 +54,7 @@ export class LifecycleService {
       }
       const tag = archiveTag(record.uuid);
       try {
-        if (state) await this.backend.archive(state.id, tag);
+        if (state) await archiving.archive(state.id, tag);
       } catch (err) {
         await this.repo.update(record.uuid, { status: record.status }, ['archiving']);
         throw err;
@@ -84,12 +85,12 @@ export class LifecycleService {
   /** New cpu/memory limits: in place on a running sandbox, kept for the next start of a stopped one. */
   async resize(name: string, input: ResizeInput): Promise<SandboxDetail> {
     this.sandboxes.checkResources(input.vcpus, input.memory_mb);
-    if (!this.backend.capabilities().resize) throw new UnsupportedError(this.backend.name, 'resize');
+    const resizing = requireCapability(this.backend, 'resize');
     await this.sandboxes.locks.run(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'resize');
       const state = await this.sandboxes.observe(record);
-      if (state) await this.backend.resize(state.id, input);
+      if (state) await resizing.resize(state.id, input);
       const changes = { vcpus: input.vcpus ?? record.vcpus, memory_mb: input.memory_mb ?? record.memory_mb, updated_at: isoNow(this.clock) };
       await this.repo.update(record.uuid, changes);
       await this.audit.record('sandbox_resized', record, {

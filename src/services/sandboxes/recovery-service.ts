@@ -56,7 +56,8 @@ export class RecoveryService {
 
   async reconcile(): Promise<RecoveryReport> {
     const report: RecoveryReport = { corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 };
-    const images = await this.backend.listImages();
+    // Images exist only where the backend makes them (snapshots, archives).
+    const images = (await this.backend.capabilities.snapshots?.listImages()) ?? [];
     const instances = await this.backend.list();
     // A sandbox made from a pool instance keeps the role label `pool`: the store says it is a sandbox.
     const byUuid = new Map<string, InstanceState>(instances.filter((i) => i.role !== 'helper').map((i) => [i.uuid, i]));
@@ -152,7 +153,7 @@ export class RecoveryService {
     let removed = 0;
     for (const image of images) {
       if (used.has(image)) continue;
-      await this.backend.removeImage(image);
+      await this.backend.capabilities.snapshots?.removeImage(image);
       removed++;
     }
     return removed;

@@ -128,10 +128,13 @@ export class SandboxService {
    * the instance's); undefined when none is ready or it cannot become this sandbox.
    */
   private async claimPooled(record: SandboxRecord): Promise<PooledInstance | undefined> {
+    // Without claims, pool instances serve runs only.
+    const claiming = this.backend.capabilities.poolClaim;
+    if (!claiming) return undefined;
     const pooled = this.pool.takeReady({ image: record.image, profile: record.profile });
     if (!pooled) return undefined;
     try {
-      await this.backend.claim(pooled.state.id, specOf({ ...record, uuid: pooled.uuid }));
+      await claiming.claim(pooled.state.id, specOf({ ...record, uuid: pooled.uuid }));
       return pooled;
     } catch (err) {
       if (!isServiceError(err)) throw err;
@@ -219,7 +222,7 @@ export class SandboxService {
       await this.repo.update(record.uuid, { status: 'removing' });
       if (record.backend_id) await this.backend.remove(record.backend_id);
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
-      if (record.root_image === archiveTag(record.uuid)) await this.backend.removeImage(record.root_image);
+      if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
       await this.repo.delete(record.uuid);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');

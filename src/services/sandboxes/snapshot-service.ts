@@ -1,5 +1,5 @@
 import type { Backend } from '../../backends/backend.js';
-import { badRequest, conflict, notFound, UnsupportedError } from '../../errors.js';
+import { badRequest, conflict, notFound } from '../../errors.js';
 import { NAME_PATTERN } from '../../schemas/common.js';
 import type { SandboxDetail } from '../../schemas/sandbox-schemas.js';
 import { snapshot as snapshotView, type CreateSnapshotInput, type SnapshotView } from '../../schemas/snapshot-schemas.js';
@@ -8,6 +8,7 @@ import type { SnapshotRecord, SnapshotRepository } from '../../state/snapshot-re
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
+import { requireCapability } from '../support/capabilities.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { assertTransition } from './lifecycle.js';
 import type { SandboxService } from './sandbox-service.js';
@@ -52,7 +53,7 @@ export class SnapshotService {
 
   /** Snapshots a running or stopped sandbox (201); CONFLICT for a taken name or an archived sandbox. */
   async create(input: CreateSnapshotInput): Promise<SnapshotView> {
-    if (!this.backend.capabilities().snapshot) throw new UnsupportedError(this.backend.name, 'snapshots');
+    const snapshots = requireCapability(this.backend, 'snapshots');
     return this.locks.run(input.name, () =>
       this.sandboxes.locks.run(input.sandbox, async () => {
         const sandbox = await this.sandboxes.require(input.sandbox);
@@ -75,9 +76,9 @@ export class SnapshotService {
         };
         if (!(await this.repo.insert(record))) throw conflict(`snapshot '${input.name}' already exists`);
         try {
-          await this.backend.snapshot(state.id, record.image_tag, 'snapshot');
+          await snapshots.snapshot(state.id, record.image_tag, 'snapshot');
         } catch (err) {
-          await this.backend.removeImage(record.image_tag).catch((e: unknown) => this.logger.warn({ err: e }, 'could not remove a failed snapshot image'));
+          await snapshots.removeImage(record.image_tag).catch((e: unknown) => this.logger.warn({ err: e }, 'could not remove a failed snapshot image'));
           await this.repo.delete(record.name);
           throw err;
         }
@@ -109,7 +110,7 @@ export class SnapshotService {
     return this.locks.run(name, async () => {
       const snapshot = await this.require(name);
       await this.repo.setStatus(name, 'deleting', ['ready']);
-      await this.backend.removeImage(snapshot.image_tag);
+      await this.backend.capabilities.snapshots?.removeImage(snapshot.image_tag);
       await this.repo.delete(name);
       await this.audit.record('snapshot_deleted', { name: snapshot.sandbox, uuid: snapshot.sandbox_uuid }, { snapshot: name });
       return `snapshot '${name}' deleted`;

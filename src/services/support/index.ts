@@ -8,4 +8,5 @@ export { isoNow, systemClock, type Clock } from './clock.js';
 export { addDuration, parseDuration } from './durations.js';
 export { HostStats, type HostUsage } from './host-stats.js';
 export { KeyedMutex } from './keyed-mutex.js';
+export { declaredCapabilities, requireCapability } from './capabilities.js';
 export { SecretBox, secretBoxFor, SecretKeyError, SecretOpenError, type OpenFailure, type SecretBoxInput } from './secret-box.js';

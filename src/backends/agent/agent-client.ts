@@ -1,7 +1,8 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
-import { AgentUnreachable } from './agent-sockets.js';
-import type { RawExec, RawExecOutcome } from './docker-exec.js';
+import type { RawExec, RawExecOutcome } from '../raw-exec.js';
+import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
 /** Frame types of the agent's exec stream (agent/README.md). */
 const FRAME = { stdout: 1, stderr: 2, exit: 3, error: 4 } as const;
@@ -18,16 +19,17 @@ interface AgentRequest {
 }
 
 /**
- * HTTP/1.1 to one sandbox's agent over its Unix socket, on kept-alive connections. `connect`
- * yields the socket path to use; `reconnect` makes a fresh one (the agent recreates its socket
- * when the sandbox restarts). A request that could not be delivered is tried once more after a
- * reconnect, then fails with AgentUnreachable so that the caller can fall back to the engine.
+ * HTTP/1.1 to one sandbox's agent, on kept-alive connections that its transport opens (a Unix
+ * socket on the host, or TLS over TCP off-host). A request that could not be delivered is tried
+ * once more after the transport is reset (the agent recreates its socket when the sandbox
+ * restarts), then fails with AgentUnreachable so that the caller can fall back to the engine.
  */
 export class AgentClient {
-  private readonly pool = new Agent({ keepAlive: true, maxSockets: 64 });
-  private socketPath?: string;
+  private readonly pool: Agent;
 
-  constructor(private readonly reconnect: () => Promise<string>) {}
+  constructor(private readonly transport: AgentTransport) {
+    this.pool = connectionPool(transport);
+  }
 
   /** Runs a command; the same contract as the Engine API's `runExec`. */
   async exec(request: RawExec): Promise<RawExecOutcome> {
@@ -126,30 +128,30 @@ export class AgentClient {
 
   private async send(request: AgentRequest): Promise<IncomingMessage> {
     for (let attempt = 0; ; attempt++) {
-      this.socketPath ??= await this.reconnect();
       try {
-        return await this.once(this.socketPath, request);
+        return await this.once(request);
       } catch (err) {
         if (!(err instanceof Undelivered)) throw err;
-        this.socketPath = undefined;
+        this.transport.reset?.();
         if (attempt > 0) throw new AgentUnreachable(err.message);
       }
     }
   }
 
   /** One request; Undelivered when it provably never reached the agent. */
-  private once(socketPath: string, request: AgentRequest): Promise<IncomingMessage> {
+  private once(request: AgentRequest): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = httpRequest({
-        socketPath,
         agent: this.pool,
         method: request.method,
         path: request.path,
-        headers: { 'content-length': request.body?.length ?? 0 },
+        headers: { ...this.transport.headers, 'content-length': request.body?.length ?? 0 },
         signal: request.signal,
       });
       req.once('response', resolve);
       req.once('error', (err: NodeJS.ErrnoException) => {
+        // Nothing to connect to: the transport said so, and the caller may use another way.
+        if (err instanceof AgentUnreachable) return reject(err);
         // A kept-alive connection the agent closed meanwhile (e.g. the sandbox restarted).
         const staleReuse = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
         reject(NOT_DELIVERED.has(err.code ?? '') || staleReuse ? new Undelivered(err.message) : err);
@@ -160,6 +162,23 @@ export class AgentClient {
 }
 
 class Undelivered extends Error {}
+
+/**
+ * Node's keep-alive pool with the transport's connections in place of TCP ones: an Agent's
+ * `createConnection` may hand its socket to the callback later, which lets `connect` be async.
+ */
+function connectionPool(transport: AgentTransport): Agent {
+  const pool = new Agent({ keepAlive: true, maxSockets: 64 });
+  const create = (_options: unknown, done: (err: Error | null, socket?: Socket) => void): undefined => {
+    transport.connect().then(
+      (socket) => done(null, socket),
+      (err: Error) => done(err),
+    );
+    return undefined;
+  };
+  Object.assign(pool, { createConnection: create });
+  return pool;
+}
 
 /** What `GET /v1/health` answers. */
 export interface AgentHealth {

@@ -1,0 +1,329 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CAPABILITY_NAMES, type Backend, type CapabilityName, type ExecRequest, type InstanceState, type SandboxSpec } from '../../src/backends/backend.js';
+import { ServiceError } from '../../src/errors.js';
+import { requireCapability } from '../../src/services/support/capabilities.js';
+
+/**
+ * One conformance suite for every backend: each core operation, each capability the backend
+ * declares, the UNSUPPORTED answer for each one it lacks, bad inputs, and list() as recovery
+ * reads it. A test file per backend calls `backendConformance` with a subject; a case the
+ * backend cannot run is skipped with the reason the subject gives.
+ */
+export interface ConformanceSubject {
+  /** Shown in the suite's title. */
+  title: string;
+  /** Makes the backend under test; it is closed after the suite. */
+  make(): Promise<Backend>;
+  /** An image the backend has, whose default user may write /workspace and /tmp. */
+  image: string;
+  /** An image the backend cannot find or obtain. */
+  missingImage: string;
+  /** Turns a saved image's name into a tag the backend accepts (unique per run). */
+  imageTag(name: string): string;
+  /**
+   * For `browserRelay`: an image with what the relay needs and python3 (to listen on the
+   * loopback); a string instead says why the relay case cannot run here.
+   */
+  relayImage?: string | { skip: string };
+  /** Removes whatever the run left behind (instances, images). */
+  cleanup(backend: Backend): Promise<void>;
+}
+
+/**
+ * The commands the suite runs. A real backend runs them in a shell; the fake is scripted to
+ * answer them as that shell would (`answerLikeAShell` in fake.test.ts).
+ */
+export const COMMANDS = {
+  /** Prints `stdout` and `stderr` (no newline added) and exits with `code`. */
+  print: (stdout: string, stderr: string, code: number) => ['sh', '-c', 'printf %s "$1"; printf %s "$2" >&2; exit "$3"', 'print', stdout, stderr, String(code)],
+  /** Copies stdin to stdout. */
+  copyStdin: () => ['cat'],
+  /** Prints one variable of its environment, with a newline. */
+  printEnv: (name: string) => ['printenv', name],
+  /** Runs until killed (or 30 s). */
+  wait: () => ['sleep', '30'],
+} as const;
+
+/** The ServiceError code a promise rejects with, or 'resolved'. */
+export const codeOf = (promise: Promise<unknown>): Promise<string> =>
+  promise.then(
+    () => 'resolved',
+    (err: unknown) => (err instanceof ServiceError ? err.code : `not a ServiceError: ${String(err)}`),
+  );
+
+/** An id no instance has. */
+const MISSING_ID = 'sandboxd-conformance-no-such-instance';
+
+/** Defines the suite for one backend. */
+export function backendConformance(subject: ConformanceSubject): void {
+  describe(`backend conformance: ${subject.title}`, () => {
+    let backend: Backend;
+    /** A running instance shared by the exec and file cases. */
+    let shared: InstanceState;
+    const made: string[] = [];
+
+    const specOf = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
+      name: `conf-${randomBytes(3).toString('hex')}`,
+      uuid: randomUUID(),
+      image: subject.image,
+      vcpus: 1,
+      memory_mb: 256,
+      profile: 'moderate',
+      env: {},
+      ...overrides,
+    });
+    const create = async (overrides: Partial<SandboxSpec> = {}) => {
+      const state = await backend.create(specOf(overrides));
+      made.push(state.id);
+      return state;
+    };
+    const run = (id: string, command: readonly string[], extra: Partial<ExecRequest> = {}) =>
+      backend.exec(id, { command: [...command], timeout_ms: 30_000, ...extra });
+    const has = (name: CapabilityName) => backend?.capabilities[name] !== undefined;
+
+    beforeAll(async () => {
+      backend = await subject.make();
+      await backend.ping();
+      shared = await create({ env: { CONFORMANCE: 'from the spec' } });
+    });
+    afterAll(async () => {
+      if (!backend) return;
+      for (const id of made) await backend.remove(id).catch(() => undefined);
+      await subject.cleanup(backend);
+      await backend.close();
+    });
+
+    describe('core', () => {
+      it('creates a running instance that inspect and list report with its name, uuid and role', async () => {
+        const spec = specOf({ role: 'pool' });
+        const state = await backend.create(spec);
+        made.push(state.id);
+        expect(state).toMatchObject({ name: spec.name, uuid: spec.uuid, role: 'pool', status: 'running' });
+        expect(await backend.inspect(state.id)).toMatchObject({ id: state.id, uuid: spec.uuid, role: 'pool', status: 'running' });
+        expect((await backend.list()).find((listed) => listed.id === state.id)).toMatchObject({ name: spec.name, uuid: spec.uuid, role: 'pool' });
+      });
+
+      it('stops, starts and removes idempotently; files survive a stop', async () => {
+        const state = await create();
+        await backend.writeFile(state.id, '/workspace/keep.txt', Buffer.from('kept'));
+        await backend.stop(state.id);
+        await backend.stop(state.id);
+        expect(await backend.inspect(state.id)).toMatchObject({ status: 'stopped', ip: undefined });
+        expect((await backend.list()).find((s) => s.id === state.id)?.status).toBe('stopped');
+        expect(await codeOf(run(state.id, ['true']))).toBe('CONFLICT');
+
+        expect(await backend.start(state.id)).toMatchObject({ id: state.id, status: 'running' });
+        expect(await backend.start(state.id)).toMatchObject({ status: 'running' });
+        expect((await backend.readFile(state.id, '/workspace/keep.txt')).toString()).toBe('kept');
+
+        await backend.remove(state.id);
+        await backend.remove(state.id);
+        expect(await backend.inspect(state.id)).toBeNull();
+        expect(await codeOf(backend.stop(state.id))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.start(state.id))).toBe('NOT_FOUND');
+        expect(await codeOf(run(state.id, ['true']))).toBe('NOT_FOUND');
+      });
+
+      it('lists every instance it manages, running or stopped, with role and uuid, for recovery', async () => {
+        const sandbox = await create();
+        const pool = await create({ role: 'pool' });
+        await backend.stop(sandbox.id);
+        const listed = await backend.list();
+        expect(listed.find((i) => i.id === sandbox.id)).toMatchObject({ uuid: sandbox.uuid, role: 'sandbox', status: 'stopped' });
+        expect(listed.find((i) => i.id === pool.id)).toMatchObject({ uuid: pool.uuid, role: 'pool', status: 'running' });
+        await backend.remove(pool.id);
+        expect((await backend.list()).some((i) => i.id === pool.id)).toBe(false);
+      });
+
+      it('answers a missing image with IMAGE_UNAVAILABLE, leaving no instance', async () => {
+        expect(await codeOf(backend.ensureImage(subject.missingImage))).toBe('IMAGE_UNAVAILABLE');
+        const spec = specOf({ image: subject.missingImage });
+        expect(await codeOf(backend.create(spec))).toBe('IMAGE_UNAVAILABLE');
+        expect((await backend.list()).some((i) => i.uuid === spec.uuid)).toBe(false);
+      });
+
+      it('answers for a missing instance: inspect null, remove quietly, the rest NOT_FOUND', async () => {
+        expect(await backend.inspect(MISSING_ID)).toBeNull();
+        await backend.remove(MISSING_ID);
+        expect(await codeOf(backend.start(MISSING_ID))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.stop(MISSING_ID))).toBe('NOT_FOUND');
+        expect(await codeOf(run(MISSING_ID, ['true']))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.readFile(MISSING_ID, '/workspace/a.txt'))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.writeFile(MISSING_ID, '/workspace/a.txt', Buffer.from('a')))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.deleteFile(MISSING_ID, '/workspace/a.txt'))).toBe('NOT_FOUND');
+      });
+    });
+
+    describe('exec', () => {
+      it('returns the exit code with stdout and stderr apart, and both interleaved in output', async () => {
+        const result = await run(shared.id, COMMANDS.print('out', 'err', 3));
+        expect(result).toMatchObject({ exit_code: 3, stdout: 'out', stderr: 'err', timed_out: false, truncated: false });
+        expect([...result.output].sort().join('')).toBe([...'outerr'].sort().join(''));
+        expect(result.duration_ms).toBeGreaterThanOrEqual(0);
+      });
+
+      it('feeds stdin, and gives the spec env and the request env', async () => {
+        expect((await run(shared.id, COMMANDS.copyStdin(), { stdin: Buffer.from('piped\n') })).stdout).toBe('piped\n');
+        expect((await run(shared.id, COMMANDS.printEnv('CONFORMANCE'), { env: { CONFORMANCE: 'from the request' } })).stdout).toBe('from the request\n');
+      });
+
+      it('streams output to onOutput as it arrives', async () => {
+        const chunks: string[] = [];
+        await backend.exec(shared.id, { command: COMMANDS.print('a', 'b', 0), timeout_ms: 30_000 }, { onOutput: (chunk) => chunks.push(`${chunk.stream}:${chunk.data.toString()}`) });
+        expect(chunks.sort()).toEqual(['stderr:b', 'stdout:a']);
+      });
+
+      it('cuts output at max_output_bytes and says so', async () => {
+        const result = await run(shared.id, COMMANDS.print('x'.repeat(5000), '', 0), { max_output_bytes: 1000 });
+        expect(result).toMatchObject({ exit_code: 0, truncated: true });
+        expect(result.output.length).toBe(1000);
+      });
+
+      it('ends a command at its timeout, and on abort', async () => {
+        const timed_out = await run(shared.id, COMMANDS.wait(), { timeout_ms: 500 });
+        expect(timed_out).toMatchObject({ timed_out: true, exit_code: 124 });
+        const controller = new AbortController();
+        setTimeout(() => controller.abort(), 300);
+        const aborted = await backend.exec(shared.id, { command: [...COMMANDS.wait()], timeout_ms: 30_000 }, { signal: controller.signal });
+        expect(aborted.timed_out).toBe(false);
+        expect(aborted.exit_code).not.toBe(0);
+      });
+
+      it('refuses an empty command', async () => {
+        expect(await codeOf(run(shared.id, []))).toBe('BAD_REQUEST');
+      });
+    });
+
+    describe('files', () => {
+      it('round-trips bytes, creating parent directories', async () => {
+        const every = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+        await backend.writeFile(shared.id, '/workspace/conf/deep/bytes.bin', every);
+        expect(await backend.readFile(shared.id, '/workspace/conf/deep/bytes.bin')).toEqual(every);
+        await backend.writeFile(shared.id, '/workspace/conf/deep/bytes.bin', Buffer.from('replaced'));
+        expect((await backend.readFile(shared.id, '/workspace/conf/deep/bytes.bin')).toString()).toBe('replaced');
+      });
+
+      it('answers a missing file NOT_FOUND and a directory where a file is expected BAD_REQUEST', async () => {
+        await backend.writeFile(shared.id, '/workspace/dir/inside.txt', Buffer.from('x'));
+        expect(await codeOf(backend.readFile(shared.id, '/workspace/nope.txt'))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.deleteFile(shared.id, '/workspace/nope.txt'))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.readFile(shared.id, '/workspace/dir'))).toBe('BAD_REQUEST');
+        expect(await codeOf(backend.writeFile(shared.id, '/workspace/dir/inside.txt/child', Buffer.from('x')))).toBe('BAD_REQUEST');
+      });
+
+      it('deletes a file, and a directory with everything in it', async () => {
+        await backend.writeFile(shared.id, '/workspace/tree/x/y.txt', Buffer.from('y'));
+        await backend.writeFile(shared.id, '/workspace/tree/z.txt', Buffer.from('z'));
+        await backend.deleteFile(shared.id, '/workspace/tree/x/y.txt');
+        expect(await codeOf(backend.readFile(shared.id, '/workspace/tree/x/y.txt'))).toBe('NOT_FOUND');
+        await backend.deleteFile(shared.id, '/workspace/tree');
+        expect(await codeOf(backend.readFile(shared.id, '/workspace/tree/z.txt'))).toBe('NOT_FOUND');
+      });
+    });
+
+    describe('capabilities', () => {
+      it('answers UNSUPPORTED naming the backend for each capability it lacks', () => {
+        for (const name of CAPABILITY_NAMES.filter((n) => !has(n))) {
+          let failure: unknown;
+          try {
+            requireCapability(backend, name);
+          } catch (err) {
+            failure = err;
+          }
+          expect(failure, name).toBeInstanceOf(ServiceError);
+          expect(failure, name).toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining(`'${backend.name}' backend`) });
+        }
+        for (const name of CAPABILITY_NAMES.filter(has)) expect(requireCapability(backend, name)).toBe(backend.capabilities[name]);
+      });
+
+      it('snapshots: keeps the files as an image that create starts from, listed until removed', async (context) => {
+        if (!has('snapshots')) return context.skip('the backend does not declare snapshots');
+        const snapshots = backend.capabilities.snapshots!;
+        const source = await create();
+        await backend.writeFile(source.id, '/workspace/snap.txt', Buffer.from('in the image'));
+        const tag = subject.imageTag('snap');
+        await snapshots.snapshot(source.id, tag, 'snapshot');
+        expect(await snapshots.listImages()).toContain(tag);
+        expect(await backend.inspect(source.id)).toMatchObject({ status: 'running' });
+        const copy = await create({ image: tag });
+        expect((await backend.readFile(copy.id, '/workspace/snap.txt')).toString()).toBe('in the image');
+        await backend.remove(copy.id);
+        await snapshots.removeImage(tag);
+        await snapshots.removeImage(tag);
+        expect(await snapshots.listImages()).not.toContain(tag);
+        expect(await codeOf(snapshots.snapshot(MISSING_ID, subject.imageTag('none'), 'snapshot'))).toBe('NOT_FOUND');
+      });
+
+      it('archive: keeps the files as an image and removes the instance', async (context) => {
+        if (!has('archive')) return context.skip('the backend does not declare archive');
+        expect(has('snapshots'), 'an archive is a saved image: a backend that archives lists and removes them').toBe(true);
+        const source = await create();
+        await backend.writeFile(source.id, '/workspace/arch.txt', Buffer.from('archived'));
+        const tag = subject.imageTag('arch');
+        await backend.capabilities.archive!.archive(source.id, tag);
+        expect(await backend.inspect(source.id)).toBeNull();
+        expect(await backend.capabilities.snapshots!.listImages()).toContain(tag);
+        const back = await create({ image: tag });
+        expect((await backend.readFile(back.id, '/workspace/arch.txt')).toString()).toBe('archived');
+        await backend.remove(back.id);
+        await backend.capabilities.snapshots!.removeImage(tag);
+        expect(await codeOf(backend.capabilities.archive!.archive(MISSING_ID, subject.imageTag('none')))).toBe('NOT_FOUND');
+      });
+
+      it('resize: changes the limits of a running instance in place', async (context) => {
+        if (!has('resize')) return context.skip('the backend does not declare resize');
+        const resize = backend.capabilities.resize!;
+        await resize.resize(shared.id, { vcpus: 2, memory_mb: 384 });
+        expect(await backend.inspect(shared.id)).toMatchObject({ status: 'running' });
+        expect((await run(shared.id, COMMANDS.print('ok', '', 0))).stdout).toBe('ok');
+        expect(await codeOf(resize.resize(MISSING_ID, { vcpus: 1 }))).toBe('NOT_FOUND');
+      });
+
+      it('poolClaim: makes a pool instance the sandbox of its uuid; refuses another uuid and a stopped one', async (context) => {
+        if (!has('poolClaim')) return context.skip('the backend does not declare poolClaim');
+        const claim = backend.capabilities.poolClaim!;
+        const pooled = await create({ role: 'pool' });
+        expect(await codeOf(claim.claim(pooled.id, specOf({ uuid: randomUUID() })))).toBe('BAD_REQUEST');
+        await claim.claim(pooled.id, specOf({ uuid: pooled.uuid, vcpus: 1, memory_mb: 256 }));
+        expect(await backend.inspect(pooled.id)).toMatchObject({ uuid: pooled.uuid, status: 'running' });
+        expect((await run(pooled.id, COMMANDS.print('claimed', '', 0))).stdout).toBe('claimed');
+        await backend.stop(pooled.id);
+        expect(await codeOf(claim.claim(pooled.id, specOf({ uuid: pooled.uuid })))).toBe('CONFLICT');
+      });
+
+      it('detached: runs commands past the call, with their status, logs and kill', async (context) => {
+        if (!has('detached')) return context.skip('the backend does not declare detached');
+        const detached = backend.capabilities.detached!;
+        const printed = await detached.startDetached(shared.id, { command: COMMANDS.print('bg out', '', 0) });
+        expect(printed).toMatchObject({ command: COMMANDS.print('bg out', '', 0) });
+        await expect
+          .poll(async () => (await detached.listDetached(shared.id)).find((p) => p.id === printed.id)?.status, { timeout: 10_000 })
+          .toBe('completed');
+        expect((await detached.detachedLogs(shared.id, printed.id, 'stdout')).toString()).toBe('bg out');
+
+        const waiting = await detached.startDetached(shared.id, { command: [...COMMANDS.wait()] });
+        expect((await detached.listDetached(shared.id)).find((p) => p.id === waiting.id)).toMatchObject({ status: 'running', exit_code: null });
+        await detached.killDetached(shared.id, waiting.id);
+        await expect
+          .poll(async () => (await detached.listDetached(shared.id)).find((p) => p.id === waiting.id)?.status, { timeout: 10_000 })
+          .toBe('failed');
+        expect(await codeOf(detached.detachedLogs(shared.id, 'no-such-process', 'stdout'))).toBe('NOT_FOUND');
+        expect(await codeOf(detached.killDetached(shared.id, 'no-such-process'))).toBe('NOT_FOUND');
+      });
+
+      it('browserRelay: makes a port bound to the loopback reachable from the server', async (context) => {
+        if (!has('browserRelay')) return context.skip('the backend does not declare browserRelay');
+        if (typeof subject.relayImage !== 'string') return context.skip(subject.relayImage?.skip ?? 'the subject names no image for the relay');
+        const relay = backend.capabilities.browserRelay!;
+        const state = await create({ image: subject.relayImage });
+        const listen = "setsid python3 -m http.server 8000 --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & sleep 1";
+        expect((await run(state.id, ['bash', '-c', listen])).exit_code).toBe(0);
+        const url = await relay.relay(state.id, 8000);
+        expect((await fetch(url)).status).toBe(200);
+        expect(await relay.relay(state.id, 8000)).toBe(url);
+        expect(await codeOf(relay.relay(MISSING_ID, 8000))).toBe('NOT_FOUND');
+      });
+    });
+  });
+}
