@@ -42,7 +42,7 @@ export async function startServer(dataDir: string, args: string[] = [], env: Nod
   for (;;) {
     if (existsSync(serverFile)) {
       const info = readServerFile(serverFile);
-      if (info?.pid === child.pid) {
+      if (info && info.pid === child.pid) {
         return {
           child,
           url: info.url,

@@ -26,7 +26,7 @@ function header(entry: TarEntry, size: number): Buffer {
   if (Buffer.byteLength(name) > 100) throw new Error(`tar path too long for ustar: ${name}`);
   const block = Buffer.alloc(BLOCK);
   const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, '0') + '\0';
-  const owned = entry.type === 'symlink' ? {} : entry;
+  const owned: { uid?: number; gid?: number } = entry.type === 'symlink' ? {} : entry;
   block.write(name, 0, 100, 'utf8');
   block.write(octal(entry.type === 'symlink' ? 0o777 : entry.mode, 8), 100);
   block.write(octal(owned.uid ?? 0, 8), 108);

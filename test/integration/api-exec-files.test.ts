@@ -203,7 +203,7 @@ describe('files', () => {
     expect(Buffer.from(json.content, 'base64').equals(bytes)).toBe(true);
     expect((await exec({ command: ['stat', '-c', '%U', '/workspace/raw/blob.bin', '/workspace/raw'] })).output).toBe('sandbox\nsandbox\n');
     const empty = await fetch(`${rt.url}/sandboxes/${name}/files/tmp/empty`, { method: 'PUT', headers: { 'content-type': RAW }, body: Buffer.alloc(0) });
-    expect((await empty.json()).data).toBe('wrote 0 bytes to /tmp/empty');
+    expect(((await empty.json()) as { data: unknown }).data).toBe('wrote 0 bytes to /tmp/empty');
     expect((await exec({ command: ['stat', '-c', '%s', '/tmp/empty'] })).output).toBe('0\n');
   });
 
@@ -221,7 +221,7 @@ describe('files', () => {
     expect((await fetch(`${files}/workspace`, { headers: { accept: RAW } })).status).toBe(400);
     const big = await fetch(`${files}/tmp/big`, { method: 'PUT', headers: { 'content-type': RAW }, body: Buffer.alloc(16 * 1024 * 1024 + 1) });
     expect(big.status).toBe(413);
-    expect((await big.json()).code).toBe('PAYLOAD_TOO_LARGE');
+    expect(((await big.json()) as { code: unknown }).code).toBe('PAYLOAD_TOO_LARGE');
   });
 
   it('round-trips a file of nearly 16 MiB of binary', async () => {

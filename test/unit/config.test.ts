@@ -66,7 +66,7 @@ describe('loadConfig', () => {
     [{ flags: { eventsBacklog: '0' } }, /--events-backlog/],
     [{ flags: { secretKeyFile: '' } }, /--secret-key-file: must name a key file/],
   ])('refuses %j with a message that says what to fix', (sources, message) => {
-    expect(() => loadConfig({ env: {}, ...sources, flags: { dataDir: dir, ...(sources.flags ?? {}) } })).toThrow(message);
+    expect(() => loadConfig({ env: {}, ...sources, flags: { dataDir: dir, ...('flags' in sources ? sources.flags : {}) } })).toThrow(message);
   });
 
   it('takes the lifecycle options from TOML, environment and flags (0 turns a loop off)', () => {
