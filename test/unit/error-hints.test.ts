@@ -65,14 +65,7 @@ describe('next steps as data', () => {
     for (const [hint, , tool] of STEPS) {
       const app = await throwing(new ServiceError('CONFLICT', 'it is so', { hint }));
       const res = await app.inject({ url: '/fail' });
-      const err = (() => {
-        try {
-          unwrap(res.statusCode, res.body);
-        } catch (thrown) {
-          return thrown as ServiceError;
-        }
-        throw new Error('unwrap did not throw');
-      })();
+      const err = unwrapError(res.statusCode, res.body);
       expect(err).toMatchObject({ code: 'CONFLICT', message: 'it is so', hint });
       expect(toolError(err)).toEqual({ content: [{ type: 'text', text: `it is so: ${tool}` }], isError: true });
       await app.close();
@@ -100,14 +93,7 @@ describe('error codes and details', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ success: false, error: 'relation "nope" does not exist', code: 'SQL_ERROR', details });
 
-    const err = (() => {
-      try {
-        unwrap(res.statusCode, res.body);
-      } catch (thrown) {
-        return thrown as ServiceError;
-      }
-      throw new Error('unwrap did not throw');
-    })();
+    const err = unwrapError(res.statusCode, res.body);
     expect(err).toMatchObject({ code: 'SQL_ERROR', details });
     expect(texts(toolError(err))).toEqual(['relation "nope" does not exist', `details: ${JSON.stringify(details, null, 2)}`]);
   });
@@ -167,3 +153,13 @@ describe('next steps of a stopped or archived sandbox (fake backend)', () => {
     expect((await call('sandbox_exec', { name: 'a', command: ['true'] })).isError).toBeFalsy();
   });
 });
+
+/** The ServiceError that `unwrap` throws for an error envelope. */
+function unwrapError(status: number, body: string): ServiceError {
+  try {
+    unwrap(status, body);
+  } catch (thrown) {
+    return thrown as ServiceError;
+  }
+  throw new Error('unwrap did not throw');
+}
