@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { imageReferenceProblem } from '../domain/image-reference.js';
 import { PROFILES } from '../domain/profiles.js';
 
 /** Sandbox and snapshot names (docs/decisions.md, "Names, durations, timestamps"). */
@@ -12,6 +13,15 @@ export const DURATION_PATTERN = /^([1-9][0-9]{0,8})([smhd])$/;
 export const duration = z
   .string({ error: 'must be a string' })
   .regex(DURATION_PATTERN, 'must be a duration like 30m, 2h or 1d (<integer><s|m|h|d>)');
+
+/**
+ * An image reference in the engine's grammar (docs/decisions.md, "Image references"), checked
+ * before the engine sees it: `[registry[:port]/]path[:tag][@digest]`.
+ */
+export const imageReference = z.string({ error: 'must be a string' }).check((ctx) => {
+  const problem = imageReferenceProblem(ctx.value);
+  if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+});
 
 export const profile = z.enum(PROFILES, { error: `must be one of ${PROFILES.join(', ')}` });
 

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { profile } from './common.js';
+import { imageReference, profile } from './common.js';
 import { execBody } from './exec-schemas.js';
 
 /** POST /run: the exec request fields plus the fresh sandbox's image and profile. */
 export const runBody = execBody
   .extend({
-    image: z.string().min(1).max(255).optional().meta({ description: 'Container image; when omitted, chosen from the command (python3 -> the Python image, node -> the Node image, ...) or the server default' }),
+    image: imageReference.optional().meta({ description: 'Container image; when omitted, chosen from the command (python3 -> the Python image, node -> the Node image, ...) or the server default' }),
     profile: profile.optional().meta({ description: 'Security profile, default moderate' }),
     fast: z
       .boolean()

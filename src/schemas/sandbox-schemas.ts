@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { duration, envObject, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
+import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
 export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
@@ -7,7 +7,7 @@ export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUI
 export const createSandboxBody = z
   .strictObject({
     name: resourceName,
-    image: z.string().min(1).max(255).optional().meta({ description: 'Container image; the server default when omitted' }),
+    image: imageReference.optional().meta({ description: 'Container image; the server default when omitted' }),
     vcpus: z.int({ error: 'must be an integer' }).min(1).optional().meta({ description: 'CPU cores, default 1' }),
     memory_mb: z.int({ error: 'must be an integer' }).min(32).optional().meta({ description: 'Memory limit in MiB, default 512' }),
     profile: profile.optional().meta({ description: 'Security profile, default moderate' }),

@@ -33,6 +33,7 @@ import {
   instanceFromSummary,
   type UserIds,
 } from './container-spec.js';
+import { createDockerClient } from './docker-client.js';
 import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
 import { runExec } from './docker-exec.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
@@ -98,7 +99,7 @@ export class DockerBackend
 
   constructor(private readonly options: DockerBackendOptions) {
     this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
-    this.docker = new Docker({ socketPath: this.socketPath });
+    this.docker = createDockerClient(this.socketPath);
     this.logger = options.logger.child({ backend: 'docker' });
     this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);

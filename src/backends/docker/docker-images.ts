@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { ServiceError, badRequest } from '../../errors.js';
+import { imageReferenceProblem } from '../../domain/image-reference.js';
 import type { Logger } from '../../telemetry/logger.js';
 import { LABEL, type UserIds } from './container-spec.js';
 import { dockerMessage, isNotFound } from './docker-errors.js';
@@ -27,6 +28,9 @@ export class DockerImages {
 
   /** The image's inspect data, pulling it first if it is missing; IMAGE_UNAVAILABLE otherwise. */
   async ensure(image: string): Promise<Docker.ImageInspectInfo> {
+    // Also for images that come from settings and snapshots: nothing malformed reaches an API path.
+    const problem = imageReferenceProblem(image);
+    if (problem) throw badRequest(`image: ${problem}`);
     try {
       return await this.docker.getImage(image).inspect();
     } catch (err) {
