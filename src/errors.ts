@@ -121,6 +121,9 @@ export const badRequest = (message: string, extras?: ErrorExtras) => new Service
 export const notFound = (message: string, extras?: ErrorExtras) => new ServiceError('NOT_FOUND', message, extras);
 export const conflict = (message: string, extras?: ErrorExtras) => new ServiceError('CONFLICT', message, extras);
 export const forbidden = (message: string, extras?: ErrorExtras) => new ServiceError('FORBIDDEN', message, extras);
+/** A write that found the file system full (ENOSPC): a quota or a full device, not a fault of the server. */
+export const noSpace = (path?: string) =>
+  new ServiceError('PAYLOAD_TOO_LARGE', `no space left on the device that holds ${path ? `'${path}'` : 'the file'}`);
 
 /** Raised by a backend for an operation it does not offer (HTTP 422). */
 export class UnsupportedError extends ServiceError {

@@ -1,5 +1,5 @@
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ZodType } from 'zod';
@@ -78,6 +78,16 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
     requestTimeout: 0,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A path that is not valid percent-encoding (`/sandboxes/%ZZ`) never reaches a route: it gets the envelope too.
+    frameworkErrors: (error, request, reply: FastifyReply) => {
+      const invalidUrl = error.code === 'FST_ERR_BAD_URL';
+      if (!invalidUrl) request.log.error({ err: error }, 'framework error');
+      void reply.status(invalidUrl ? 400 : 500).send({
+        success: false,
+        error: invalidUrl ? `path: '${request.url.split('?')[0]}' is not valid percent-encoding` : 'internal error: see the server log',
+        code: invalidUrl ? 'BAD_REQUEST' : 'INTERNAL',
+      });
+    },
   };
   // The HTTPS server type differs only in its raw server; routes never touch it.
   const server = https ? Fastify({ ...options, https } as FastifyServerOptions) : Fastify(options);

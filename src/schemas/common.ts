@@ -10,9 +10,23 @@ export const resourceName = z
 
 /** Durations such as 30s, 30m, 2h, 1d. */
 export const DURATION_PATTERN = /^([1-9][0-9]{0,8})([smhd])$/;
+/** Milliseconds of each duration unit. */
+export const DURATION_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** Longest duration a client may give (ttl, extend's by): 365 days. */
+export const MAX_DURATION_MS = 365 * DURATION_UNIT_MS.d;
+export const MAX_DURATION_TEXT = '365d';
+
+/** Milliseconds of a duration that matches DURATION_PATTERN, undefined for anything else. */
+export function durationMs(value: string): number | undefined {
+  const match = DURATION_PATTERN.exec(value);
+  return match ? Number(match[1]) * DURATION_UNIT_MS[match[2] as keyof typeof DURATION_UNIT_MS] : undefined;
+}
+
 export const duration = z
   .string({ error: 'must be a string' })
-  .regex(DURATION_PATTERN, 'must be a duration like 30m, 2h or 1d (<integer><s|m|h|d>)');
+  .regex(DURATION_PATTERN, 'must be a duration like 30m, 2h or 1d (<integer><s|m|h|d>)')
+  .refine((value) => (durationMs(value) ?? 0) <= MAX_DURATION_MS, `must be at most ${MAX_DURATION_TEXT}`)
+  .meta({ description: `A duration: <integer><s|m|h|d>, at most ${MAX_DURATION_TEXT}` });
 
 /**
  * An image reference in the engine's grammar (docs/decisions.md, "Image references"), checked

@@ -1,6 +1,6 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
+import { noSpace, ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
@@ -265,6 +265,7 @@ async function agentError(response: IncomingMessage, path?: string, missing = `f
     case 400:
       return badRequest(`${subject}: ${message}`);
     default:
+      if (/no space left on device/i.test(message)) return noSpace(path);
       return new ServiceError('INTERNAL', `the sandbox agent failed: ${message}`);
   }
 }

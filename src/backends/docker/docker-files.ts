@@ -1,4 +1,4 @@
-import { ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
+import { ServiceError, badRequest, forbidden, noSpace, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 
 /**
@@ -99,6 +99,7 @@ function fileError(verb: string, path: string, outcome: RawExecOutcome, stderr: 
     return badRequest(`a parent of '${path}' is not a directory`);
   }
   if (text.includes('Device or resource busy')) return badRequest(`'${path}' is a mount point`);
+  if (text.includes('No space left on device')) return noSpace(path);
   const reason = outcome.timedOut ? 'timed out' : text.split('\n').pop() || `exit code ${outcome.exitCode}`;
   return new ServiceError('INTERNAL', `${verb} ${path} failed: ${reason}`);
 }

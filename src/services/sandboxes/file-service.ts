@@ -8,17 +8,38 @@ export type Encoding = 'utf8' | 'base64';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Longest path, in bytes, that the kernel takes (PATH_MAX, its NUL included). */
+export const MAX_PATH_BYTES = 4096;
+/** Longest name of one path component, in bytes (NAME_MAX). */
+export const MAX_NAME_BYTES = 255;
+/** Pseudo-filesystems of devices and kernel state: the files API writes and deletes nothing there. */
+const SYSTEM_DIRS = ['/dev', '/proc', '/sys'];
+
 /**
  * The absolute, normalised path inside a sandbox for a client-given path. `..` segments
- * and NUL bytes are refused rather than resolved, so a path always means what it says.
- * Relative paths are taken from /workspace.
+ * and NUL bytes are refused rather than resolved, so a path always means what it says; a path
+ * longer than the kernel takes (PATH_MAX, NAME_MAX per component) is refused here rather than
+ * failing inside the sandbox. Relative paths are taken from /workspace.
  */
 export function sandboxPath(raw: string, field = 'path'): string {
   if (raw.includes('\0')) throw badRequest(`${field}: must not contain NUL bytes`);
   const segments = raw.split('/').filter((s) => s !== '' && s !== '.');
   if (segments.includes('..')) throw badRequest(`${field}: '${raw}' must not contain '..' segments`);
   if (segments.length === 0) throw badRequest(`${field}: a file path is required`);
-  return (raw.startsWith('/') ? '/' : '/workspace/') + segments.join('/');
+  if (segments.some((segment) => Buffer.byteLength(segment) > MAX_NAME_BYTES)) {
+    throw badRequest(`${field}: each name in a path must be at most ${MAX_NAME_BYTES} bytes`);
+  }
+  const path = (raw.startsWith('/') ? '/' : '/workspace/') + segments.join('/');
+  if (Buffer.byteLength(path) >= MAX_PATH_BYTES) throw badRequest(`${field}: must be shorter than ${MAX_PATH_BYTES} bytes`);
+  return path;
+}
+
+/** A sandboxPath that may be written or deleted: nothing under /dev, /proc or /sys (devices, kernel state). */
+export function writablePath(raw: string, field = 'path'): string {
+  const path = sandboxPath(raw, field);
+  const system = SYSTEM_DIRS.find((dir) => path === dir || path.startsWith(`${dir}/`));
+  if (system) throw badRequest(`${field}: '${path}' is under ${system}, which holds devices and kernel state; the files API writes and deletes regular files only`);
+  return path;
 }
 
 /** Bytes of client content in the given encoding. */
@@ -58,13 +79,13 @@ export class FileService {
 
   /** Writes client content given as text in an encoding (the JSON form of PUT). */
   async write(name: string, rawPath: string, content: string, encoding?: Encoding): Promise<string> {
-    const path = sandboxPath(rawPath);
+    const path = writablePath(rawPath);
     return this.writeBytes(name, path, decodeContent(content, encoding));
   }
 
   /** Writes the bytes as they are (the raw form of PUT, `application/octet-stream`). */
   async writeBytes(name: string, rawPath: string, bytes: Buffer): Promise<string> {
-    const path = sandboxPath(rawPath);
+    const path = writablePath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
     await this.backend.writeFile(sandbox.backend_id, path, bytes);
     await this.sandboxes.touch(sandbox);
@@ -75,7 +96,7 @@ export class FileService {
   /** Writes several files; every path and content is checked before the first is written. */
   async writeMany(name: string, files: Record<string, string>, encoding?: Encoding): Promise<{ written: number }> {
     const prepared = Object.entries(files).map(([raw, content]) => ({
-      path: sandboxPath(raw, `files['${raw}']`),
+      path: writablePath(raw, `files['${raw}']`),
       bytes: decodeContent(content, encoding, `files['${raw}']`),
     }));
     if (prepared.length === 0) throw badRequest('files: must name at least one file');
@@ -108,7 +129,7 @@ export class FileService {
   }
 
   async delete(name: string, rawPath: string): Promise<string> {
-    const path = sandboxPath(rawPath);
+    const path = writablePath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
     await this.backend.deleteFile(sandbox.backend_id, path);
     await this.sandboxes.touch(sandbox);

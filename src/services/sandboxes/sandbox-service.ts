@@ -83,7 +83,7 @@ export class SandboxService {
       created_at: now,
       updated_at: now,
       last_activity_at: now,
-      expires_at: input.ttl ? addDuration(this.clock(), input.ttl).toISOString() : null,
+      expires_at: input.ttl ? addDuration(this.clock(), input.ttl, 'ttl').toISOString() : null,
       archived_at: null,
       archived_reason: null,
       root_image: rootImage ?? null,
