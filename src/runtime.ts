@@ -14,6 +14,7 @@ import type { Clock } from './services/support/clock.js';
 import { secretBoxFor } from './services/support/secret-box.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
+import { installCrashGuard } from './telemetry/crash-guard.js';
 import type { Logger } from './telemetry/logger.js';
 import { Tracing } from './telemetry/tracing.js';
 
@@ -38,9 +39,14 @@ const POOL_EVICT_INTERVAL_S = 60;
  * backend, wires the services, reconciles the store with the engine, starts the timers driver
  * and the gc and policy loops and builds the HTTP app. With `listen`, it serves and writes
  * `<data-dir>/server.json` so that other local tools can find the server. `clock` replaces the
- * system time (tests).
+ * system time (tests). With `guardProcess` (the server), an error that escapes every handler is
+ * logged and counted instead of ending the process (see installCrashGuard).
  */
-export async function startRuntime(config: Config, logger: Logger, options: { listen: boolean; clock?: Clock }): Promise<Runtime> {
+export async function startRuntime(
+  config: Config,
+  logger: Logger,
+  options: { listen: boolean; clock?: Clock; guardProcess?: boolean },
+): Promise<Runtime> {
   const store = await openStore(config.dataDir);
   const secrets = secretBoxFor(config.dataDir, config.secretKeyFile, logger.child({ part: 'secrets' }));
   try {
@@ -80,6 +86,10 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
     ...(options.clock ? { clock: options.clock } : {}),
     secrets,
   });
+
+  const unguard = options.guardProcess
+    ? installCrashGuard(process, logger, services.observability.metrics.uncaughtErrors)
+    : () => undefined;
 
   let recoveryTimer: NodeJS.Timeout | undefined;
   const recover = async (): Promise<void> => {
@@ -146,6 +156,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       if (options.listen) rmSync(serverFile, { force: true });
       await backend.close();
       await store.close();
+      unguard();
     },
   };
 }

@@ -1,11 +1,13 @@
-import type { Reporter, TestModule } from 'vitest/node';
+import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 
 /**
  * Prints one plain closing line, `N passed, N failed, N skipped`, after vitest's own summary,
- * for tools that read a run's verdict from its last line.
+ * for tools that read a run's verdict from its last line. An error that escaped every handler
+ * (an uncaught exception, an unhandled rejection) fails the run (vitest exits 1) and counts as
+ * a failure here too: in the server it would be a bug, logged and counted by the crash guard.
  */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError> = []): void {
     const counts = { passed: 0, failed: 0, skipped: 0 };
     for (const module of testModules) {
       for (const test of module.children.allTests()) {
@@ -14,6 +16,10 @@ export default class SummaryReporter implements Reporter {
         else counts.skipped++;
       }
       if (module.state() === 'failed' && [...module.children.allTests()].length === 0) counts.failed++;
+    }
+    if (unhandledErrors.length > 0) {
+      counts.failed += unhandledErrors.length;
+      process.stdout.write(`\n${unhandledErrors.length} unhandled error(s) escaped the tests: each counts as a failure\n`);
     }
     process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
   }

@@ -45,7 +45,7 @@ export function serveCommand(): Command {
       const logger = createLogger(config.logLevel);
       let runtime;
       try {
-        runtime = await startRuntime(config, logger, { listen: true });
+        runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });
       } catch (err) {
         if (err instanceof DataDirLockedError || err instanceof SecretKeyError) return fail(err.message);
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);

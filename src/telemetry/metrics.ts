@@ -85,6 +85,12 @@ export class Metrics {
     ['source'],
   );
 
+  readonly uncaughtErrors = this.counter(
+    'sandboxd_uncaught_errors_total',
+    'Errors that escaped every handler (each one a bug), by kind: exception or rejection; the server logged them and kept serving',
+    ['kind'],
+  );
+
   readonly eventClientsDropped = this.counter(
     'sandboxd_event_stream_clients_dropped_total',
     'GET /events clients disconnected because they read too slowly',

@@ -149,7 +149,7 @@ export class AgentClient {
         signal: request.signal,
       });
       req.once('response', resolve);
-      req.once('error', (err: NodeJS.ErrnoException) => {
+      req.on('error', (err: NodeJS.ErrnoException) => {
         // Nothing to connect to: the transport said so, and the caller may use another way.
         if (err instanceof AgentUnreachable) return reject(err);
         // A kept-alive connection the agent closed meanwhile (e.g. the sandbox restarted).
@@ -216,7 +216,17 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
     let pending: Buffer = Buffer.alloc(0);
     let outcome: RawExecOutcome | undefined;
     const aborted = () => ({ exitCode: 137, timedOut: false, aborted: true });
+    // A frame that does not parse ends the exec as a cut stream: an error thrown in a `data`
+    // listener would escape every handler.
     response.on('data', (chunk: Buffer) => {
+      try {
+        readChunk(chunk);
+      } catch (err) {
+        response.destroy();
+        reject(cut(`malformed frame: ${(err as Error).message}`));
+      }
+    });
+    const readChunk = (chunk: Buffer) => {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       while (pending.length >= FRAME_HEADER) {
         const size = pending.readUInt32BE(1);
@@ -234,7 +244,7 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
           request.onFrame('stderr', Buffer.from(`sandboxd-agent: ${error}\n`));
         }
       }
-    });
+    };
     // A stream cut before the exit frame means the agent (PID 1) died or the sandbox stopped.
     const cut = (reason: string) =>
       new ServiceError('INTERNAL', `the sandbox agent closed the exec stream before the command ended (${reason}): the sandbox may have stopped or restarted`);
@@ -243,7 +253,7 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
       else if (request.signal?.aborted) resolve(aborted());
       else reject(cut('no exit status'));
     });
-    response.once('error', (err) => (request.signal?.aborted ? resolve(aborted()) : reject(cut(err.message))));
+    response.on('error', (err) => (request.signal?.aborted ? resolve(aborted()) : reject(cut(err.message))));
     response.once('aborted', () => request.signal?.aborted && resolve(aborted()));
   });
 }

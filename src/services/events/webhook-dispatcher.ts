@@ -113,10 +113,12 @@ export class WebhookDispatcher {
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
       const delivery = this.queue.shift()!;
       this.inFlight++;
-      void this.attempt(delivery).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
+      void this.attempt(delivery)
+        .catch((err: unknown) => this.options.logger.error({ err, url: delivery.url, delivery: delivery.id }, 'webhook delivery broke off'))
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
     }
   }
 

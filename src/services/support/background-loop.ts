@@ -12,7 +12,9 @@ export function repeatEvery(seconds: number, work: () => Promise<unknown>, logge
   let stopped = false;
   const schedule = () => {
     timer = setTimeout(() => {
-      running = work()
+      // Also a `work` that throws before its first await ends as a logged failure.
+      running = Promise.resolve()
+        .then(work)
         .then(
           () => undefined,
           (err: unknown) => logger.warn({ err }, 'background run failed'),
