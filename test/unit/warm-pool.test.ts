@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { ServiceError, UnsupportedError } from '../../src/errors.js';
+import { MAX_ON_DEMAND_KEYS } from '../../src/services/commands/warm-pool.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 
@@ -300,5 +301,38 @@ describe('pool configuration', () => {
     expect(() => loadConfig({ env: {}, flags: { dataDir, poolSizes: 'img@fast=1' } })).toThrow(/--pool-sizes: 'fast' in 'img@fast' is not a profile/);
     expect(() => loadConfig({ env: { SERVICE_POOL_SIZES: 'img' }, flags: { dataDir } })).toThrow(/SERVICE_POOL_SIZES: 'img' is not image\[@profile\]=n/);
     expect(() => loadConfig({ env: {}, flags: { dataDir, poolSizes: 'img=many' } })).toThrow(/the size of 'img' must be an integer/);
+  });
+});
+
+describe('WarmPool keys', () => {
+  it('makes no key for an image that is not available: nothing retries', async () => {
+    h = await warmed();
+    const missing = { image: 'nonexistent/image:nope', profile: 'moderate' as const };
+    const taken = h.services.pool.take(missing);
+    await expect(taken.instance).rejects.toMatchObject({ code: 'IMAGE_UNAVAILABLE' });
+    expect(h.services.pool.takeReady(missing)).toBeUndefined();
+    await h.services.pool.settled();
+    expect(h.services.pool.onDemandKeys).toBe(0);
+    // Only the takers' own creates reached the backend; no fill was ever attempted for the key.
+    const creates = h.backend.calls.filter((call) => call.op === 'create').length;
+    h.services.pool.takeReady(missing);
+    await h.services.pool.settled();
+    expect(h.backend.calls.filter((call) => call.op === 'create').length).toBe(creates);
+    expect(h.services.pool.onDemandKeys).toBe(0);
+  });
+
+  it('keeps at most MAX_ON_DEMAND_KEYS keys made on demand, evicting the least recently taken', async () => {
+    h = await warmed({ poolSize: 1 });
+    const images = Array.from({ length: MAX_ON_DEMAND_KEYS + 4 }, (_, i) => `team/app${i}:1`);
+    for (const image of images) {
+      h.backend.images.add(image);
+      h.services.pool.takeReady({ image, profile: 'moderate' });
+      await h.services.pool.settled();
+    }
+    expect(h.services.pool.onDemandKeys).toBe(MAX_ON_DEMAND_KEYS);
+    // The first keys went, with their instances; the default image's pinned key stays.
+    expect(pooled(h, images[0])).toHaveLength(0);
+    expect(pooled(h, images.at(-1))).toHaveLength(1);
+    expect(pooled(h)).toHaveLength(1);
   });
 });

@@ -46,6 +46,11 @@ const MAX_FILLING = 2;
 export const POOL_IDLE_MS = 10 * 60_000;
 /** After a failed fill, a key waits this long before it tries again. */
 const FILL_RETRY_MS = 30_000;
+/**
+ * Most keys made on demand (not warmed at start) at once; a new one past it evicts the key taken
+ * from least recently. Every image a client names would otherwise keep instances of its own.
+ */
+export const MAX_ON_DEMAND_KEYS = 16;
 
 interface KeyPool {
   key: PoolKey;
@@ -61,15 +66,19 @@ interface KeyPool {
 /**
  * The warm pool: pristine instances per (image, profile), started ahead of demand. Each is used
  * once (a fast run, or claimed by a new sandbox) and destroyed in the background while a
- * replacement starts. A key's pool is made on its first use; until it fills, takers get an
- * instance made for them (a cold start). Pool instances are labelled role `pool`, so that
- * recovery reaps those a crash left behind.
+ * replacement starts. A key's pool is made on its first use once its image is known to exist
+ * (the backend's ensureImage), so a name that is no image never becomes a key that retries;
+ * at most MAX_ON_DEMAND_KEYS such keys exist, the least recently taken evicted first. Until a
+ * key fills, takers get an instance made for them (a cold start). Pool instances are labelled
+ * role `pool`, so that recovery reaps those a crash left behind.
  */
 export class WarmPool {
   private readonly pools = new Map<string, KeyPool>();
   private readonly pending = new Set<Promise<unknown>>();
   /** Uuids of every instance this pool made that is not destroyed nor handed over to a sandbox. */
   private readonly held = new Set<string>();
+  /** Keys whose image is being checked before they get a pool. */
+  private readonly admitting = new Set<string>();
   private filling = 0;
   private closed = false;
 
@@ -107,9 +116,13 @@ export class WarmPool {
     return { name, warm: false, instance: this.make(key, name) };
   }
 
-  /** A ready instance of `key`, or undefined (and the key's pool starts filling). */
+  /** A ready instance of `key`, or undefined (and the key's pool starts filling, or is made once its image is found). */
   takeReady(key: PoolKey): PooledInstance | undefined {
-    const pool = this.poolOf(key);
+    const pool = this.pools.get(poolKeyId(key));
+    if (!pool) {
+      this.admit(key);
+      return undefined;
+    }
     pool.lastTaken = this.clock().getTime();
     const ready = pool.ready.shift();
     this.fill();
@@ -167,6 +180,45 @@ export class WarmPool {
     this.closed = true;
     for (const pool of this.pools.values()) for (const instance of pool.ready.splice(0)) this.discard(instance);
     await this.settled();
+  }
+
+  /** On-demand keys (not pinned). */
+  get onDemandKeys(): number {
+    let count = 0;
+    for (const pool of this.pools.values()) if (!pool.pinned) count++;
+    return count;
+  }
+
+  /**
+   * Makes the pool of a key met for the first time, once the backend has the image (pulled if it
+   * can be); an image that is not available gets no key. Past MAX_ON_DEMAND_KEYS, the on-demand
+   * key taken from least recently is evicted to make room.
+   */
+  private admit(key: PoolKey): void {
+    const id = poolKeyId(key);
+    if (this.closed || this.admitting.has(id)) return;
+    this.admitting.add(id);
+    const admitted = this.backend.ensureImage(key.image).then(
+      () => {
+        if (this.closed || this.pools.has(id)) return;
+        if (this.onDemandKeys >= MAX_ON_DEMAND_KEYS) this.evictLeastRecent();
+        this.poolOf(key);
+        this.fill();
+      },
+      (err: Error) => this.logger.info({ err, image: key.image, profile: key.profile }, 'no pool for an image that is not available'),
+    );
+    this.track(admitted.finally(() => this.admitting.delete(id)));
+  }
+
+  /** Evicts the on-demand key taken from least recently, giving back its instances. */
+  private evictLeastRecent(): void {
+    let oldest: [string, KeyPool] | undefined;
+    for (const entry of this.pools) if (!entry[1].pinned && (!oldest || entry[1].lastTaken < oldest[1].lastTaken)) oldest = entry;
+    if (!oldest) return;
+    const [id, pool] = oldest;
+    this.pools.delete(id);
+    for (const instance of pool.ready.splice(0)) this.discard(instance);
+    this.logger.info({ image: pool.key.image, profile: pool.key.profile }, 'pool key evicted: too many on-demand keys');
   }
 
   private poolOf(key: PoolKey): KeyPool {
