@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED'
   | 'IMAGE_UNAVAILABLE'
+  | 'SOURCE_UNAVAILABLE'
   | 'METHOD_FAILED'
   | 'LIMIT_REACHED'
   | 'BUSY'
@@ -33,6 +34,11 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED: 422,
   IMAGE_UNAVAILABLE: 422,
+  /**
+   * A source_url that could not be cloned, for any reason (a refused destination, a network
+   * failure, a missing ref, a limit): one answer for all, so that it tells nothing about the network.
+   */
+  SOURCE_UNAVAILABLE: 422,
   /** Code a client supplied (a durable object's method) threw; `details` says what it threw. */
   METHOD_FAILED: 422,
   LIMIT_REACHED: 429,

@@ -36,6 +36,8 @@ export const BACKENDS = {
     configSchema: z.object({
       /** Most processes one sandbox may hold (`--pids-limit`). */
       pidsLimit: z.number().int().min(16).default(512),
+      /** Hosts, addresses and ranges a source_url may reach although not public (`--source-allowed-hosts`). */
+      sourceAllowedHosts: z.array(z.string()).default([]),
     }),
     factory: (ctx, options) =>
       new DockerBackend({
@@ -43,6 +45,7 @@ export const BACKENDS = {
         dataDir: ctx.dataDir,
         logger: ctx.logger,
         pidsLimit: options.pidsLimit,
+        sourceAllowedHosts: options.sourceAllowedHosts,
         imageHint: ctx.imageHint,
       }),
   }),

@@ -23,6 +23,7 @@ export const OPTIONS = {
   backend: { toml: 'sandboxes.backend', env: 'SERVICE_BACKEND', flag: '--backend' },
   defaultImage: { toml: 'sandboxes.default_image', env: 'SERVICE_DEFAULT_IMAGE', flag: '--default-image' },
   pidsLimit: { toml: 'sandboxes.pids_limit', env: 'SERVICE_PIDS_LIMIT', flag: '--pids-limit' },
+  sourceAllowedHosts: { toml: 'sandboxes.source_allowed_hosts', env: 'SERVICE_SOURCE_ALLOWED_HOSTS', flag: '--source-allowed-hosts' },
   snapshotPrefix: { toml: 'sandboxes.snapshot_prefix', env: 'SERVICE_SNAPSHOT_PREFIX', flag: '--snapshot-prefix' },
   batchConcurrency: { toml: 'runs.batch_concurrency', env: 'SERVICE_BATCH_CONCURRENCY', flag: '--batch-concurrency' },
   imageDetection: { toml: 'runs.image_detection', env: 'SERVICE_IMAGE_DETECTION', flag: '--image-detection' },
@@ -42,6 +43,9 @@ export const OPTIONS = {
 
 export type OptionName = keyof typeof OPTIONS;
 
+/** A host name, an IPv4 or IPv6 address (bracketed or not), optionally with a /prefix. */
+const SOURCE_HOST_ENTRY = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?)(?:\/\d{1,3})?$/;
+
 const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 export const configSchema = z.object({
@@ -59,6 +63,22 @@ export const configSchema = z.object({
   backend: z.enum(BACKEND_IDS).default('docker'),
   defaultImage: z.string().min(1).default(DEFAULT_IMAGE),
   pidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
+  /**
+   * Hosts, addresses and CIDR ranges a source_url may reach although they are not public
+   * (loopback, private, link-local...): a TOML list, or a comma-separated list.
+   */
+  sourceAllowedHosts: z
+    .union([z.array(z.string()), z.string()])
+    .transform((input, ctx) => {
+      const entries = (Array.isArray(input) ? input : input.split(',')).map((entry) => entry.trim()).filter(Boolean);
+      const bad = entries.find((entry) => !SOURCE_HOST_ENTRY.test(entry));
+      if (bad) {
+        ctx.addIssue({ code: 'custom', message: `'${bad}' is not a host name, an address or a CIDR range: use git.internal,10.0.0.0/8,fd00::/8` });
+        return z.NEVER;
+      }
+      return entries;
+    })
+    .default([]),
   snapshotPrefix: z
     .string()
     .regex(/^[a-z0-9]+([._\/-][a-z0-9]+)*$/, 'must be an image repository name such as sandboxd-snapshot')

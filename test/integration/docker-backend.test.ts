@@ -22,6 +22,8 @@ const backend = new DockerBackend({
   logger: silentLogger(),
   pidsLimit: PIDS_LIMIT,
   imageHint: (image) => `build it with \`sandboxd images build ${image}\``,
+  // The git fixture serves on loopback, which a source_url reaches only when allowed.
+  sourceAllowedHosts: ['127.0.0.1'],
 });
 
 const specOf = sandboxSpec;
@@ -491,8 +493,8 @@ describe('git source', () => {
     const before = await clones();
     const spec = specOf({ source: { url: `${fixture.baseUrl}/missing.git` } });
     const err = await backend.create(spec).catch((e: unknown) => e);
-    expect((err as ServiceError).code).toBe('BAD_REQUEST');
-    expect((err as ServiceError).message).toMatch(/^source_url: git clone failed: .+/);
+    expect((err as ServiceError).code).toBe('SOURCE_UNAVAILABLE');
+    expect((err as ServiceError).message).toBe('source_url: could not be cloned (the server log says why)');
     expect((await backend.list()).some((s) => s.name === spec.name)).toBe(false);
     expect(await clones()).toEqual(before);
   });

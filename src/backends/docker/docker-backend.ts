@@ -45,7 +45,8 @@ import type { AgentClient, AgentDetached } from '../agent/agent-client.js';
 import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
-import { cloneSource, type ClonedSource } from './git-source.js';
+import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
+import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 
 export interface DockerBackendOptions {
@@ -62,6 +63,8 @@ export interface DockerBackendOptions {
   restrictiveRuntime?: 'auto' | 'runsc' | 'runc';
   /** An extra sentence for IMAGE_UNAVAILABLE, e.g. how to build the image locally. */
   imageHint?: (image: string) => string;
+  /** Hosts, addresses and CIDR ranges a source_url may reach although they are not public. */
+  sourceAllowedHosts?: readonly string[];
 }
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
@@ -96,6 +99,7 @@ export class DockerBackend
   private detecting?: Promise<string[]>;
   private readonly sockets: AgentSockets;
   private readonly agents: AgentConnections;
+  private readonly cloneOptions: CloneOptions;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
@@ -105,6 +109,7 @@ export class DockerBackend
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
     this.sockets = new AgentSockets(options.dataDir);
     this.agents = new AgentConnections(this.docker, this.sockets, this.logger);
+    this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -127,7 +132,7 @@ export class DockerBackend
     if (spec.source) validateSource(spec.source);
     const [image, source] = await settleBoth(
       this.engine(() => this.images.ensure(spec.image)),
-      spec.source ? cloneSource(spec.source) : Promise.resolve(undefined),
+      spec.source ? cloneSource(spec.source, this.cloneOptions) : Promise.resolve(undefined),
       (cloned) => cloned?.dispose(),
     );
     try {
