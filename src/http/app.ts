@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import type { ServerOptions } from 'node:http';
 import Fastify, { type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -31,7 +32,16 @@ export interface AppOptions {
   https?: { cert: string; key: string };
   /** Heartbeat comment interval of GET /events (15 s). */
   eventsHeartbeatMs?: number;
+  /** Longest a client may take to send a whole request, headers and body (REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs?: number;
 }
+
+/**
+ * Longest a client may take to send a whole request (headers and body); past it the connection
+ * is answered 408 and closed. It ends when the request has arrived, so replies that take long
+ * (an exec up to its timeout_ms, an SSE stream) are not limited by it.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
 
 type JsonSchema = Record<string, unknown> & { anyOf?: JsonSchema[] };
 type DocumentedSchema = { body?: JsonSchema; response?: Record<string, JsonSchema>; consumes?: string[]; produces?: string[] };
@@ -69,13 +79,28 @@ function quieter(a: string, b: string): string {
  * The HTTP face: envelope, error table, request metrics and spans, auth, 16 MiB body limit,
  * JSON 404s, OpenAPI 3.1 generated from the zod schemas that validate the requests.
  */
-export async function buildApp({ services, apiKeys, logger, https, eventsHeartbeatMs = 15_000 }: AppOptions): Promise<App> {
-  const options: FastifyServerOptions = {
+export async function buildApp({
+  services,
+  apiKeys,
+  logger,
+  https,
+  eventsHeartbeatMs = 15_000,
+  requestTimeoutMs = REQUEST_TIMEOUT_MS,
+}: AppOptions): Promise<App> {
+  // Node checks the time-outs of requests under way this often (30 s by default, as long as the limit itself).
+  const timeouts = {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1_000, requestTimeoutMs),
+  };
+  const options: FastifyServerOptions & { http: ServerOptions } = {
     // Per-request lines would cost more than an exec: at most warnings, never more than the parent.
     loggerInstance: logger.child({ part: 'http' }, { level: quieter(logger.level, 'warn') }),
     bodyLimit: BODY_LIMIT_BYTES,
-    // Large exec and file replies stream out over slow links; requests can take long (exec timeouts).
-    requestTimeout: 0,
+    // A request (headers and body) that has not fully arrived within requestTimeoutMs is cut.
+    // Only its arrival is timed: a reply may take as long as it needs (exec, SSE).
+    requestTimeout: requestTimeoutMs,
+    http: timeouts,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // A path that is not valid percent-encoding (`/sandboxes/%ZZ`) never reaches a route: it gets the envelope too.
@@ -90,7 +115,7 @@ export async function buildApp({ services, apiKeys, logger, https, eventsHeartbe
     },
   };
   // The HTTPS server type differs only in its raw server; routes never touch it.
-  const server = https ? Fastify({ ...options, https } as FastifyServerOptions) : Fastify(options);
+  const server = https ? Fastify({ ...options, https: { ...https, ...timeouts } } as FastifyServerOptions) : Fastify(options);
   const app = server.withTypeProvider<ZodTypeProvider>() as App;
 
   app.setValidatorCompiler(zodValidatorCompiler);
