@@ -1,7 +1,15 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { isServiceError, STATUS_BY_CODE, withNextStep, type ErrorCode, type NextStepRenderers, type ServiceError } from '../errors.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+/**
+ * Most bytes of a too large body read and discarded before the 413 is sent. A client such as
+ * Node's fetch reads an answer only once it has sent its whole body: answering and closing
+ * earlier cuts it off with a socket error (EPIPE) instead of the 413. A larger body is answered
+ * at once, and the request time-out bounds the wait.
+ */
+export const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
 
 /** Fastify's own client errors, mapped to the error table. */
 const FASTIFY_CODES: Record<string, [ErrorCode, string?]> = {
@@ -45,7 +53,8 @@ function serviceEnvelope(error: ServiceError) {
  * carries internals; a client fault is never 5xx.
  */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await discardBody(request.raw, MAX_DISCARDED_BYTES);
     if (isServiceError(error)) return reply.status(STATUS_BY_CODE[error.code]).send(serviceEnvelope(error));
     let code: ErrorCode;
     let message: string;
@@ -78,5 +87,27 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
     json(request, body as string, done);
+  });
+}
+
+/**
+ * Reads and drops the rest of a request body, up to `limit` bytes (a body that says it is larger
+ * is not waited for); resolves when it has ended, broke off or passed the limit.
+ */
+function discardBody(raw: IncomingMessage, limit: number): Promise<void> {
+  const declared = Number(raw.headers['content-length']);
+  if (raw.complete || raw.destroyed || declared > limit) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = () => {
+      raw.off('data', onData).off('end', finish).off('error', finish).off('close', finish);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > limit) finish();
+    };
+    raw.on('data', onData).on('end', finish).on('error', finish).on('close', finish);
+    raw.resume();
   });
 }
