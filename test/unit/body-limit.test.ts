@@ -20,7 +20,7 @@ describe('the 16 MiB body limit', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
     server = await startServer(dataDir, ['--backend', 'fake', '--pool-size', '0']);
     const { url } = server;
-    const post = (path: string, body: BodyInit, type = 'application/json', method = 'POST') =>
+    const post = (path: string, body: string | Uint8Array, type = 'application/json', method = 'POST') =>
       fetch(url + path, { method, headers: { 'content-type': type }, body });
     expect((await post('/sandboxes', '{"name":"box"}')).status).toBe(201);
     const cases = [
@@ -32,7 +32,7 @@ describe('the 16 MiB body limit', () => {
     for (let round = 0; round < 8; round++) {
       for (const [method, path, type, size] of cases) {
         const res = await post(path, Buffer.alloc(size * MiB, 'a'), type, method).catch((err: Error) => err);
-        const key = res instanceof Error ? `${res.message}: ${String(res.cause)}` : `${res.status} ${(await res.json()).error}`;
+        const key = res instanceof Error ? `${res.message}: ${String(res.cause)}` : `${res.status} ${((await res.json()) as { error: string }).error}`;
         answers.set(key, (answers.get(key) ?? 0) + 1);
       }
     }

@@ -57,7 +57,7 @@ describe('request time-outs', () => {
     expect((await post('/sandboxes', { name: 'box' })).status).toBe(201);
     const exec = await post('/sandboxes/box/exec', { command: ['sleep', '9'], timeout_ms: TIMEOUT_MS * 4 });
     expect(exec.status).toBe(200);
-    expect((await exec.json()).data).toMatchObject({ timed_out: true, stdout: 'working\n' });
+    expect(((await exec.json()) as { data: unknown }).data).toMatchObject({ timed_out: true, stdout: 'working\n' });
     const stream = await post('/run/stream', { command: ['sleep', '9'], timeout_ms: TIMEOUT_MS * 4 });
     expect(stream.status).toBe(200);
     const events = await stream.text();
