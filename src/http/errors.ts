@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isServiceError, STATUS_BY_CODE, withNextStep, type ErrorCode, type NextStepRenderers, type ServiceError } from '../errors.js';
+import { badRequest, isServiceError, STATUS_BY_CODE, withNextStep, type ErrorCode, type NextStepRenderers, type ServiceError } from '../errors.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 /**
@@ -82,13 +82,25 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   // JSON for application/json and for bodies sent without a JSON content type (curl -d);
   // an empty body is no body, so POST /start with Content-Type: application/json works.
+  // A body that is not JSON under another content type (a form) is told what it sent.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    json(request, body as string, done);
+    const sent = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+    if (!sent || JSON_TYPE.test(sent)) return json(request, body as string, done);
+    json(request, body as string, (err, value) =>
+      err ? done(notJson(sent), undefined) : done(null, value),
+    );
   });
 }
+
+/** application/json and the structured +json types. */
+const JSON_TYPE = /^application\/([\w.-]+\+)?json$/;
+
+/** A body under a content type other than JSON that is not JSON either. */
+const notJson = (sent: string): ServiceError =>
+  badRequest(`content-type: the body was sent as ${sent} and is not JSON; send a JSON body with Content-Type: application/json`);
 
 /**
  * Reads and drops the rest of a request body, up to `limit` bytes (a body that says it is larger

@@ -8,8 +8,8 @@ export const createSandboxBody = z
   .strictObject({
     name: resourceName,
     image: imageReference.optional().meta({ description: 'Container image; the server default when omitted' }),
-    vcpus: z.int({ error: 'must be an integer' }).min(1).optional().meta({ description: 'CPU cores, default 1' }),
-    memory_mb: z.int({ error: 'must be an integer' }).min(32).optional().meta({ description: 'Memory limit in MiB, default 512' }),
+    vcpus: z.int({ error: 'must be an integer' }).min(1, 'must be at least 1').optional().meta({ description: 'CPU cores, default 1' }),
+    memory_mb: z.int({ error: 'must be an integer' }).min(32, 'must be at least 32').optional().meta({ description: 'Memory limit in MiB, default 512' }),
     profile: profile.optional().meta({ description: 'Security profile, default moderate' }),
     labels: labels.optional(),
     description: z.string().max(1024).optional(),
