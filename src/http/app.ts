@@ -43,6 +43,9 @@ export interface AppOptions {
  */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
+/** Longest parameter of a path (a sandbox name is at most 63; a file path is the wildcard, which has no limit here). */
+const MAX_PARAM_LENGTH = 100;
+
 type JsonSchema = Record<string, unknown> & { anyOf?: JsonSchema[] };
 type DocumentedSchema = { body?: JsonSchema; response?: Record<string, JsonSchema>; consumes?: string[]; produces?: string[] };
 
@@ -103,14 +106,22 @@ export async function buildApp({
     http: timeouts,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    // A path that is not valid percent-encoding (`/sandboxes/%ZZ`) never reaches a route: it gets the envelope too.
+    maxParamLength: MAX_PARAM_LENGTH,
+    // A path that is not valid percent-encoding (`/sandboxes/%ZZ`) or has an over-long parameter
+    // never reaches a route: it gets the envelope too, and a 400.
     frameworkErrors: (error, request, reply: FastifyReply) => {
-      const invalidUrl = error.code === 'FST_ERR_BAD_URL';
-      if (!invalidUrl) request.log.error({ err: error }, 'framework error');
-      void reply.status(invalidUrl ? 400 : 500).send({
+      const path = request.url.split('?')[0];
+      const problem =
+        error.code === 'FST_ERR_BAD_URL'
+          ? `path: '${path}' is not valid percent-encoding`
+          : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? `path: a parameter of the path is longer than ${MAX_PARAM_LENGTH} characters`
+            : undefined;
+      if (!problem) request.log.error({ err: error }, 'framework error');
+      void reply.status(problem ? 400 : 500).send({
         success: false,
-        error: invalidUrl ? `path: '${request.url.split('?')[0]}' is not valid percent-encoding` : 'internal error: see the server log',
-        code: invalidUrl ? 'BAD_REQUEST' : 'INTERNAL',
+        error: problem ?? 'internal error: see the server log',
+        code: problem ? 'BAD_REQUEST' : 'INTERNAL',
       });
     },
   };

@@ -33,6 +33,15 @@ describe('path parameters', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ success: false, error: "path: '/sandboxes/%ZZ/exec' is not valid percent-encoding", code: 'BAD_REQUEST' });
   });
+
+  it('answers a path parameter past 100 characters with a 400, not a 500', async () => {
+    await withSandbox();
+    for (const url of [`/sandboxes/${'a'.repeat(101)}/exec/detached/x`, `/sandboxes/box/exec/detached/${'%25EF'.repeat(40)}`]) {
+      const res = await h.app.inject({ method: 'DELETE', url });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json()).toEqual({ success: false, error: 'path: a parameter of the path is longer than 100 characters', code: 'BAD_REQUEST' });
+    }
+  });
 });
 
 describe('durations', () => {
