@@ -106,7 +106,7 @@ export async function buildApp({
     http: timeouts,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A path that is not valid percent-encoding (`/sandboxes/%ZZ`) or has an over-long parameter
     // never reaches a route: it gets the envelope too, and a 400.
     frameworkErrors: (error, request, reply: FastifyReply) => {
