@@ -66,6 +66,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       imageDetection: config.imageDetection,
       poolSize: config.poolSize,
       poolSizes: config.poolSizes,
+      poolMemoryMb: config.poolMemoryMb,
     },
     store,
     backend,

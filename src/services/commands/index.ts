@@ -7,3 +7,4 @@ export { DetachedService } from './detached-service.js';
 export { ExecService } from './exec-service.js';
 export { RunService, type RunStage } from './run-service.js';
 export { WarmPool, type PoolSize } from './warm-pool.js';
+export { PoolBudget } from './pool-budget.js';
