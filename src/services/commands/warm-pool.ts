@@ -226,7 +226,7 @@ export class WarmPool {
     const held = pool.ready.length + pool.filling;
     if (wanted <= Math.max(held, pool.size)) return wanted;
     const room = Math.floor((this.budget.limitMb - this.budget.usedMb()) / DEFAULT_LIMITS.memory_mb);
-    return Math.max(pool.size, Math.min(wanted, held + Math.max(0, room)));
+    return Math.max(pool.size, Math.min(wanted, held + room));
   }
 
   /** Memory held by the instances this pool keeps ready or is making. */
