@@ -88,6 +88,7 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       await services.recovery.reconcile();
       // Only now: recovery removes every pool instance it finds, as a crash's leftovers.
       services.pool.warm();
+      services.runPool.warm();
     } catch (err) {
       if (!isServiceError(err) || err.code !== 'BACKEND_UNAVAILABLE') throw err;
       logger.warn(`${err.message}; retrying in ${RECOVERY_RETRY_MS / 1000} s`);
@@ -104,7 +105,8 @@ export async function startRuntime(config: Config, logger: Logger, options: { li
       POOL_EVICT_INTERVAL_S,
       async () => {
         services.pool.evictIdle();
-        await services.recovery.sweep((uuid) => services.pool.holds(uuid));
+        services.runPool.evictIdle();
+        await services.recovery.sweep((uuid) => services.pool.holds(uuid) || services.runPool.holds(uuid));
       },
       logger.child({ loop: 'pool' }),
     ),

@@ -8,6 +8,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './commands/exec-service.js';
 import type { PoolSize, WarmPool } from './commands/warm-pool.js';
 import type { PoolBudget } from './commands/pool-budget.js';
+import type { RunPool } from './commands/run-pool.js';
 import type { AuditService } from './events/audit-service.js';
 import type { DurableTimers } from './durable/durable-timers.js';
 import type { EventBus } from './events/event-bus.js';
@@ -65,6 +66,8 @@ export interface ServiceContext {
   pool: WarmPool;
   /** The memory both pools grow into with demand. */
   poolBudget: PoolBudget;
+  /** Reusable instances behind fast runs, where the backend can reset one. */
+  runPool: RunPool;
   sandboxes: SandboxService;
   exec: ExecService;
   /** The one driver of work due at a time; sources register with it and poke it after writes. */

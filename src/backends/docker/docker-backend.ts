@@ -46,6 +46,7 @@ import { AgentConnections, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
 import { cloneSource, type ClonedSource } from './git-source.js';
 import { startRelay } from './docker-relay.js';
+import { DockerReuse } from './docker-reuse.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -104,6 +105,7 @@ export class DockerBackend
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
     this.sockets = new AgentSockets(options.dataDir);
     this.agents = new AgentConnections(this.docker, this.sockets, this.logger);
+    this.capabilities.reuse = new DockerReuse(this.agents);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -437,7 +439,7 @@ export class DockerBackend
     source: ClonedSource | undefined,
   ): Promise<InstanceState> {
     const runtime = await this.runtimeFor(spec.profile);
-    const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs;
+    const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs || spec.reusable === true;
     // Only a tmpfs /workspace and a copied source need the default user's ids (it may cost a probe).
     const owner = readOnly || source ? await this.images.defaultUser(image) : ROOT;
     const binary = agentBinary();
@@ -449,6 +451,7 @@ export class DockerBackend
       workspaceOwner: owner,
       defaultUser: image.Config.User ?? '',
       agent: { binary, socketDir: socketDir.dir },
+      home: image.Config.Env?.find((entry) => entry.startsWith('HOME='))?.slice('HOME='.length),
     });
     let container: Docker.Container | undefined;
     try {
@@ -466,6 +469,7 @@ export class DockerBackend
       }
       if (source && readOnly) await this.copyIntoRunning(container, source, owner);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
+      if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
       const state = instanceFromInspect(await container.inspect());
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');
       return state;
