@@ -75,7 +75,7 @@ export class Services {
       ...(tracing ? { tracing } : {}),
       logger,
       activeSandboxes: async () => (await repos.sandboxes.all()).filter((r) => r.status === 'running').length,
-      warmPoolSize: () => this.pool.size + this.runPool.size,
+      warmPoolSize: () => this.pool.size,
     });
     this.backend = this.observability.backend;
     // Parts are built in dependency order; each takes the part of the context it names.
