@@ -9,6 +9,7 @@
 //	sandboxd-agent drop-caps PATH ARGV0 ARGS...        (internal: exec PATH without capabilities)
 //	sandboxd-agent kill-tagged TAG                     (internal: kill a command's processes as its user)
 //	sandboxd-agent wipe PATH...                        (internal: remove paths as the calling user)
+//	sandboxd-agent remove-xattrs PATH NAME...          (internal: remove attributes as the calling user)
 //	sandboxd-agent ipc-remove KIND:ID...               (internal: remove System V objects as the calling user)
 package main
 
@@ -47,11 +48,12 @@ type agent struct {
 // internalCommands are the modes in which the agent re-executes itself (as /proc/self/exe) to
 // act as another user or with fewer privileges.
 var internalCommands = map[string]func([]string) int{
-	"file":        fileCommand,
-	"drop-caps":   dropCapsCommand,
-	"kill-tagged": killTaggedCommand,
-	"wipe":        wipeCommand,
-	"ipc-remove":  ipcRemoveCommand,
+	"file":          fileCommand,
+	"drop-caps":     dropCapsCommand,
+	"kill-tagged":   killTaggedCommand,
+	"wipe":          wipeCommand,
+	"remove-xattrs": removeXattrsCommand,
+	"ipc-remove":    ipcRemoveCommand,
 }
 
 // runInternalCommand exits the process with the internal command's code when args name one.

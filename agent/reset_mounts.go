@@ -64,6 +64,8 @@ type entryState struct {
 	kept    bool
 	// opaque: an entry that cannot be looked at (only its name is compared).
 	opaque bool
+	// xattrs of a directory or regular file (tmpfs keeps user.* attributes), name -> value.
+	xattrs map[string]string
 }
 
 // mountTree is one writable mount as the baseline has it: every entry by its path, without
@@ -156,7 +158,49 @@ func stateOf(path string) (entryState, uint64, error) {
 			state.content, state.kept = content, true
 		}
 	}
+	if info.IsDir() || info.Mode().IsRegular() {
+		state.xattrs = xattrsOf(path)
+	}
 	return state, uint64(st.Dev), nil
+}
+
+// xattrsOf reads every extended attribute of path that the agent may read (none where the
+// filesystem keeps none).
+func xattrsOf(path string) map[string]string {
+	size, err := syscall.Listxattr(path, nil)
+	if err != nil || size <= 0 {
+		return nil
+	}
+	list := make([]byte, size)
+	if size, err = syscall.Listxattr(path, list); err != nil {
+		return nil
+	}
+	attrs := map[string]string{}
+	for _, name := range strings.Split(strings.TrimRight(string(list[:size]), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		value := make([]byte, 64<<10)
+		if n, err := syscall.Getxattr(path, name, value); err == nil {
+			attrs[name] = string(value[:n])
+		} else {
+			attrs[name] = "\x00unreadable"
+		}
+	}
+	return attrs
+}
+
+// sameXattrs compares two attribute sets.
+func sameXattrs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, value := range a {
+		if other, ok := b[name]; !ok || other != value {
+			return false
+		}
+	}
+	return true
 }
 
 func readNames(dir string) ([]string, error) {
@@ -174,7 +218,7 @@ func readNames(dir string) ([]string, error) {
 // cannot remove (files of the default user in directories that only the user may change, where
 // the agent holds no CAP_DAC_OVERRIDE) is removed by `sandboxd-agent wipe` as that user.
 func (t *mountTree) restore(defaultUser string) {
-	var extra []string
+	var extra, attrs []string
 	t.walk(func(path string, state entryState) error {
 		base, known := t.entries[path]
 		if !known {
@@ -184,19 +228,24 @@ func (t *mountTree) restore(defaultUser string) {
 			return filepath.SkipDir
 		}
 		if !sameEntry(base, state) {
-			t.writeBack(path, base, state)
+			attrs = append(attrs, t.writeBack(path, base, state)...)
 		}
 		return nil
 	})
 	if len(extra) > 0 {
-		wipeAs(defaultUser, extra)
+		runAs(defaultUser, "wipe", extra)
+	}
+	if len(attrs) > 0 {
+		runAs(defaultUser, "remove-xattrs", attrs)
 	}
 }
 
-// writeBack makes path what the baseline had, where root may.
-func (t *mountTree) writeBack(path string, base, now entryState) {
+// writeBack makes path what the baseline had, where root may. It returns the attributes it
+// could not remove, as PATH NAME pairs: only the owner may change user.* attributes, and the
+// agent may hold no CAP_FOWNER.
+func (t *mountTree) writeBack(path string, base, now entryState) (left []string) {
 	if base.opaque || now.opaque || base.mode.Type() != now.mode.Type() {
-		return
+		return nil
 	}
 	if base.mode.IsRegular() && base.kept && !bytes.Equal(base.content, now.content) {
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
@@ -210,6 +259,17 @@ func (t *mountTree) writeBack(path string, base, now entryState) {
 	if base.uid != now.uid || base.gid != now.gid {
 		os.Lchown(path, int(base.uid), int(base.gid))
 	}
+	for name := range now.xattrs {
+		if _, kept := base.xattrs[name]; !kept && syscall.Removexattr(path, name) != nil {
+			left = append(left, path, name)
+		}
+	}
+	for name, value := range base.xattrs {
+		if now.xattrs[name] != value {
+			syscall.Setxattr(path, name, []byte(value), 0)
+		}
+	}
+	return left
 }
 
 // differences names every entry that is not as the baseline has it.
@@ -246,7 +306,7 @@ func sameEntry(base, now entryState) bool {
 	if base.opaque || now.opaque {
 		return base.opaque == now.opaque
 	}
-	if base.mode != now.mode || base.uid != now.uid || base.gid != now.gid || base.rdev != now.rdev {
+	if base.mode != now.mode || base.uid != now.uid || base.gid != now.gid || base.rdev != now.rdev || !sameXattrs(base.xattrs, now.xattrs) {
 		return false
 	}
 	switch {
@@ -279,13 +339,13 @@ func removeAll(path string) error {
 	return os.Remove(path)
 }
 
-// wipeAs runs `sandboxd-agent wipe PATH...` as user and waits for it.
-func wipeAs(user string, paths []string) {
+// runAs runs `sandboxd-agent COMMAND ARGS...` as user and waits for it.
+func runAs(user, command string, args []string) {
 	id, err := resolveUser("", user)
 	if err != nil || id.uid == 0 {
 		return
 	}
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{"sandboxd-agent", "wipe"}, paths...)}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{"sandboxd-agent", command}, args...)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups}}
 	_, done, err := children.start(func() (int, error) {
 		if err := cmd.Start(); err != nil {
@@ -304,6 +364,19 @@ func wipeCommand(args []string) int {
 	for _, path := range args {
 		if err := removeAll(path); err != nil {
 			fmt.Fprintln(os.Stderr, "sandboxd-agent wipe:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// removeXattrsCommand is `sandboxd-agent remove-xattrs PATH NAME...` (pairs): removes each
+// attribute as the calling user.
+func removeXattrsCommand(args []string) int {
+	code := 0
+	for i := 0; i+1 < len(args); i += 2 {
+		if err := syscall.Removexattr(args[i], args[i+1]); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxd-agent remove-xattrs:", args[i], args[i+1], err)
 			code = 1
 		}
 	}
