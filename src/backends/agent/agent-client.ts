@@ -8,6 +8,9 @@ import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 const FRAME = { stdout: 1, stderr: 2, exit: 3, error: 4 } as const;
 const FRAME_HEADER = 5;
 
+/** Longest a reset may take: it takes milliseconds; one stuck on a process that will not die is given up. */
+const RESET_TIMEOUT_MS = 30_000;
+
 /** Connection errors that mean the request never reached an agent, so it may be sent elsewhere. */
 const NOT_DELIVERED = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
 
@@ -118,9 +121,12 @@ export class AgentClient {
     response.resume();
   }
 
-  /** Brings the sandbox back to its baseline; CONFLICT, naming what is left over, when it cannot. */
-  async reset(): Promise<void> {
-    const response = await this.send({ method: 'POST', path: '/v1/reset' });
+  /**
+   * Brings the sandbox back to its baseline; CONFLICT, naming what is left over, when it cannot.
+   * A reset that takes longer than `timeoutMs` fails (the caller destroys the sandbox).
+   */
+  async reset(timeoutMs = RESET_TIMEOUT_MS): Promise<void> {
+    const response = await this.send({ method: 'POST', path: '/v1/reset', signal: AbortSignal.timeout(timeoutMs) });
     if (response.statusCode !== 200) throw await resetError(response, 'the sandbox could not be reset');
     response.resume();
   }
