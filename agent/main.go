@@ -8,6 +8,9 @@
 //	                                                     calling user, started by the agent)
 //	sandboxd-agent drop-caps PATH ARGV0 ARGS...        (internal: exec PATH without capabilities)
 //	sandboxd-agent kill-tagged TAG                     (internal: kill a command's processes as its user)
+//	sandboxd-agent wipe PATH...                        (internal: remove paths as the calling user)
+//	sandboxd-agent remove-xattrs PATH NAME...          (internal: remove attributes as the calling user)
+//	sandboxd-agent ipc-remove KIND:ID...               (internal: remove System V objects as the calling user)
 package main
 
 import (
@@ -19,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -36,14 +40,20 @@ type agent struct {
 	fileThreads bool
 	started     time.Time
 	detached    *detachedTable
+	// baseline is what POST /v1/reset returns a reusable sandbox to (nil: none recorded).
+	baseline *resetBaseline
+	resetMu  sync.Mutex
 }
 
 // internalCommands are the modes in which the agent re-executes itself (as /proc/self/exe) to
 // act as another user or with fewer privileges.
 var internalCommands = map[string]func([]string) int{
-	"file":        fileCommand,
-	"drop-caps":   dropCapsCommand,
-	"kill-tagged": killTaggedCommand,
+	"file":          fileCommand,
+	"drop-caps":     dropCapsCommand,
+	"kill-tagged":   killTaggedCommand,
+	"wipe":          wipeCommand,
+	"remove-xattrs": removeXattrsCommand,
+	"ipc-remove":    ipcRemoveCommand,
 }
 
 // runInternalCommand exits the process with the internal command's code when args name one.
@@ -118,6 +128,8 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/files", a.handleFiles)
 	mux.HandleFunc("/v1/detached", a.handleDetachedList)
 	mux.HandleFunc("/v1/detached/", a.handleDetachedItem)
+	mux.HandleFunc("/v1/baseline", post(a.handleBaseline))
+	mux.HandleFunc("/v1/reset", post(a.handleReset))
 	return mux
 }
 

@@ -77,6 +77,7 @@ func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, st
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:    true,
 		Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups, NoSetGroups: false},
+		Cloneflags: commandCloneflags,
 	}
 	pid, done, err := children.start(func() (int, error) {
 		if err := cmd.Start(); err != nil {

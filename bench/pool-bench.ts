@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { BENCH_IMAGE, post, type Api } from './core-bench.js';
 import { report, summarize, timed } from './stats.js';
@@ -55,20 +56,36 @@ async function rate(clients: number, ms: number, work: () => Promise<unknown>, t
   return { done, perSecond: done / ((performance.now() - started) / 1000) };
 }
 
+const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(40)} ${value}\n`);
+
+/** The host's load average over the last minute, printed beside the figures it may skew. */
+const load = () => `load ${loadavg()[0]!.toFixed(2)}`;
+
 /**
- * Sustained fast runs (4 clients): as many runs as the full pool holds (each finds a warm
- * container), then 5 s more once it drained (cold starts competing with the refill), and the
- * refill rate from empty to full; `docker run --rm` with the same 4 clients alongside.
+ * `n` fast runs one after another, as one client in steady use makes them: p50, p95 and their
+ * ratio. With reusable run containers no run pays a container start (target: p95 <= 3x p50).
  */
-export async function benchPoolDrain(api: Api, size: number): Promise<void> {
-  await waitForPool(api, size);
-  const warm = await rate(4, 30_000, () => fastRun(api), size);
-  const drained = await rate(4, 5_000, () => fastRun(api));
-  const refillMs = await waitForPool(api, size);
-  const plain = await rate(4, 5_000, dockerRun);
-  const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(40)} ${value}\n`);
-  line(`fast runs, pool of ${size}, 4 clients`, `${warm.perSecond.toFixed(0)} runs/s for the ${warm.done} runs the pool held`);
-  line('fast runs after the pool drained', `${drained.perSecond.toFixed(1)} runs/s (cold starts beside the refill)`);
-  line('pool refill, empty to full', `${(size / (refillMs / 1000)).toFixed(1)} containers/s (${(refillMs / 1000).toFixed(1)} s for ${size})`);
-  line('docker run --rm, 4 clients', `${plain.perSecond.toFixed(1)} runs/s | ratio while warm ${(warm.perSecond / plain.perSecond).toFixed(1)}x, drained ${(drained.perSecond / plain.perSecond).toFixed(1)}x`);
+export async function benchSequentialRuns(api: Api, n: number): Promise<void> {
+  await waitForPool(api, 1);
+  const times: number[] = [];
+  for (let i = -5; i < n; i++) {
+    const t = await timed(() => fastRun(api));
+    if (i >= 0) times.push(t);
+  }
+  const s = summarize(times);
+  line(`${n} sequential fast runs`, `p50 ${s.p50.toFixed(1)} ms  p95 ${s.p95.toFixed(1)} ms  p95/p50 ${(s.p95 / s.p50).toFixed(2)}  (${load()})`);
+}
+
+/**
+ * Sustained fast runs with 4 clients for `seconds`, then `docker run --rm` with the same 4
+ * clients for as long, in the same run (target: ours >= 10x).
+ */
+export async function benchSustainedRuns(api: Api, seconds: number): Promise<void> {
+  await waitForPool(api, 1);
+  await rate(4, 2_000, () => fastRun(api));
+  const ours = await rate(4, seconds * 1000, () => fastRun(api));
+  const oursLoad = load();
+  const plain = await rate(4, seconds * 1000, dockerRun);
+  line('fast runs, 4 clients, sustained', `${ours.perSecond.toFixed(1)} runs/s (${ours.done} in ${seconds} s, ${oursLoad})`);
+  line('docker run --rm, 4 clients', `${plain.perSecond.toFixed(1)} runs/s (${plain.done} in ${seconds} s, ${load()}) | ratio ${(ours.perSecond / plain.perSecond).toFixed(1)}x`);
 }

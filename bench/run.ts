@@ -6,7 +6,7 @@ import { benchBrowser } from './browser-bench.js';
 import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } from './core-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
-import { benchFastRun, benchPoolDrain } from './pool-bench.js';
+import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
 interface Server {
   url: string;
@@ -54,18 +54,27 @@ async function withServer(args: string[], work: (server: Server) => Promise<void
  */
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
-  // BENCH_ONLY=core runs the core figures alone (runs, create, exec, files, API overhead).
-  const coreOnly = process.env.BENCH_ONLY === 'core';
+  // BENCH_ONLY=core runs the core figures alone (runs, create, exec, files, API overhead);
+  // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone.
+  const only = process.env.BENCH_ONLY;
+  const coreOnly = only === 'core';
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();
   const observed = await startServer(['--backend', 'fake', '--webhook-url', sink.url, '--otel-endpoint', sink.url]);
   try {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
+    if (only === 'runs' || only === 'files') {
+      if (only === 'files') return await benchFiles(docker, n);
+      await benchFastRun(docker, n, 2);
+      await benchSequentialRuns(docker, Number(process.env.BENCH_SEQUENTIAL ?? 200));
+      return await benchSustainedRuns(docker, Number(process.env.BENCH_SECONDS ?? 10));
+    }
     await benchFastRun(docker, n, 2);
     await benchCreate(docker, Math.max(5, Math.round(n / 2)), 'create-to-running, from the pool');
     await withServer(['--pool-size', '0'], (cold) => benchCreate(cold, Math.max(5, Math.round(n / 2)), 'create-to-running, no pool'));
-    await withServer(['--pool-size', '10'], (pooled) => benchPoolDrain(pooled, 10));
+    await benchSequentialRuns(docker, Number(process.env.BENCH_SEQUENTIAL ?? 200));
+    await benchSustainedRuns(docker, Number(process.env.BENCH_SECONDS ?? 10));
     await benchExec(docker, n * 3);
     await benchExecRate(docker);
     await benchFiles(docker, n);

@@ -72,6 +72,7 @@ export async function startRuntime(
       imageDetection: config.imageDetection,
       poolSize: config.poolSize,
       poolSizes: config.poolSizes,
+      poolMemoryMb: config.poolMemoryMb,
     },
     store,
     backend,
@@ -97,6 +98,7 @@ export async function startRuntime(
       await services.recovery.reconcile();
       // Only now: recovery removes every pool instance it finds, as a crash's leftovers.
       services.pool.warm();
+      services.runPool.warm();
     } catch (err) {
       if (!isServiceError(err) || err.code !== 'BACKEND_UNAVAILABLE') throw err;
       logger.warn(`${err.message}; retrying in ${RECOVERY_RETRY_MS / 1000} s`);
@@ -113,7 +115,8 @@ export async function startRuntime(
       POOL_EVICT_INTERVAL_S,
       async () => {
         services.pool.evictIdle();
-        await services.recovery.sweep((uuid) => services.pool.holds(uuid));
+        services.runPool.evictIdle();
+        await services.recovery.sweep((uuid) => services.pool.holds(uuid) || services.runPool.holds(uuid));
       },
       logger.child({ loop: 'pool' }),
     ),

@@ -57,12 +57,13 @@ export interface BackendCapabilities {
   poolClaim?: PoolClaimCapability;
   detached?: DetachedCapability;
   browserRelay?: BrowserRelayCapability;
+  reuse?: ReuseCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse'] as const satisfies readonly CapabilityName[];
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */
 export interface SnapshotCapability {
@@ -128,6 +129,20 @@ export interface BrowserRelayCapability {
    * network address, UNSUPPORTED when its image lacks what the relay needs.
    */
   relay(id: string, port: number): Promise<string>;
+}
+
+/**
+ * One instance, many runs: an instance created with `reusable: true` is brought back to the
+ * state it had when it was made, between one command and the next, and that state is checked.
+ */
+export interface ReuseCapability {
+  /**
+   * Kills every process of the instance, removes every IPC object, restores every writable
+   * path, the limits and the rest a command could change, then checks all of it again.
+   * Resolves when the instance is as it was made; CONFLICT (naming what is left over) when it
+   * is not, or the instance is not reusable: such an instance must not run anything again.
+   */
+  reset(id: string): Promise<void>;
 }
 
 /** Whether `backend` declares capability `name`. */

@@ -22,6 +22,12 @@ export interface SandboxSpec {
   /** A git repository cloned into /workspace before the sandbox is handed out. */
   source?: { url: string; ref?: string };
   role?: InstanceRole;
+  /**
+   * Made to run one command after another (role `pool`), reset between them through the
+   * `reuse` capability: its root filesystem is read-only and every writable path is one the
+   * reset restores. Only for a backend that declares `reuse`.
+   */
+  reusable?: boolean;
 }
 
 /** What a backend observes of one instance. */

@@ -29,6 +29,7 @@ export const OPTIONS = {
   imageDetection: { toml: 'runs.image_detection', env: 'SERVICE_IMAGE_DETECTION', flag: '--image-detection' },
   poolSize: { toml: 'pool.size', env: 'SERVICE_POOL_SIZE', flag: '--pool-size' },
   poolSizes: { toml: 'pool.sizes', env: 'SERVICE_POOL_SIZES', flag: '--pool-sizes' },
+  poolMemoryMb: { toml: 'pool.memory_mb', env: 'SERVICE_POOL_MEMORY_MB', flag: '--pool-memory-mb' },
   gcInterval: { toml: 'lifecycle.gc_interval', env: 'SERVICE_GC_INTERVAL', flag: '--gc-interval' },
   reconcileInterval: { toml: 'lifecycle.reconcile_interval', env: 'SERVICE_RECONCILE_INTERVAL', flag: '--reconcile-interval' },
   events: { toml: 'events.enabled', env: 'SERVICE_EVENTS', flag: '--events' },
@@ -113,6 +114,11 @@ export const configSchema = z.object({
       }
     })
     .default([]),
+  /**
+   * MiB of memory (instance memory limits) that warm instances may hold in all: pools grow past
+   * their configured sizes with demand only up to it. Default: 16 instances of 512 MiB.
+   */
+  poolMemoryMb: z.coerce.number().int().min(0).max(16_777_216).default(8192),
   /** Seconds between background runs of gc and of lifecycle reconciliation; 0 disables. */
   gcInterval: z.coerce.number().int().min(0).default(60),
   reconcileInterval: z.coerce.number().int().min(0).default(60),

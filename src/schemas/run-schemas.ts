@@ -10,7 +10,10 @@ export const runBody = execBody
     fast: z
       .boolean()
       .optional()
-      .meta({ description: 'Default true: a pristine pre-started container from the warm pool, used once; false: a sandbox created, run and removed' }),
+      .meta({
+        description:
+          'Default true: a pristine pre-started container (read-only root; /workspace, /tmp, /var/tmp and HOME writable), reset and checked between runs; false: a sandbox created, run and removed',
+      }),
   })
   .meta({ id: 'RunRequest' });
 

@@ -7,6 +7,8 @@ import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './commands/exec-service.js';
 import type { PoolSize, WarmPool } from './commands/warm-pool.js';
+import type { PoolBudget } from './commands/pool-budget.js';
+import type { RunPool } from './commands/run-pool.js';
 import type { AuditService } from './events/audit-service.js';
 import type { DurableTimers } from './durable/durable-timers.js';
 import type { EventBus } from './events/event-bus.js';
@@ -30,6 +32,8 @@ export interface ServiceSettings {
   poolSize?: number;
   /** Sizes of particular keys, warmed at start. */
   poolSizes?: PoolSize[];
+  /** MiB of memory limits that warm instances may hold in all (pools grow into it); default 8192. */
+  poolMemoryMb?: number;
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -60,6 +64,10 @@ export interface ServiceContext {
   bus: EventBus;
   audit: AuditService;
   pool: WarmPool;
+  /** The memory both pools grow into with demand. */
+  poolBudget: PoolBudget;
+  /** Reusable instances behind fast runs, where the backend can reset one. */
+  runPool: RunPool;
   sandboxes: SandboxService;
   exec: ExecService;
   /** The one driver of work due at a time; sources register with it and poke it after writes. */

@@ -9,7 +9,7 @@ import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
-import { DetachedService, ExecService, RunService, WarmPool } from './commands/index.js';
+import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { DurableTimers } from './durable/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
@@ -45,6 +45,8 @@ export class Services {
   readonly lifecycle: LifecycleService;
   readonly browser: BrowserService;
   readonly pool: WarmPool;
+  /** Reusable instances behind fast runs (where the backend declares `reuse`). */
+  readonly runPool: RunPool;
   /** The driver of work due at a time; the runtime starts it after recovery. */
   readonly timers: DurableTimers;
   readonly secrets: SecretBox;
@@ -82,10 +84,12 @@ export class Services {
     const metrics = this.observability.metrics;
     this.timers = new DurableTimers({ ...part('timers'), onFailure: (source) => metrics.timerFailures.inc({ source }) });
     this.secrets = secrets ?? secretBoxFor(store.dataDir, undefined, logger.child({ part: 'secrets' }));
-    this.pool = new WarmPool(part('pool'));
+    const poolBudget = new PoolBudget(settings.poolMemoryMb ?? 8192);
+    this.pool = new WarmPool({ ...part('pool'), poolBudget });
+    this.runPool = new RunPool({ ...part('run-pool'), poolBudget });
     this.audit = new AuditService(base);
     this.sandboxes = new SandboxService({ ...part('sandboxes'), pool: this.pool, audit: this.audit });
-    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, sandboxes: this.sandboxes, exec: new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit }), timers: this.timers, secrets: this.secrets };
+    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec: new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit }), timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;
     this.detached = new DetachedService(ctx);
     this.files = new FileService(ctx);
@@ -127,6 +131,7 @@ export class Services {
     await this.timers.close();
     await this.browser.close();
     await this.pool.close();
+    await this.runPool.close();
     await this.observability.close();
   }
 

@@ -292,6 +292,20 @@ export function backendConformance(subject: ConformanceSubject): void {
         expect(await codeOf(claim.claim(pooled.id, specOf({ uuid: pooled.uuid })))).toBe('CONFLICT');
       });
 
+      it('reuse: brings a reusable instance back to how it was made; refuses any other instance', async (context) => {
+        if (!has('reuse')) return context.skip('the backend does not declare reuse');
+        const reuse = backend.capabilities.reuse!;
+        const reusable = await create({ role: 'pool', reusable: true });
+        await backend.writeFile(reusable.id, '/tmp/left-behind', Buffer.from('x'));
+        await backend.writeFile(reusable.id, '/workspace/left-behind', Buffer.from('x'));
+        await reuse.reset(reusable.id);
+        expect(await codeOf(backend.readFile(reusable.id, '/tmp/left-behind'))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.readFile(reusable.id, '/workspace/left-behind'))).toBe('NOT_FOUND');
+        expect((await run(reusable.id, COMMANDS.print('again', '', 0))).stdout).toBe('again');
+        expect(await codeOf(reuse.reset(shared.id))).toBe('CONFLICT');
+        expect(await codeOf(reuse.reset(MISSING_ID))).toMatch(/NOT_FOUND|CONFLICT/);
+      });
+
       it('detached: runs commands past the call, with their status, logs and kill', async (context) => {
         if (!has('detached')) return context.skip('the backend does not declare detached');
         const detached = backend.capabilities.detached!;

@@ -37,5 +37,5 @@ const fakeSubject = (title: string, capabilities: FakeCapability[]) => ({
   cleanup: async () => undefined,
 });
 
-backendConformance(fakeSubject('fake, every capability it can have', ['snapshots', 'archive', 'resize', 'poolClaim', 'detached']));
+backendConformance(fakeSubject('fake, every capability it can have', ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'reuse']));
 backendConformance(fakeSubject('fake, no capability', []));

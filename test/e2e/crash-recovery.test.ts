@@ -26,7 +26,8 @@ afterAll(async () => {
 async function containers(): Promise<Map<string, { id: string; state: string; pooled: boolean }>> {
   const rows = await docker.listContainers({ all: true, filters: { label: ['sandboxd.managed=true', `sandboxd.instance=${instance}`] } });
   return new Map(
-    rows.map((r) => [r.Labels['sandboxd.uuid']!, { id: r.Id, state: r.State, pooled: r.Names.some((n) => n.startsWith('/sandboxd-pool-')) }]),
+    // Pool instances by their role: claim containers (sandboxd-pool-*) and run containers (sandboxd-runner-*).
+    rows.map((r) => [r.Labels['sandboxd.uuid']!, { id: r.Id, state: r.State, pooled: r.Labels['sandboxd.role'] === 'pool' }]),
   );
 }
 

@@ -63,6 +63,9 @@ const runSandboxes = async () =>
 /** Containers whose name holds `name` (a fast run's pool instance, named after it). */
 const containersNamed = (name: string) => docker('ps', '-aq', '--filter', `name=sandboxd-${name}-`);
 
+/** The command lines of the processes in a container. */
+const processesOf = async (id: string) => (await docker('top', id, '-eo', 'pid,args')).split('\n').slice(1);
+
 describe('POST /run/stream', () => {
   const command = ['sh', '-c', 'echo first; sleep 1.5; echo second >&2; exit 4'];
   /** The events after the stages: output as it is printed, then done. */
@@ -77,13 +80,15 @@ describe('POST /run/stream', () => {
   };
 
   it('sends started, executing at once from a warm instance, output as it is printed, then done', async () => {
-    await rt.services.pool.settled();
+    await rt.services.runPool.settled();
     const events = await streamRun({ command });
     expect(events.map((e) => e.event).slice(0, 2)).toEqual(['started', 'progress']);
-    expect(events[0]!.data.sandbox).toMatch(/^pool-[0-9a-f]{12}$/);
+    expect(events[0]!.data.sandbox).toMatch(/^runner-[0-9a-f]{12}$/);
     expect(events[1]!.data).toEqual({ stage: 'executing' });
     expectOutputThenDone(events);
-    await expect.poll(() => containersNamed(events[0]!.data.sandbox), { timeout: 15_000 }).toBe('');
+    // Reset and kept for the next run (test/integration/run-reuse.test.ts proves the reset).
+    await rt.services.runPool.settled();
+    expect(await containersNamed(events[0]!.data.sandbox)).not.toBe('');
   });
 
   it('goes through every stage with fast: false, in a sandbox of its own', async () => {
@@ -95,11 +100,16 @@ describe('POST /run/stream', () => {
     expect(await runSandboxes()).toEqual([]);
   });
 
-  it('kills the command and removes its container when the client disconnects', async () => {
+  it('kills the command when the client disconnects: a fast run\'s container is reset, another one removed', async () => {
     for (const fast of [true, false]) {
       const events = await streamRun({ command: ['sh', '-c', 'echo waiting; sleep 60'], fast }, (e) => e.event === 'output');
       expect(events.at(-1)!.data.content).toBe('waiting\n');
-      await expect.poll(() => containersNamed(events[0]!.data.sandbox), { timeout: 15_000 }).toBe('');
+      if (fast) {
+        const id = await containersNamed(events[0]!.data.sandbox);
+        await expect.poll(async () => (await processesOf(id)).some((args) => args.includes('sleep 60')), { timeout: 15_000 }).toBe(false);
+      } else {
+        await expect.poll(() => containersNamed(events[0]!.data.sandbox), { timeout: 15_000 }).toBe('');
+      }
       await expect.poll(runSandboxes, { timeout: 15_000 }).toEqual([]);
     }
   });

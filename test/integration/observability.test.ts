@@ -144,6 +144,7 @@ describe('observability on real Docker', () => {
 
   it('exports metrics that promtool accepts and that match the work done', async () => {
     await rt!.services.pool.settled();
+    await rt!.services.runPool.settled();
     const res = await fetch(`${rt!.url}/metrics`, { headers: auth });
     expect(res.status).toBe(200);
     const text = await res.text();
@@ -172,9 +173,10 @@ describe('observability on real Docker', () => {
     expect(value('sandboxd_http_requests_total{method="DELETE",route="/sandboxes/:name",status="200"}')).toBe(2);
     expect(value('sandboxd_http_requests_total{method="GET",route="/events",status="401"}')).toBe(2);
     expect(value('sandboxd_http_request_duration_seconds_count{method="POST",route="/sandboxes/:name/exec",status="200"}')).toBe(1);
-    // Both sandboxes claimed a pool instance: 2 creates warmed the pool and 2 refilled it.
+    // Both sandboxes claimed a pool instance: 2 creates warmed the pool and 2 refilled it; 2
+    // more warmed the run pool (the reusable instances behind fast runs).
     expect(value('sandboxd_backend_operation_duration_seconds_count{operation="claim",outcome="ok"}')).toBe(2);
-    expect(value('sandboxd_backend_operation_duration_seconds_count{operation="create",outcome="ok"}')).toBe(4);
+    expect(value('sandboxd_backend_operation_duration_seconds_count{operation="create",outcome="ok"}')).toBe(6);
     expect(value('sandboxd_backend_operation_duration_seconds_count{operation="exec",outcome="ok"}')).toBe(1);
     expect(text).toMatch(/^sandboxd_build_info\{version="[^"]+",node_version="v[\d.]+",backend="docker"\} 1$/m);
   });

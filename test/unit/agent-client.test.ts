@@ -96,3 +96,31 @@ describe('AgentClient transports', () => {
     expect(resets).toBe(2);
   });
 });
+
+describe('AgentClient reset', () => {
+  /** A fake agent that answers a reset with `status` and `body`, or never when `status` is 0. */
+  async function resettingAgent(status: number, body: object): Promise<string> {
+    dir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-client-'));
+    const socket = join(dir, 'agent.sock');
+    server = createServer((req, res) => {
+      req.resume();
+      if (status === 0) return;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server!.listen(socket, resolve));
+    return socket;
+  }
+
+  it('names what the agent found left over, and gives up on a reset that does not answer', async () => {
+    const refusing = await resettingAgent(409, { error: 'the sandbox could not be reset', leftovers: ['left behind: /tmp/x'] });
+    const refused = new AgentClient(new UnixSocketTransport(async () => refusing));
+    await expect(refused.reset()).rejects.toMatchObject({ code: 'CONFLICT', message: 'the sandbox could not be reset: left behind: /tmp/x' });
+    refused.close();
+    server?.close();
+    const silent = await resettingAgent(0, {});
+    const stuck = new AgentClient(new UnixSocketTransport(async () => silent));
+    await expect(stuck.reset(50)).rejects.toThrow(/abort|timeout/i);
+    stuck.close();
+  });
+});

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { prefersRawBytes } from '../../src/http/routes/file-routes.js';
 import { decodeBase64 } from '../../src/services/sandboxes/file-service.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
@@ -157,5 +157,54 @@ describe('strict base64', () => {
     for (const bad of ['QUJ', 'QUJD=', 'Q===', '====', 'QQ==QUJD', 'QU JD', 'QUJ\n', 'QU-_', '+/-_', 'QUJ*', 'QUĽD', 'QUJĀ', 'Q\u0141==']) {
       expect(decodeBase64(bad), JSON.stringify(bad)).toBeUndefined();
     }
+  });
+});
+
+describe('large files in the JSON form (base64)', () => {
+  const MiB = Buffer.from(Array.from({ length: 1024 * 1024 }, (_, i) => (i * 31 + 7) % 256));
+
+  it('reads a binary file as the envelope the serializer would write, without serialising the big string', async () => {
+    const name = await sandbox();
+    const { backend_id: backendId } = await h.services.sandboxes.requireRunning(name);
+    h.backend.instances.get(backendId)!.files.set('/tmp/big.bin', MiB);
+    const expected = JSON.stringify({ success: true, data: { content: MiB.toString('base64'), encoding: 'base64', size: MiB.length } });
+    const stringify = vi.spyOn(JSON, 'stringify');
+    let res;
+    try {
+      res = await h.app.inject({ method: 'GET', url: `/sandboxes/${name}/files/tmp/big.bin` });
+      // Assembled as bytes: nothing stringified the envelope with its 1.4 MB of base64.
+      expect(stringify.mock.calls.filter(([value]) => typeof value === 'object' && value !== null && 'data' in value)).toHaveLength(0);
+    } finally {
+      stringify.mockRestore();
+    }
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body).toBe(expected);
+  });
+
+  it('parses a JSON write without scanning the whole body for prototype keys, and still refuses them', async () => {
+    const name = await sandbox();
+    const body = JSON.stringify({ content: MiB.toString('base64'), encoding: 'base64' });
+    const test = vi.spyOn(RegExp.prototype, 'test');
+    try {
+      const res = await h.app.inject({ method: 'PUT', url: `/sandboxes/${name}/files/tmp/big.bin`, headers: { 'content-type': 'application/json' }, payload: body });
+      expect(res.statusCode).toBe(200);
+      expect(test.mock.calls.filter(([text]) => String(text).length >= MiB.length)).toHaveLength(0);
+    } finally {
+      test.mockRestore();
+    }
+    expect((await stored(name, '/tmp/big.bin'))?.equals(MiB)).toBe(true);
+    for (const key of ['__proto__', 'constructor']) {
+      const res = await h.app.inject({
+        method: 'PUT',
+        url: `/sandboxes/${name}/files/tmp/x`,
+        headers: { 'content-type': 'application/json' },
+        payload: `{"content": "x", "${key}": {"polluted": true}}`,
+      });
+      expect(res.statusCode).toBe(400);
+    }
+    const malformed = await h.app.inject({ method: 'PUT', url: `/sandboxes/${name}/files/tmp/x`, headers: { 'content-type': 'application/json' }, payload: '{"content": ' });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json().error).toMatch(/malformed JSON body/);
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { ServiceError, UnsupportedError } from '../../src/errors.js';
-import { MAX_ON_DEMAND_KEYS } from '../../src/services/commands/warm-pool.js';
+import { MAX_ON_DEMAND_KEYS } from '../../src/services/commands/pool-keys.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 
@@ -97,6 +97,43 @@ describe('WarmPool', () => {
     h.services.pool.takeReady({ image: PYTHON, profile: 'moderate' });
     await h.services.pool.close();
     expect(h.backend.instances.size).toBe(0);
+  });
+
+  it('grows with the recent rate of takes, within the memory budget, and shrinks back once idle', async () => {
+    const clock = manualClock();
+    h = await warmed({}, clock.clock);
+    const key = { image: BASE, profile: 'moderate' } as const;
+    const burst = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const taken = h.services.pool.takeReady(key);
+        if (taken) h.services.pool.discard(taken);
+        await h.services.pool.settled();
+      }
+    };
+    // 18 takes within the minute: 2 configured + 18 / 6 for the demand.
+    await burst(18);
+    expect(h.services.pool.target(key)).toBe(5);
+    expect(pooled(h)).toHaveLength(5);
+    // The takes age out of the window: the extra instances go back, the configured ones stay.
+    clock.advance(61);
+    h.services.pool.evictIdle();
+    await h.services.pool.settled();
+    expect(h.services.pool.target(key)).toBe(2);
+    expect(pooled(h)).toHaveLength(2);
+  });
+
+  it('grows no further than the memory budget allows, but always keeps the configured size', async () => {
+    h = await warmed({ poolMemoryMb: 3 * 512 });
+    const key = { image: BASE, profile: 'moderate' } as const;
+    for (let i = 0; i < 60; i++) {
+      const taken = h.services.pool.takeReady(key);
+      if (taken) h.services.pool.discard(taken);
+      await h.services.pool.settled();
+    }
+    expect(pooled(h)).toHaveLength(3);
+    await h.close();
+    h = await warmed({ poolMemoryMb: 0 });
+    expect(pooled(h)).toHaveLength(2);
   });
 
   it('makes nothing ahead of demand with size 0', async () => {
@@ -270,6 +307,22 @@ describe('sweeping containers no one owns', () => {
 });
 
 describe('pool configuration', () => {
+  it('reads the memory budget from its flag, environment variable and TOML key', () => {
+    const dataDir = '/tmp/x';
+    const dir = mkdtempSync(join(tmpdir(), 'sandboxd-pool-budget-'));
+    try {
+      const configFile = join(dir, 'pool.toml');
+      writeFileSync(configFile, '[pool]\nmemory_mb = 1024\n');
+      expect(loadConfig({ env: {}, flags: { dataDir } }).poolMemoryMb).toBe(8192);
+      expect(loadConfig({ configFile, env: {}, flags: { dataDir } }).poolMemoryMb).toBe(1024);
+      expect(loadConfig({ configFile, env: { SERVICE_POOL_MEMORY_MB: '2048' }, flags: { dataDir } }).poolMemoryMb).toBe(2048);
+      expect(loadConfig({ configFile, env: { SERVICE_POOL_MEMORY_MB: '2048' }, flags: { dataDir, poolMemoryMb: '4096' } }).poolMemoryMb).toBe(4096);
+      expect(() => loadConfig({ env: { SERVICE_POOL_MEMORY_MB: 'lots' }, flags: { dataDir } })).toThrow(/memory_mb|SERVICE_POOL_MEMORY_MB/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reads the size and per-key sizes from flags, environment and TOML', () => {
     const dataDir = '/tmp/x';
     expect(loadConfig({ env: {}, flags: { dataDir } })).toMatchObject({ poolSize: 2, poolSizes: [] });

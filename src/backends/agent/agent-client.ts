@@ -1,12 +1,15 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { noSpace, ServiceError, badRequest, forbidden, notFound } from '../../errors.js';
+import { noSpace, ServiceError, badRequest, conflict, forbidden, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
 /** Frame types of the agent's exec stream (agent/README.md). */
 const FRAME = { stdout: 1, stderr: 2, exit: 3, error: 4 } as const;
 const FRAME_HEADER = 5;
+
+/** Longest a reset may take: it takes milliseconds; one stuck on a process that will not die is given up. */
+const RESET_TIMEOUT_MS = 30_000;
 
 /** Connection errors that mean the request never reached an agent, so it may be sent elsewhere. */
 const NOT_DELIVERED = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
@@ -104,6 +107,28 @@ export class AgentClient {
 
   async killDetached(id: string): Promise<void> {
     await this.json('DELETE', `/v1/detached/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * Records the state that `reset` returns the sandbox to (agent/reset.go). With
+   * `ipcNamespacePerCommand`, every later command runs in an IPC namespace of its own.
+   * CONFLICT when the sandbox cannot be reused (a writable root filesystem).
+   */
+  async baseline(options: { ipcNamespacePerCommand: boolean }): Promise<void> {
+    const body = Buffer.from(JSON.stringify({ ipc_namespace_per_command: options.ipcNamespacePerCommand }));
+    const response = await this.send({ method: 'POST', path: '/v1/baseline', body });
+    if (response.statusCode !== 200) throw await resetError(response, 'the sandbox cannot be reused');
+    response.resume();
+  }
+
+  /**
+   * Brings the sandbox back to its baseline; CONFLICT, naming what is left over, when it cannot.
+   * A reset that takes longer than `timeoutMs` fails (the caller destroys the sandbox).
+   */
+  async reset(timeoutMs = RESET_TIMEOUT_MS): Promise<void> {
+    const response = await this.send({ method: 'POST', path: '/v1/reset', signal: AbortSignal.timeout(timeoutMs) });
+    if (response.statusCode !== 200) throw await resetError(response, 'the sandbox could not be reset');
+    response.resume();
   }
 
   /** The agent's health, once it answers. */
@@ -256,6 +281,18 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
     response.on('error', (err) => (request.signal?.aborted ? resolve(aborted()) : reject(cut(err.message))));
     response.once('aborted', () => request.signal?.aborted && resolve(aborted()));
   });
+}
+
+/** A refused baseline or reset: CONFLICT with the agent's reason and what it found left over. */
+async function resetError(response: IncomingMessage, fallback: string): Promise<ServiceError> {
+  let answer: { error?: string; leftovers?: string[] } = {};
+  try {
+    answer = JSON.parse((await collect(response)).toString('utf8')) as typeof answer;
+  } catch {
+    // The status alone says enough.
+  }
+  const leftovers = answer.leftovers?.length ? `: ${answer.leftovers.slice(0, 10).join('; ')}` : '';
+  return conflict(`${answer.error ?? fallback}${leftovers}`);
 }
 
 /** Maps an agent's refusal to a service error; `missing` names what a 404 did not find. */

@@ -73,6 +73,8 @@ export interface ContainerContext {
   defaultUser: string;
   /** Host paths of the agent binary and of this sandbox's socket directory. */
   agent: { binary: string; socketDir: string };
+  /** The image's HOME (its Env), which a reusable sandbox gets as a tmpfs. */
+  home?: string;
 }
 
 /** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
@@ -93,7 +95,7 @@ export function instanceFilter(instanceId: string): string[] {
  * binary (read-only) and the sandbox's own socket directory; the environment is the spec's alone.
  */
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
-  const profile = PROFILE_SETTINGS[spec.profile];
+  const profile = reusableSettings(spec, ctx.runtime);
   const memoryBytes = spec.memory_mb * 1024 * 1024;
   const hostConfig: Docker.HostConfig = {
     Runtime: ctx.runtime,
@@ -109,7 +111,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
     MemorySwap: memoryBytes,
     PidsLimit: ctx.pidsLimit,
   };
-  if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memory_mb, ctx.workspaceOwner);
+  if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memory_mb, ctx.workspaceOwner, spec.reusable ? { home: ctx.home } : undefined);
   return {
     name: containerName(spec),
     Image: spec.image,
@@ -145,17 +147,42 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
 }
 
 /**
- * The writable places of a read-only sandbox. Both are sized like the sandbox's memory: tmpfs
- * pages are charged to its memory cgroup anyway, so the memory limit is what really bounds them.
+ * The writable places of a read-only sandbox: /tmp and /workspace, and for a reusable one also
+ * /var/tmp and the image's HOME (hiding what the image has there). All are sized like the
+ * sandbox's memory: tmpfs pages are charged to its memory cgroup anyway, so the memory limit is
+ * what really bounds them.
  * They allow exec (agents run what they build); /workspace belongs to the default user so that
  * tools that check ownership (git's safe.directory) accept it.
  */
-function writableTmpfs(memoryMb: number, owner: UserIds): Record<string, string> {
+function writableTmpfs(memoryMb: number, owner: UserIds, reusable?: { home?: string }): Record<string, string> {
   const base = `rw,exec,nosuid,nodev,size=${memoryMb}m`;
-  return {
+  const mounts: Record<string, string> = {
     '/tmp': `${base},mode=1777`,
     [WORKSPACE]: `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`,
   };
+  if (!reusable) return mounts;
+  // A reusable sandbox: every place programs expect to write is a tmpfs its reset restores.
+  mounts['/var/tmp'] = `${base},mode=1777`;
+  const home = reusable.home;
+  if (home?.startsWith('/') && home !== '/' && !Object.keys(mounts).some((path) => home === path || home.startsWith(`${path}/`))) {
+    mounts[home] = `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`;
+  }
+  return mounts;
+}
+
+/**
+ * A reusable sandbox (see ReuseCapability) keeps its profile but has a read-only root, so that
+ * everything a run can change is in tmpfs mounts its agent restores. Under gVisor its agent
+ * also holds CAP_SYS_ADMIN, to start each command in an IPC namespace of its own: gVisor does
+ * not mount the mqueue filesystem, so a POSIX message queue left behind could not be found.
+ * That capability is gVisor's (its kernel checks it, the host's never sees it), and commands
+ * never hold it: a change of uid clears it, and root commands go through the agent's
+ * --drop-caps, which clears every set under no-new-privileges.
+ */
+function reusableSettings(spec: SandboxSpec, runtime: string): ProfileSettings {
+  const profile = PROFILE_SETTINGS[spec.profile];
+  if (!spec.reusable) return profile;
+  return { ...profile, readonlyRootfs: true, capAdd: runtime === 'runsc' ? [...profile.capAdd, 'SYS_ADMIN'] : profile.capAdd };
 }
 
 /** The InstanceState of an inspected container. */

@@ -48,6 +48,7 @@ import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js'
 import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
+import { DockerReuse } from './docker-reuse.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -110,6 +111,7 @@ export class DockerBackend
     this.sockets = new AgentSockets(options.dataDir);
     this.agents = new AgentConnections(this.docker, this.sockets, this.logger);
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
+    this.capabilities.reuse = new DockerReuse(this.agents);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -443,7 +445,7 @@ export class DockerBackend
     source: ClonedSource | undefined,
   ): Promise<InstanceState> {
     const runtime = await this.runtimeFor(spec.profile);
-    const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs;
+    const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs || spec.reusable === true;
     // Only a tmpfs /workspace and a copied source need the default user's ids (it may cost a probe).
     const owner = readOnly || source ? await this.images.defaultUser(image) : ROOT;
     const binary = agentBinary();
@@ -455,6 +457,7 @@ export class DockerBackend
       workspaceOwner: owner,
       defaultUser: image.Config.User ?? '',
       agent: { binary, socketDir: socketDir.dir },
+      home: image.Config.Env?.find((entry) => entry.startsWith('HOME='))?.slice('HOME='.length),
     });
     let container: Docker.Container | undefined;
     try {
@@ -472,6 +475,7 @@ export class DockerBackend
       }
       if (source && readOnly) await this.copyIntoRunning(container, source, owner);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
+      if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
       const state = instanceFromInspect(await container.inspect());
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');
       return state;

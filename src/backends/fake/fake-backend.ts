@@ -17,6 +17,7 @@ import type {
   ResizeRequest,
   SandboxSpec,
   SavedImageKind,
+  ReuseCapability,
   SnapshotCapability,
 } from '../backend.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
@@ -58,7 +59,8 @@ type Operation =
   | 'resize'
   | 'removeImage'
   | 'startDetached'
-  | 'listDetached';
+  | 'listDetached'
+  | 'reset';
 
 /** The capabilities the fake can have: all but the browser relay, which needs a real browser. */
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
@@ -74,7 +76,7 @@ const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive',
  * evidence that a real feature works.
  */
 export class FakeBackend
-  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability
+  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, ReuseCapability
 {
   readonly name = 'fake';
   /** What the fake declares now; change it with `declare` and `omit`. */
@@ -146,6 +148,15 @@ export class FakeBackend
     if (instance.state.role !== 'pool' || instance.spec.uuid !== spec.uuid) throw badRequest(`container ${id} is not a pool instance for ${spec.uuid}`);
     instance.state.name = spec.name;
     instance.spec = { ...instance.spec, name: spec.name, vcpus: spec.vcpus, memory_mb: spec.memory_mb };
+  }
+
+  /** Empties a reusable instance's files and detached commands; CONFLICT for any other. */
+  async reset(id: string): Promise<void> {
+    const instance = this.require('reset', id);
+    if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
+    if (!instance.spec.reusable) throw conflict(`container ${id} is not reusable`);
+    instance.files = new Map(this.savedImages.get(instance.spec.image)?.files);
+    instance.detached = [];
   }
 
   async start(id: string): Promise<InstanceState> {

@@ -32,8 +32,9 @@ export const execTools: Tool[] = [
     name: 'sandbox_run',
     title: 'Run a command once in a fresh sandbox',
     description:
-      'Run one command in a fresh, throwaway sandbox that is removed afterwards: nothing persists and nothing leaks between ' +
-      'runs. It takes a pre-started container from the warm pool (fast, the default; fast: false makes a new sandbox). ' +
+      'Run one command in a pristine, throwaway sandbox: nothing persists and nothing leaks between runs. It takes a ' +
+      'pre-started container that is reset and checked after every run (fast, the default: read-only root, /workspace, /tmp ' +
+      'and HOME writable; fast: false makes a new sandbox, removed afterwards, which may also write elsewhere). ' +
       'Best for one-off commands such as ["python3", "-c", "print(6*7)"]; use sandbox_create and sandbox_exec when ' +
       'files or state must survive. command is an argv array run without a shell (["bash", "-lc", "..."] for shell syntax). ' +
       'image defaults to the server\'s default image (normally sandboxd/base:bookworm with bash, git, curl, python3); ' +

@@ -8,7 +8,8 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { ExecService } from './exec-service.js';
 import { DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
-import type { PoolKey, WarmPool } from './warm-pool.js';
+import type { PoolKey, PooledInstance, TakenInstance, WarmPool } from './warm-pool.js';
+import type { RunPool } from './run-pool.js';
 import type { ServiceContext } from '../context.js';
 
 /** Label that marks the short-lived sandbox of a one-shot run. */
@@ -37,22 +38,26 @@ export interface RunSettings {
 const POOL_ATTEMPTS = 3;
 
 /**
- * One-shot runs. A fast run (the default) takes a pristine pool instance, runs one command in
- * it and destroys it in the background; `fast: false` creates a sandbox, runs the command and
- * removes the sandbox. Either way the container is used once, whatever the command's outcome
- * (or a client that went away), so nothing leaks from one run to the next.
+ * One-shot runs. A fast run (the default) takes a pristine instance and runs one command in it.
+ * Where the backend can reset an instance (`reuse`), the instance comes from the run pool and
+ * goes back to it, reset and checked, after the run (an instance whose reset fails is destroyed);
+ * elsewhere it comes from the warm pool and is destroyed after its one run. `fast: false`
+ * creates a sandbox, runs the command and removes the sandbox. Whatever the command's outcome
+ * (or a client that went away), nothing leaks from one run to the next.
  */
 export class RunService {
   private readonly sandboxes: SandboxService;
   private readonly exec: ExecService;
   private readonly pool: WarmPool;
+  private readonly runPool: RunPool;
   private readonly logger: Logger;
   private readonly settings: RunSettings;
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'exec' | 'pool' | 'logger' | 'settings'>) {
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'exec' | 'pool' | 'runPool' | 'logger' | 'settings'>) {
     this.sandboxes = ctx.sandboxes;
     this.exec = ctx.exec;
     this.pool = ctx.pool;
+    this.runPool = ctx.runPool;
     this.logger = ctx.logger;
     this.settings = {
       batchConcurrency: ctx.settings.batchConcurrency ?? 4,
@@ -76,9 +81,16 @@ export class RunService {
     return fast === false ? this.freshRun(key, request, options) : this.pooledRun(key, request, options);
   }
 
-  /** A pool instance, used once: a warm one skips straight to `executing`. */
+  /** A pool instance (reset after the run, or used once): a warm one skips straight to `executing`. */
   private async pooledRun(key: PoolKey, request: ExecInput, options: RunOptions): Promise<ExecResultBody> {
-    let taken = this.pool.take(key);
+    const reuse = this.runPool.enabled;
+    const take = (): TakenInstance => (reuse ? this.runPool.take(key) : this.pool.take(key));
+    const giveBack = (instance: PooledInstance, gone: boolean): void => {
+      if (!reuse) this.pool.discard(instance);
+      else if (gone) this.runPool.drop(instance);
+      else this.runPool.release(instance);
+    };
+    let taken = take();
     options.onStarted?.(taken.name);
     if (!taken.warm) options.onStage?.('creating');
     for (let attempt = 1; ; attempt++) {
@@ -87,15 +99,17 @@ export class RunService {
         if (!taken.warm) options.onStage?.('starting');
         options.onStage?.('executing');
       }
+      let gone = false;
       try {
         return await this.exec.execInstance(instance.state.id, request, options);
       } catch (err) {
+        gone = isGone(err);
         // A warm instance may have died while it waited (an engine restart): another one runs it.
-        if (!taken.warm || attempt >= POOL_ATTEMPTS || !isGone(err)) throw err;
+        if (!taken.warm || attempt >= POOL_ATTEMPTS || !gone) throw err;
         this.logger.warn({ container: instance.state.id, reason: (err as Error).message }, 'pool instance gone; taking another');
-        taken = this.pool.take(key);
+        taken = take();
       } finally {
-        this.pool.discard(instance);
+        giveBack(instance, gone);
       }
     }
   }

@@ -5,6 +5,8 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { Clock } from '../support/clock.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
 import type { ServiceContext } from '../context.js';
+import type { PoolBudget } from './pool-budget.js';
+import { PoolKeys } from './pool-keys.js';
 
 /** What a pooled instance is interchangeable by. */
 export interface PoolKey {
@@ -46,11 +48,16 @@ const MAX_FILLING = 2;
 export const POOL_IDLE_MS = 10 * 60_000;
 /** After a failed fill, a key waits this long before it tries again. */
 const FILL_RETRY_MS = 30_000;
+/** Takes counted for a key's demand: those of the last minute. */
+export const DEMAND_WINDOW_MS = 60_000;
 /**
- * Most keys made on demand (not warmed at start) at once; a new one past it evicts the key taken
- * from least recently. Every image a client names would otherwise keep instances of its own.
+ * A key keeps, beyond its configured size, what its takers took in this share of the window
+ * (10 s of the recent rate): enough that a burst at that rate meets warm instances while the
+ * refill (a few containers a second) catches up.
  */
-export const MAX_ON_DEMAND_KEYS = 16;
+const DEMAND_SHARE = 6;
+/** Most ready instances one key grows to with demand (the most `pool.sizes` may configure). */
+const MAX_DEMAND_SIZE = 64;
 
 interface KeyPool {
   key: PoolKey;
@@ -58,6 +65,8 @@ interface KeyPool {
   ready: PooledInstance[];
   filling: number;
   lastTaken: number;
+  /** When each take of the last DEMAND_WINDOW_MS happened, oldest first. */
+  takes: number[];
   /** Warmed at start and never evicted. */
   pinned: boolean;
   retryAt: number;
@@ -68,17 +77,22 @@ interface KeyPool {
  * once (a fast run, or claimed by a new sandbox) and destroyed in the background while a
  * replacement starts. A key's pool is made on its first use once its image is known to exist
  * (the backend's ensureImage), so a name that is no image never becomes a key that retries;
- * at most MAX_ON_DEMAND_KEYS such keys exist, the least recently taken evicted first. Until a
+ * at most MAX_ON_DEMAND_KEYS (pool-keys.ts) such keys exist, the least recently taken evicted first. Until a
  * key fills, takers get an instance made for them (a cold start). Pool instances are labelled
  * role `pool`, so that recovery reaps those a crash left behind.
+ *
+ * A key's pool adapts to demand: beyond its configured size (unless that is 0) it keeps as many
+ * instances as were taken in 10 s at the rate of the last minute, while the pools' memory
+ * budget (`pool.memory_mb`) has room; as the takes age out of the window, `evictIdle` gives
+ * the extra instances back.
  */
 export class WarmPool {
   private readonly pools = new Map<string, KeyPool>();
+  /** Which keys have a pool: only images that exist, at most MAX_ON_DEMAND_KEYS on demand. */
+  private readonly keys: PoolKeys<KeyPool>;
   private readonly pending = new Set<Promise<unknown>>();
   /** Uuids of every instance this pool made that is not destroyed nor handed over to a sandbox. */
   private readonly held = new Set<string>();
-  /** Keys whose image is being checked before they get a pool. */
-  private readonly admitting = new Set<string>();
   private filling = 0;
   private closed = false;
 
@@ -86,12 +100,16 @@ export class WarmPool {
   private readonly settings: PoolSettings;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly budget: PoolBudget;
 
-  constructor(ctx: Pick<ServiceContext, 'backend' | 'settings' | 'clock' | 'logger'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'settings' | 'clock' | 'logger' | 'poolBudget'>) {
     this.backend = ctx.backend;
     this.settings = { size: ctx.settings.poolSize ?? 0, sizes: ctx.settings.poolSizes ?? [], defaultImage: ctx.settings.defaultImage };
     this.clock = ctx.clock;
     this.logger = ctx.logger;
+    this.budget = ctx.poolBudget;
+    this.budget.track(() => this.heldMb());
+    this.keys = new PoolKeys(this.pools, this.backend, this.logger);
   }
 
   /** Starts filling the default image's pool and every configured key's. */
@@ -116,6 +134,12 @@ export class WarmPool {
     return { name, warm: false, instance: this.make(key, name) };
   }
 
+  /** How many ready instances `key`'s pool aims at now: its size plus its recent demand. */
+  target(key: PoolKey): number {
+    const pool = this.pools.get(poolKeyId(key));
+    return pool ? this.targetOf(pool) : 0;
+  }
+
   /** A ready instance of `key`, or undefined (and the key's pool starts filling, or is made once its image is found). */
   takeReady(key: PoolKey): PooledInstance | undefined {
     const pool = this.pools.get(poolKeyId(key));
@@ -123,7 +147,9 @@ export class WarmPool {
       this.admit(key);
       return undefined;
     }
-    pool.lastTaken = this.clock().getTime();
+    const now = this.clock().getTime();
+    pool.lastTaken = now;
+    pool.takes.push(now);
     const ready = pool.ready.shift();
     this.fill();
     return ready;
@@ -159,10 +185,15 @@ export class WarmPool {
     );
   }
 
-  /** Gives back the instances of keys no one took from for POOL_IDLE_MS. */
+  /**
+   * Gives back the instances of keys no one took from for POOL_IDLE_MS, and the ready instances
+   * beyond what each key's demand asks for now.
+   */
   evictIdle(): void {
     const before = this.clock().getTime() - POOL_IDLE_MS;
     for (const [id, pool] of this.pools) {
+      const surplus = pool.ready.length - this.targetOf(pool);
+      if (surplus > 0) for (const instance of pool.ready.splice(pool.ready.length - surplus)) this.discard(instance);
       if (pool.pinned || pool.lastTaken > before) continue;
       this.pools.delete(id);
       for (const instance of pool.ready.splice(0)) this.discard(instance);
@@ -182,62 +213,46 @@ export class WarmPool {
     await this.settled();
   }
 
-  /** On-demand keys (not pinned). */
-  get onDemandKeys(): number {
-    let count = 0;
-    for (const pool of this.pools.values()) if (!pool.pinned) count++;
-    return count;
-  }
-
-  /**
-   * Makes the pool of a key met for the first time, once the backend has the image (pulled if it
-   * can be); an image that is not available gets no key. Past MAX_ON_DEMAND_KEYS, the on-demand
-   * key taken from least recently is evicted to make room.
-   */
-  private admit(key: PoolKey): void {
-    const id = poolKeyId(key);
-    if (this.closed || this.admitting.has(id)) return;
-    this.admitting.add(id);
-    const admitted = this.backend.ensureImage(key.image).then(
-      () => {
-        if (this.closed || this.pools.has(id)) return;
-        if (this.onDemandKeys >= MAX_ON_DEMAND_KEYS) this.evictLeastRecent();
-        this.poolOf(key);
-        this.fill();
-      },
-      (err: Error) => this.logger.info({ err, image: key.image, profile: key.profile }, 'no pool for an image that is not available'),
-    );
-    this.track(admitted.finally(() => this.admitting.delete(id)));
-  }
-
-  /** Evicts the on-demand key taken from least recently, giving back its instances. */
-  private evictLeastRecent(): void {
-    let oldest: [string, KeyPool] | undefined;
-    for (const entry of this.pools) if (!entry[1].pinned && (!oldest || entry[1].lastTaken < oldest[1].lastTaken)) oldest = entry;
-    if (!oldest) return;
-    const [id, pool] = oldest;
-    this.pools.delete(id);
-    for (const instance of pool.ready.splice(0)) this.discard(instance);
-    this.logger.info({ image: pool.key.image, profile: pool.key.profile }, 'pool key evicted: too many on-demand keys');
-  }
-
   private poolOf(key: PoolKey): KeyPool {
     const id = poolKeyId(key);
     let pool = this.pools.get(id);
     if (!pool) {
       const size = this.settings.sizes.find((entry) => poolKeyId(entry) === id)?.size ?? this.settings.size;
-      pool = { key, size, ready: [], filling: 0, lastTaken: this.clock().getTime(), pinned: false, retryAt: 0 };
+      pool = { key, size, ready: [], filling: 0, lastTaken: this.clock().getTime(), takes: [], pinned: false, retryAt: 0 };
       this.pools.set(id, pool);
     }
     return pool;
   }
 
-  /** Starts making instances for the keys below their size, at most MAX_FILLING at once. */
+  /**
+   * The configured size plus the takes of the last DEMAND_WINDOW_MS / DEMAND_SHARE, at the
+   * window's rate; past the size only while the budget has room for what is not yet made.
+   */
+  private targetOf(pool: KeyPool): number {
+    const since = this.clock().getTime() - DEMAND_WINDOW_MS;
+    while (pool.takes.length > 0 && pool.takes[0]! <= since) pool.takes.shift();
+    // Size 0 keeps nothing ahead of demand, however high the demand.
+    const demand = pool.size > 0 ? Math.floor(pool.takes.length / DEMAND_SHARE) : 0;
+    const wanted = Math.min(Math.max(MAX_DEMAND_SIZE, pool.size), pool.size + demand);
+    const held = pool.ready.length + pool.filling;
+    if (wanted <= Math.max(held, pool.size)) return wanted;
+    const room = Math.floor((this.budget.limitMb - this.budget.usedMb()) / DEFAULT_LIMITS.memory_mb);
+    return Math.max(pool.size, Math.min(wanted, held + room));
+  }
+
+  /** Memory held by the instances this pool keeps ready or is making. */
+  private heldMb(): number {
+    let count = 0;
+    for (const pool of this.pools.values()) count += pool.ready.length + pool.filling;
+    return count * DEFAULT_LIMITS.memory_mb;
+  }
+
+  /** Starts making instances for the keys below their target, at most MAX_FILLING at once. */
   private fill(): void {
     if (this.closed) return;
     const now = this.clock().getTime();
     for (const pool of this.pools.values()) {
-      while (this.filling < MAX_FILLING && pool.retryAt <= now && pool.ready.length + pool.filling < pool.size) {
+      while (this.filling < MAX_FILLING && pool.retryAt <= now && pool.ready.length + pool.filling < this.targetOf(pool)) {
         this.fillOne(pool);
       }
     }
@@ -276,6 +291,29 @@ export class WarmPool {
       this.held.delete(uuid);
       throw err;
     }
+  }
+
+  /** On-demand keys (not pinned). */
+  get onDemandKeys(): number {
+    return this.keys.onDemand;
+  }
+
+  /** Makes the pool of a key met for the first time, once its image is known to exist. */
+  private admit(key: PoolKey): void {
+    if (this.closed) return;
+    const admitted = this.keys.admit(
+      poolKeyId(key),
+      key,
+      () => {
+        if (this.closed) return;
+        this.poolOf(key);
+        this.fill();
+      },
+      (_id, pool) => {
+        for (const instance of pool.ready.splice(0)) this.discard(instance);
+      },
+    );
+    if (admitted) this.track(admitted);
   }
 
   private track(work: Promise<unknown>): void {

@@ -11,6 +11,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   poolClaim: 'pool_claim',
   detached: 'detached',
   browserRelay: 'browser_relay',
+  reuse: 'reuse',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -21,6 +22,7 @@ const OFFERS: Record<CapabilityName, string> = {
   poolClaim: 'claiming warm pool instances',
   detached: 'detached commands',
   browserRelay: 'browser automation',
+  reuse: 'reusing an instance for run after run',
 };
 
 /**
