@@ -388,12 +388,16 @@ func TestDetached(t *testing.T) {
 	}
 	request, _ := http.NewRequest(http.MethodDelete, "http://agent/v1/detached/"+started.ID, nil)
 	killed, _ := c.Do(request)
+	var answered detachedProcess
+	json.NewDecoder(killed.Body).Decode(&answered)
 	killed.Body.Close()
-	time.Sleep(200 * time.Millisecond)
+	if answered.Status != "killed" || answered.FinishedAt == nil {
+		t.Fatalf("the kill answered %+v", answered)
+	}
 	var after detachedProcess
 	_, data := get("")
 	json.Unmarshal(data, &after)
-	if after.Status != "failed" || after.ExitCode == nil || *after.ExitCode != 137 {
+	if after.Status != "killed" || after.ExitCode == nil || *after.ExitCode != 137 {
 		t.Fatalf("after kill: %+v", after)
 	}
 	if status, _ := get("/../99"); status != 404 {

@@ -75,6 +75,20 @@ export interface DetachedCommandTable {
   /** JSON argv. */
   command: string;
   started_at: string;
+  /** Null until the service observes the end: completed | failed | killed | lost. */
+  status: string | null;
+  exit_code: number | null;
+  finished_at: string | null;
+}
+
+/** The output of an ended detached command, kept on the host (the sandbox's copy dies with it). */
+export interface DetachedOutputTable {
+  command_id: string;
+  /** stdout | stderr */
+  stream: string;
+  content: Buffer;
+  /** The byte position of `content` in everything the stream printed (earlier bytes were dropped). */
+  start: number;
 }
 
 export interface MetaTable {
@@ -88,5 +102,6 @@ export interface Database {
   snapshots: SnapshotTable;
   browser_events: BrowserEventTable;
   detached_commands: DetachedCommandTable;
+  detached_outputs: DetachedOutputTable;
   meta: MetaTable;
 }

@@ -95,11 +95,15 @@ export class AgentClient {
     return this.json<AgentDetached[]>('GET', '/v1/detached');
   }
 
-  /** One stream's kept output; NOT_FOUND for an id the agent does not know. */
-  async detachedLogs(id: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+  /**
+   * One stream's kept output and the bytes the agent dropped before it (its position in the
+   * stream); NOT_FOUND for an id the agent does not know.
+   */
+  async detachedLogs(id: string, stream: 'stdout' | 'stderr'): Promise<{ content: Buffer; start: number }> {
     const response = await this.send({ method: 'GET', path: `/v1/detached/${encodeURIComponent(id)}/logs?stream=${stream}` });
     if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${id}'`);
-    return collect(response);
+    const dropped = Number(response.headers['x-sandboxd-dropped-bytes'] ?? 0);
+    return { content: await collect(response), start: Number.isSafeInteger(dropped) && dropped > 0 ? dropped : 0 };
   }
 
   async killDetached(id: string): Promise<void> {
@@ -195,9 +199,10 @@ export interface AgentDetached {
   id: string;
   pid: number;
   argv: string[];
-  status: 'running' | 'completed' | 'failed';
+  status: 'running' | 'completed' | 'failed' | 'killed';
   exit_code: number | null;
   started_at: string;
+  finished_at?: string;
 }
 
 async function collect(stream: AsyncIterable<Buffer>): Promise<Buffer> {

@@ -7,6 +7,7 @@ import type {
   BackendCapabilities,
   BrowserRelayCapability,
   DetachedCapability,
+  DetachedLog,
   DetachedProcess,
   DetachedRequest,
   ExecOptions,
@@ -310,7 +311,7 @@ export class DockerBackend
     return (await this.agentOnly(id, (agent) => agent.listDetached())).map(detachedFrom);
   }
 
-  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<DetachedLog> {
     return this.agentOnly(id, (agent) => agent.detachedLogs(processId, stream));
   }
 
@@ -520,6 +521,7 @@ function detachedFrom(item: AgentDetached): DetachedProcess {
     status: item.status,
     exit_code: item.exit_code,
     started_at: new Date(item.started_at).toISOString(),
+    ...(item.finished_at ? { finished_at: new Date(item.finished_at).toISOString() } : {}),
   };
 }
 

@@ -6,6 +6,7 @@ import type {
   BackendCapabilities,
   CapabilityName,
   DetachedCapability,
+  DetachedLog,
   DetachedProcess,
   DetachedRequest,
   ExecOptions,
@@ -244,6 +245,7 @@ export class FakeBackend
       status: exitCode === null ? 'running' : exitCode === 0 ? 'completed' : 'failed',
       exit_code: exitCode,
       started_at: new Date().toISOString(),
+      ...(exitCode === null ? {} : { finished_at: new Date().toISOString() }),
     };
     instance.detached.push({ process, output });
     return { ...process };
@@ -254,15 +256,23 @@ export class FakeBackend
     return this.running('listDetached', id).detached.map((item) => ({ ...item.process }));
   }
 
-  async detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+  async detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<DetachedLog> {
     this.requireSupport('detached');
-    return Buffer.from(this.detachedOf(id, processId).output[stream]);
+    return { content: Buffer.from(this.detachedOf(id, processId).output[stream]), start: 0 };
   }
 
   async killDetached(id: string, processId: string): Promise<void> {
     this.requireSupport('detached');
     const { process } = this.detachedOf(id, processId);
-    if (process.status === 'running') Object.assign(process, { status: 'failed', exitCode: 137 });
+    if (process.status === 'running') Object.assign(process, { status: 'killed', exit_code: 137, finished_at: new Date().toISOString() });
+  }
+
+  /** Ends a running (`hang`) detached command as if it exited with `exitCode`, having printed `output`. */
+  finishDetached(id: string, processId: string, exitCode: number, output: Partial<Record<'stdout' | 'stderr', string>> = {}): void {
+    const item = this.detachedOf(id, processId);
+    item.output.stdout += output.stdout ?? '';
+    item.output.stderr += output.stderr ?? '';
+    Object.assign(item.process, { status: exitCode === 0 ? 'completed' : 'failed', exit_code: exitCode, finished_at: new Date().toISOString() });
   }
 
   async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {

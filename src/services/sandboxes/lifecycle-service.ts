@@ -54,6 +54,7 @@ export class LifecycleService {
       }
       const tag = archiveTag(record.uuid);
       try {
+        await this.sandboxes.beforeStop(record, state);
         if (state) await archiving.archive(state.id, tag);
       } catch (err) {
         await this.repo.update(record.uuid, { status: record.status }, ['archiving']);

@@ -33,6 +33,8 @@ export class SandboxService {
   private readonly options: ServiceSettings;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly stopHooks: StopHook[] = [];
+  private readonly removeHooks: RemoveHook[] = [];
 
   constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'settings' | 'clock' | 'logger'>) {
     this.repo = ctx.repos.sandboxes;
@@ -44,6 +46,32 @@ export class SandboxService {
     this.logger = ctx.logger;
     this.hostCpus = ctx.settings.hostCpus ?? cpus().length;
     this.hostMemoryMb = ctx.settings.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
+  }
+
+  /**
+   * Registers work to do while a sandbox's container still runs, just before it is stopped or
+   * archived (the detached commands keep what its agent knows). A failing hook is logged; the
+   * stop goes on.
+   */
+  onBeforeStop(hook: StopHook): void {
+    this.stopHooks.push(hook);
+  }
+
+  /** Registers work to do once a sandbox is removed (forgetting what belonged to it). */
+  onRemoved(hook: RemoveHook): void {
+    this.removeHooks.push(hook);
+  }
+
+  /** Runs the `onBeforeStop` hooks for a running container; callers hold the sandbox's lock. */
+  async beforeStop(record: SandboxRecord, state: InstanceState | null): Promise<void> {
+    if (state?.status !== 'running') return;
+    for (const hook of this.stopHooks) {
+      try {
+        await hook({ ...record, backend_id: state.id });
+      } catch (err) {
+        this.logger.warn({ err, sandbox: record.name }, 'work before a stop failed; stopping anyway');
+      }
+    }
   }
 
   get backendName(): string {
@@ -208,6 +236,7 @@ export class SandboxService {
       assertTransition(record, 'stop');
       if (record.status === 'archived') return detailOf(record);
       const state = await this.observe(record);
+      await this.beforeStop(record, state);
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
       await this.repo.update(record.uuid, { status: 'stopped', updated_at: now });
@@ -224,6 +253,7 @@ export class SandboxService {
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
       if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
       await this.repo.delete(record.uuid);
+      for (const hook of this.removeHooks) await hook(record);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
       return `sandbox '${name}' removed`;
@@ -291,6 +321,12 @@ export class SandboxService {
     return { ...record, status };
   }
 }
+
+/** Work done with a sandbox's running container before it stops. */
+export type StopHook = (sandbox: SandboxRecord & { backend_id: string }) => Promise<void>;
+
+/** Work done after a sandbox is removed. */
+export type RemoveHook = (sandbox: SandboxRecord) => Promise<void>;
 
 const isVisible = (r: SandboxRecord) => VISIBLE_STATUSES.includes(r.status);
 
