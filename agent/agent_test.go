@@ -265,6 +265,16 @@ func checkFiles(t *testing.T, c *http.Client) {
 	if status, _ := fileRequest(t, c, http.MethodGet, dir, nil); status != 400 {
 		t.Fatalf("directory: %d", status)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, fifo, nil); status != 400 || !strings.Contains(string(body), "'"+fifo+"' is a FIFO") {
+		t.Fatalf("fifo: %d %s", status, body)
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, "/dev/zero", nil); status != 400 || !strings.Contains(string(body), "a character device") {
+		t.Fatalf("device: %d %s", status, body)
+	}
 	if status, _ := fileRequest(t, c, http.MethodPut, dir, []byte("x")); status != 400 {
 		t.Fatalf("write to a directory: %d", status)
 	}

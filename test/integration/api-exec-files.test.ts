@@ -168,6 +168,18 @@ describe('files', () => {
     expect((await api('GET', `/sandboxes/${name}/files/etc/shadow`)).status).toBe(403);
   });
 
+  it('refuses to read a FIFO or a device, naming the path and its type, instead of hanging', async () => {
+    await exec({ command: ['mkfifo', '/workspace/pipe'] });
+    const fifo = await api('GET', `/sandboxes/${name}/files/workspace/pipe`);
+    expect(fifo.status).toBe(400);
+    expect(fifo.body.error).toContain("'/workspace/pipe' is a FIFO, not a regular file");
+    const device = await api('GET', `/sandboxes/${name}/files/dev/zero`);
+    expect(device.status).toBe(400);
+    expect(device.body.error).toContain("'/dev/zero' is a character device");
+    // The sandbox is still answering: nothing was left waiting on the FIFO.
+    expect((await exec({ command: ['echo', 'alive'] })).output).toBe('alive\n');
+  });
+
   it('refuses path traversal however it is spelled', async () => {
     for (const path of ['/workspace/../etc/passwd', '/workspace/%2e%2e/etc/passwd', '/..%2f..%2fetc/passwd', '/a/%00b']) {
       const res = await rawRequest('GET', `/sandboxes/${name}/files${path}`);
