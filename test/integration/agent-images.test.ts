@@ -57,7 +57,8 @@ interface ImageCase {
 }
 
 const IMAGES: ImageCase[] = [
-  { image: BUSYBOX_IMAGE, what: 'static busybox, no libc, no /etc/passwd, no /workspace', user: { uid: 0, gid: 0, home: '/' } },
+  // Its default user is root: commands without sudo run as nobody.
+  { image: BUSYBOX_IMAGE, what: 'static busybox, no libc, no /etc/passwd, no /workspace', user: { uid: 65534, gid: 65534, home: '/' } },
   { image: MUSL_IMAGE, what: `musl + busybox, USER ${MUSL_USER.name}`, user: { uid: MUSL_USER.uid, gid: MUSL_USER.gid, home: MUSL_USER.home } },
 ];
 const PROFILES: Profile[] = ['moderate', 'restrictive'];

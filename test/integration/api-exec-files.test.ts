@@ -1,7 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+import { BASE_IMAGE, call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 let rt: DockerRuntime;
 let sudoRt: DockerRuntime;
@@ -78,6 +79,27 @@ describe('exec', () => {
     expect(asRoot.body.data.output).toBe('0\n');
     const logs = (await call(sudoRt.url, 'GET', `/sandboxes/${sudoName}/logs`)).body.data;
     expect(logs.at(-1)).toMatchObject({ event: 'command_executed', sudo: true });
+  });
+
+  it('never runs a command as root without sudo, also in an image whose default user is root', async () => {
+    // Built here from the base image: no registry is involved.
+    const image = `sandboxd-test/root-user:${uniqueName('t')}`;
+    execFileSync('docker', ['build', '-q', '-t', image, '-'], { input: `FROM ${BASE_IMAGE}\nUSER root\n` });
+    const rootName = uniqueName('root-image');
+    try {
+      for (const [runtime, profile] of [[rt, 'moderate'], [sudoRt, 'restrictive']] as const) {
+        const created = await call(runtime.url, 'POST', '/sandboxes', { name: `${rootName}-${profile}`, image, profile });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const plain = await call(runtime.url, 'POST', `/sandboxes/${rootName}-${profile}/exec`, { command: ['sh', '-c', 'id -u; touch /workspace/mine && python3 -c "import os; print(os.stat(\'/workspace/mine\').st_uid)"'] });
+        expect(plain.body.data.output, profile).toBe('65534\n65534\n');
+      }
+      expect((await call(rt.url, 'POST', `/sandboxes/${rootName}-moderate/exec`, { command: ['id', '-u'], sudo: true })).status).toBe(403);
+      expect((await call(sudoRt.url, 'POST', `/sandboxes/${rootName}-restrictive/exec`, { command: ['id', '-u'], sudo: true })).body.data.output).toBe('0\n');
+    } finally {
+      await api('DELETE', `/sandboxes/${rootName}-moderate`);
+      await call(sudoRt.url, 'DELETE', `/sandboxes/${rootName}-restrictive`);
+      execFileSync('docker', ['rmi', '-f', image]);
+    }
   });
 
   it('kills a command at its timeout and returns the partial output', async () => {

@@ -32,6 +32,8 @@ import {
   instanceFilter,
   instanceFromInspect,
   instanceFromSummary,
+  isRootUser,
+  UNPRIVILEGED,
   type UserIds,
 } from './container-spec.js';
 import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
@@ -66,7 +68,6 @@ export interface DockerBackendOptions {
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 const STOP_TIMEOUT_S = 5;
-const ROOT: UserIds = { uid: 0, gid: 0 };
 
 /**
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
@@ -439,8 +440,11 @@ export class DockerBackend
   ): Promise<InstanceState> {
     const runtime = await this.runtimeFor(spec.profile);
     const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs;
-    // Only a tmpfs /workspace and a copied source need the default user's ids (it may cost a probe).
-    const owner = readOnly || source ? await this.images.defaultUser(image) : ROOT;
+    // The default user's ids (a named user costs one probe of the image, then they are cached).
+    const imageUser = await this.images.defaultUser(image);
+    // Commands run as root only with sudo: an image whose default user is root runs them as nobody.
+    const rootDefault = isRootUser(image.Config.User ?? '') || imageUser.uid === 0;
+    const owner = rootDefault ? UNPRIVILEGED : imageUser;
     const binary = agentBinary();
     const socketDir = await this.sockets.prepare(spec.uuid);
     const options = createOptions(spec, {
@@ -448,7 +452,8 @@ export class DockerBackend
       runtime,
       pidsLimit: this.options.pidsLimit ?? 512,
       workspaceOwner: owner,
-      defaultUser: image.Config.User ?? '',
+      defaultUser: rootDefault ? `${UNPRIVILEGED.uid}:${UNPRIVILEGED.gid}` : (image.Config.User ?? ''),
+      claimWorkspace: rootDefault,
       agent: { binary, socketDir: socketDir.dir },
     });
     let container: Docker.Container | undefined;
