@@ -156,9 +156,10 @@ func enterWorkspace(dir string, owner identity, claim bool) error {
 		}
 	} else if err != nil {
 		return err
-	} else if claim && info.IsDir() {
+	} else if st, ok := info.Sys().(*syscall.Stat_t); claim && info.IsDir() && ok && (st.Uid != owner.uid || st.Gid != owner.gid) {
+		// Best effort: a profile without CAP_CHOWN keeps the owner (its tmpfs is made for the user).
 		if err := os.Lchown(dir, int(owner.uid), int(owner.gid)); err != nil {
-			return err
+			fmt.Fprintln(os.Stderr, "sandboxd-agent: workspace:", err)
 		}
 	}
 	if cwd, err := os.Getwd(); err != nil || cwd != "/" {
