@@ -175,13 +175,15 @@ export class SandboxService {
   }
 
   /** Sandboxes whose labels include every `key:value` given. */
-  async list(labelFilters: string[] = []): Promise<SandboxSummary[]> {
+  /** Visible sandboxes with every label filter (key:value) and, where given, one of `statuses` (as observed now). */
+  async list(labelFilters: string[] = [], statuses: string[] = []): Promise<SandboxSummary[]> {
     const wanted = labelFilters.map(parseLabelFilter);
     const records = (await this.repo.all()).filter(
       (r) => isVisible(r) && wanted.every(([k, v]) => r.labels[k] === v),
     );
     const observed = new Map((await this.backend.list()).map((s) => [s.uuid, s]));
-    return Promise.all(records.map(async (r) => summaryOf(await this.reconcile(r, observed.get(r.uuid) ?? null), observed.get(r.uuid))));
+    const summaries = await Promise.all(records.map(async (r) => summaryOf(await this.reconcile(r, observed.get(r.uuid) ?? null), observed.get(r.uuid))));
+    return statuses.length === 0 ? summaries : summaries.filter((s) => statuses.includes(s.status));
   }
 
   async get(name: string): Promise<SandboxDetail> {
@@ -196,17 +198,23 @@ export class SandboxService {
     return this.get(record.name);
   }
 
-  async update(name: string, patch: PatchSandboxInput): Promise<SandboxSummary> {
+  /**
+   * Changes a sandbox's metadata and expiry (`ttl` sets it to now + ttl, `expires_at: null`
+   * clears it); answers with the whole sandbox as it is after.
+   */
+  async update(name: string, patch: PatchSandboxInput): Promise<SandboxDetail> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
       const changes: Partial<SandboxRecord> = { updated_at: isoNow(this.clock) };
       if (patch.labels !== undefined) changes.labels = patch.labels;
       if (patch.description !== undefined) changes.description = patch.description;
       if (patch.lifecycle !== undefined) changes.lifecycle = patch.lifecycle;
+      if (patch.ttl !== undefined) changes.expires_at = addDuration(this.clock(), patch.ttl, 'ttl').toISOString();
+      if (patch.expires_at === null) changes.expires_at = null;
       await this.repo.update(record.uuid, changes);
-      await this.audit.record('sandbox_updated', record, { fields: Object.keys(patch) });
+      await this.audit.record('sandbox_updated', record, { fields: Object.keys(patch), ...(changes.expires_at !== undefined ? { expires_at: changes.expires_at } : {}) });
       const state = await this.observe(record);
-      return summaryOf({ ...record, ...changes }, state ?? undefined);
+      return detailOf({ ...record, ...changes }, state ?? undefined);
     });
   }
 
