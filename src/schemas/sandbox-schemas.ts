@@ -76,6 +76,7 @@ export const sandboxDetail = sandboxSummary
     source_url: z.string().optional(),
     source_ref: z.string().optional(),
     runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
+    restored_from: z.string().optional().meta({ description: 'The snapshot this sandbox was restored from' }),
   })
   .meta({ id: 'Sandbox' });
 

@@ -116,4 +116,13 @@ export const MIGRATIONS: Record<string, Migration> = {
         .execute();
     },
   },
+  '0006_restore_origin': {
+    async up(db: Kysely<unknown>) {
+      // A snapshot keeps its sandbox's labels and description, which a restore gives back, and a
+      // restored sandbox names the snapshot it came from.
+      await db.schema.alterTable('snapshots').addColumn('labels', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+      await db.schema.alterTable('snapshots').addColumn('description', 'text').execute();
+      await db.schema.alterTable('sandboxes').addColumn('restored_from', 'text').execute();
+    },
+  },
 };

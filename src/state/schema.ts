@@ -29,6 +29,8 @@ export interface SandboxTable {
   archived_reason: string | null;
   /** The image the container is made from when not `image`: a restored snapshot or an archive. */
   root_image: string | null;
+  /** The snapshot this sandbox was restored from; null for one made otherwise. */
+  restored_from: string | null;
 }
 
 export interface SnapshotTable {
@@ -45,6 +47,9 @@ export interface SnapshotTable {
   profile: string;
   env: string;
   created_at: string;
+  /** JSON object: the sandbox's labels when the snapshot was taken. */
+  labels: string;
+  description: string | null;
 }
 
 export interface AuditTable {

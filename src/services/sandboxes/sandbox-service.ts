@@ -81,9 +81,13 @@ export class SandboxService {
   /**
    * Creates and starts a sandbox, from a ready pool instance when one fits (no source, no
    * saved image, `fromPool` not false). `rootImage` makes its filesystem from a saved image (a
-   * snapshot) instead of `input.image`, which stays its reported image.
+   * snapshot) instead of `input.image`, which stays its reported image; `restoredFrom` names
+   * that snapshot.
    */
-  async create(input: CreateSandboxInput, { rootImage, fromPool = true }: { rootImage?: string; fromPool?: boolean } = {}): Promise<SandboxDetail> {
+  async create(
+    input: CreateSandboxInput,
+    { rootImage, restoredFrom, fromPool = true }: { rootImage?: string; restoredFrom?: string; fromPool?: boolean } = {},
+  ): Promise<SandboxDetail> {
     const startedAt = performance.now();
     const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
     const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memory_mb;
@@ -115,6 +119,7 @@ export class SandboxService {
       archived_at: null,
       archived_reason: null,
       root_image: rootImage ?? null,
+      restored_from: restoredFrom ?? null,
     };
 
     return this.locks.run(record.name, async () => {
