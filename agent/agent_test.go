@@ -440,3 +440,21 @@ func TestDropCapsLeavesRootCommandsWithoutCapabilities(t *testing.T) {
 		t.Fatalf("missing command under drop-caps: exit %d", got.exit.ExitCode)
 	}
 }
+
+func TestOOMKillsReadsTheMemoryCgroup(t *testing.T) {
+	dir := t.TempDir()
+	saved := [2]string{memoryEventsFile, oomControlFile}
+	t.Cleanup(func() { memoryEventsFile, oomControlFile = saved[0], saved[1] })
+	memoryEventsFile, oomControlFile = filepath.Join(dir, "memory.events"), filepath.Join(dir, "memory.oom_control")
+	if _, known := oomKills(); known {
+		t.Fatal("no cgroup file, yet a count")
+	}
+	os.WriteFile(oomControlFile, []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 0o644)
+	if n, known := oomKills(); !known || n != 2 {
+		t.Fatalf("cgroup v1: %d %v", n, known)
+	}
+	os.WriteFile(memoryEventsFile, []byte("low 0\nhigh 0\nmax 4\noom 3\noom_kill 3\n"), 0o644)
+	if n, known := oomKills(); !known || n != 3 {
+		t.Fatalf("cgroup v2: %d %v", n, known)
+	}
+}

@@ -81,6 +81,8 @@ export interface ExecResult {
   output: string;
   timed_out: boolean;
   truncated: boolean;
+  /** Present (true) when the kernel's OOM killer ended the command (the sandbox's memory limit). */
+  oom_killed?: true;
   duration_ms: number;
 }
 

@@ -102,6 +102,21 @@ describe('exec', () => {
     }
   });
 
+  it('says oom_killed when the kernel ends a command that goes past the memory limit', async () => {
+    const small = uniqueName('oom');
+    expect((await api('POST', '/sandboxes', { name: small, memory_mb: 64 })).status).toBe(201);
+    try {
+      const hog = await api('POST', `/sandboxes/${small}/exec`, { command: ['python3', '-c', 'x = bytearray(256 * 1024 * 1024)'] });
+      expect(hog.body.data).toMatchObject({ exit_code: 137, oom_killed: true });
+      // A command killed otherwise is no OOM kill.
+      const killed = await api('POST', `/sandboxes/${small}/exec`, { command: ['sh', '-c', 'kill -9 $$'] });
+      expect(killed.body.data.exit_code).toBe(137);
+      expect(killed.body.data).not.toHaveProperty('oom_killed');
+    } finally {
+      await api('DELETE', `/sandboxes/${small}`);
+    }
+  });
+
   it('kills a command at its timeout and returns the partial output', async () => {
     const started = Date.now();
     const result = await exec({ command: ['sh', '-c', 'echo before; sleep 30 & sleep 30; echo never'], timeout_ms: 1500 });

@@ -232,8 +232,8 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
         if (type === FRAME.stdout || type === FRAME.stderr) {
           if (payload.length > 0) request.onFrame(type === FRAME.stdout ? 'stdout' : 'stderr', payload);
         } else if (type === FRAME.exit) {
-          const exit = JSON.parse(payload.toString('utf8')) as { exit_code: number; timed_out: boolean };
-          outcome = { exitCode: exit.exit_code, timedOut: exit.timed_out, aborted: false };
+          const exit = JSON.parse(payload.toString('utf8')) as { exit_code: number; timed_out: boolean; oom_killed?: boolean };
+          outcome = { exitCode: exit.exit_code, timedOut: exit.timed_out, aborted: false, ...(exit.oom_killed ? { oomKilled: true } : {}) };
         } else if (type === FRAME.error) {
           const { error } = JSON.parse(payload.toString('utf8')) as { error: string };
           request.onFrame('stderr', Buffer.from(`sandboxd-agent: ${error}\n`));

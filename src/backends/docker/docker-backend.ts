@@ -268,6 +268,7 @@ export class DockerBackend
       exit_code: outcome.exitCode,
       ...collector.result(),
       timed_out: outcome.timedOut,
+      ...(outcome.oomKilled ? { oom_killed: true } : {}),
       duration_ms: Date.now() - started,
     };
   }

@@ -43,6 +43,8 @@ export interface FakeExecScript {
   exit_code?: number;
   /** Resolves only when aborted or timed out, like a command that never ends. */
   hang?: boolean;
+  /** Ends as the kernel's OOM killer ends a command: exit 137, oom_killed. */
+  oom?: boolean;
 }
 
 type Operation =
@@ -199,12 +201,13 @@ export class FakeBackend
     }
     const { stdout, stderr, output, truncated } = collector.result();
     return {
-      exit_code: timedOut ? 124 : script.hang ? 137 : (script.exit_code ?? 0),
+      exit_code: timedOut ? 124 : script.hang || script.oom ? 137 : (script.exit_code ?? 0),
       stdout,
       stderr,
       output,
       truncated,
       timed_out: timedOut,
+      ...(script.oom && !timedOut ? { oom_killed: true } : {}),
       duration_ms: Date.now() - started,
     };
   }

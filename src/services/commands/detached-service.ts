@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend, DetachedCapability, DetachedLog, DetachedProcess } from '../../backends/backend.js';
-import { notFound } from '../../errors.js';
+import { badRequest, notFound } from '../../errors.js';
 import { requireCapability } from '../support/capabilities.js';
 import { detachedCommand, type DetachedCommandBody, type DetachedLogsBody } from '../../schemas/detached-schemas.js';
 import type { ExecInput } from '../../schemas/exec-schemas.js';
@@ -54,9 +54,13 @@ export class DetachedService {
 
   /** Starts a command in a running sandbox and returns at once. */
   async start(name: string, input: ExecInput): Promise<DetachedCommandBody> {
+    // Stdin and a timeout have no meaning for a command that outlives its request: refused, not ignored.
+    const refused = (['stdin', 'timeout_ms'] as const).filter((field) => input[field] !== undefined);
+    if (refused.length > 0) {
+      throw badRequest(`${refused.join(', ')}: not taken by a detached command, which outlives its request (kill it with DELETE)`);
+    }
     const sandbox = await this.sandboxes.requireRunning(name);
     this.exec.check(input);
-    // Stdin and a timeout have no meaning for a command that outlives its request.
     const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, sandbox.env);
     const process = await this.detached().startDetached(sandbox.backend_id, request);
     const record: DetachedRecord = {
