@@ -44,6 +44,22 @@ var internalCommands = map[string]func([]string) int{
 	"file":        fileCommand,
 	"drop-caps":   dropCapsCommand,
 	"kill-tagged": killTaggedCommand,
+	"sethostname": setHostnameCommand,
+}
+
+// setHostnameCommand sets the hostname of the UTS namespace it runs in (`sandboxd-agent
+// sethostname NAME`): the server runs it from the host inside a claimed pool instance's namespace.
+// It touches no file: its mount namespace is the host's.
+func setHostnameCommand(args []string) int {
+	if len(args) != 1 || args[0] == "" {
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent sethostname NAME")
+		return 2
+	}
+	if err := syscall.Sethostname([]byte(args[0])); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxd-agent: sethostname:", err)
+		return 1
+	}
+	return 0
 }
 
 // runInternalCommand exits the process with the internal command's code when args name one.

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
+import { hostnameOf } from './docker-hostname.js';
 
 /** Labels every container of this service carries; reconciliation finds its containers by them. */
 export const LABEL = {
@@ -143,6 +144,8 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
     ],
     Cmd: [],
+    // The sandbox's name, not the container id (a claimed pool instance is renamed by its claim).
+    Hostname: hostnameOf(spec.name),
     User: '0',
     Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
     Labels: {

@@ -38,6 +38,7 @@ import {
 } from './container-spec.js';
 import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
 import { runExec } from './docker-exec.js';
+import { hostnameOf, setHostname } from './docker-hostname.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
@@ -160,6 +161,8 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
+      // The instance was made under its pool name; the sandbox's hostname is its own name.
+      if (!(await setHostname(await container.inspect(), hostnameOf(spec.name)))) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
     }, id);
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
