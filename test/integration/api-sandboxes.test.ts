@@ -73,7 +73,9 @@ describe('sandbox lifecycle through the API', () => {
     expect((await api('GET', `/sandboxes/by-uuid/${sb.uuid}`)).body.data.name).toBe(name);
 
     const listed = await api('GET', '/sandboxes?label=team:core&label=tier:test');
-    expect(listed.body.data).toEqual([{ name, uuid: sb.uuid, status: 'running', backend: 'docker', ip: sb.ip }]);
+    expect(listed.body.data).toEqual([
+      { name, uuid: sb.uuid, status: 'running', backend: 'docker', ip: sb.ip, image: 'sandboxd/base:bookworm', labels: { team: 'core', tier: 'test' }, description: 'lifecycle test' },
+    ]);
     expect((await api('GET', '/sandboxes?label=team:core&label=tier:prod')).body.data).toEqual([]);
 
     const patched = await api('PATCH', `/sandboxes/${name}`, { labels: { team: 'other' }, lifecycle: null });
