@@ -73,6 +73,9 @@ describe('exec', () => {
     const refused = await api('POST', `/sandboxes/${name}/exec`, { command: ['id', '-u'], sudo: true });
     expect(refused.status).toBe(403);
     expect(refused.body.error).toContain('allow_sudo_exec');
+    // Every way to allow it: the flag, the environment variable and the config key.
+    expect(refused.body.error).toContain('--allow-sudo-exec');
+    expect(refused.body.error).toContain('SERVICE_ALLOW_SUDO_EXEC=true');
     const sudoName = uniqueName('sudo');
     await call(sudoRt.url, 'POST', '/sandboxes', { name: sudoName });
     const asRoot = await call(sudoRt.url, 'POST', `/sandboxes/${sudoName}/exec`, { command: ['id', '-u'], sudo: true });
@@ -200,7 +203,10 @@ describe('files', () => {
     const missing = await api('GET', `/sandboxes/${name}/files/workspace/nope.txt`);
     expect(missing).toMatchObject({ status: 404, body: { success: false, code: 'NOT_FOUND' } });
     expect((await api('DELETE', `/sandboxes/${name}/files/workspace/nope.txt`)).status).toBe(404);
-    expect((await api('GET', `/sandboxes/${name}/files/workspace`)).status).toBe(400);
+    const directory = await api('GET', `/sandboxes/${name}/files/workspace`);
+    expect(directory.status).toBe(400);
+    // The path is said once.
+    expect(directory.body.error).toBe("'/workspace' is a directory");
     expect((await api('PUT', `/sandboxes/${name}/files/etc/forbidden`, { content: 'x' })).status).toBe(403);
     expect((await api('GET', `/sandboxes/${name}/files/etc/shadow`)).status).toBe(403);
   });

@@ -268,7 +268,8 @@ async function agentError(response: IncomingMessage, path?: string, missing = `f
     case 403:
       return forbidden(`permission denied: ${path ?? message}`);
     case 400:
-      return badRequest(`${subject}: ${message}`);
+      // The agent's messages name the path already ('/x' is a directory): not said twice.
+      return badRequest(path && message.includes(`'${path}'`) ? message : `${subject}: ${message}`);
     default:
       return new ServiceError('INTERNAL', `the sandbox agent failed: ${message}`);
   }
