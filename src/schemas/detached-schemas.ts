@@ -46,6 +46,8 @@ export const detachedLogs = z
     offset: z.int().meta({ description: "Byte position of content's first byte: the offset asked for, or later where earlier bytes were dropped" }),
     next_offset: z.int().meta({ description: 'Byte position after content: the offset of the next read' }),
     status: detachedStatus,
+    stdout: z.string().meta({ description: 'The stream asked for: content; the other: its whole kept output (for clients that read both by name)' }),
+    stderr: z.string().meta({ description: 'As stdout, for standard error' }),
   })
   .meta({ id: 'DetachedLogs' });
 

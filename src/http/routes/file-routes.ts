@@ -3,6 +3,7 @@ import { envelope, message, resourceName } from '../../schemas/common.js';
 import { fileContent, RAW_BYTES_TYPE, writeFileRequest, writeFilesBody } from '../../schemas/file-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
+import { routePath } from '../../services/sandboxes/index.js';
 
 const tags = ['files'];
 const fileParams = z.object({
@@ -53,7 +54,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request) => {
       const { name, '*': path } = request.params;
       const body = request.body;
-      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, `/${path}`, body) : await files.write(name, `/${path}`, body.content, body.encoding));
+      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, routePath(path), body) : await files.write(name, routePath(path), body.content, body.encoding));
     },
   );
 
@@ -71,8 +72,8 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     },
     async (request, reply) => {
       const { name, '*': path } = request.params;
-      if (!prefersRawBytes(request.headers.accept)) return ok(await files.read(name, `/${path}`));
-      return sendBytes(reply, RAW_BYTES_TYPE, await files.readBytes(name, `/${path}`));
+      if (!prefersRawBytes(request.headers.accept)) return ok(await files.read(name, routePath(path)));
+      return sendBytes(reply, RAW_BYTES_TYPE, await files.readBytes(name, routePath(path)));
     },
   );
 
@@ -81,7 +82,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     {
       schema: { tags, summary: 'Delete a file or directory', params: fileParams, response: { 200: message, ...errors(400, 403, 404, 409) } },
     },
-    async (request) => ok(await files.delete(request.params.name, `/${request.params['*']}`)),
+    async (request) => ok(await files.delete(request.params.name, routePath(request.params['*']))),
   );
 
   app.post(

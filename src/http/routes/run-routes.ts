@@ -37,7 +37,8 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
         tags: ['run'],
         summary: 'Run one command in a fresh sandbox and stream its progress and output (Server-Sent Events)',
         description:
-          'Events: `started` {sandbox}, `progress` {stage: creating|starting|executing}, `output` {content, stream} as the ' +
+          'Events: `started` {sandbox}, `progress` {stage: creating|starting|executing}, `output` {content, stream, data} ' +
+          '(data repeats content) as the ' +
           'command prints, then `done` {exit_code, duration_ms, timed_out, truncated, oom_killed when true} or `error` {message}; ' +
           'a `: heartbeat` comment every 15 s. ' +
           'A client that disconnects has its command killed and its sandbox removed.',
@@ -63,7 +64,8 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
           onStage: (stage) => send('progress', { stage }),
           onOutput: ({ stream: name, data }) => {
             const content = decoders[name].write(data);
-            if (content) send('output', { content, stream: name });
+            // `data` repeats `content` for clients that read that name (the agentkernel SDKs).
+            if (content) send('output', { content, stream: name, data: content });
           },
         });
         const { exit_code, duration_ms, timed_out, truncated, oom_killed } = result;

@@ -102,8 +102,13 @@ export class DetachedService {
     const { sandbox, record } = await this.require(name, id);
     const { command, log } = await this.read(sandbox, record, stream);
     const from = Math.max(offset, log.start);
-    const content = log.content.subarray(Math.min(from - log.start, log.content.length));
-    return { id, stream, content: content.toString('utf8'), offset: from, next_offset: from + content.length, status: command.status };
+    const bytes = log.content.subarray(Math.min(from - log.start, log.content.length));
+    const content = bytes.toString('utf8');
+    // The other stream by name too, whole: clients that read `stdout` and `stderr` (the agentkernel SDKs).
+    const other = stream === 'stdout' ? 'stderr' : 'stdout';
+    const rest = (await this.read(sandbox, record, other)).log.content.toString('utf8');
+    const both = stream === 'stdout' ? { stdout: content, stderr: rest } : { stdout: rest, stderr: content };
+    return { id, stream, content, offset: from, next_offset: from + bytes.length, status: command.status, ...both };
   }
 
   /**
