@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'BACKEND_UNAVAILABLE'
   | 'EVENTS_DISABLED'
   | 'STORE_UNAVAILABLE'
+  | 'SOURCE_UNAVAILABLE'
   | 'TIMEOUT';
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -49,6 +50,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   EVENTS_DISABLED: 503,
   /** An external store cannot be reached or refused the credentials. */
   STORE_UNAVAILABLE: 503,
+  /** A git source could not be cloned (network, remote, timeout): no fault of the request's. */
+  SOURCE_UNAVAILABLE: 502,
   /** The operation did not finish within its time limit. */
   TIMEOUT: 504,
 };

@@ -491,7 +491,8 @@ describe('git source', () => {
     const before = await clones();
     const spec = specOf({ source: { url: `${fixture.baseUrl}/missing.git` } });
     const err = await backend.create(spec).catch((e: unknown) => e);
-    expect((err as ServiceError).code).toBe('BAD_REQUEST');
+    // A valid request that the remote failed: no client fault, so no 4xx.
+    expect((err as ServiceError).code).toBe('SOURCE_UNAVAILABLE');
     expect((err as ServiceError).message).toMatch(/^source_url: git clone failed: .+/);
     expect((await backend.list()).some((s) => s.name === spec.name)).toBe(false);
     expect(await clones()).toEqual(before);

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { badRequest } from '../../errors.js';
+import { ServiceError } from '../../errors.js';
 import { validateSource } from '../source-validation.js';
 import type { UserIds } from './container-spec.js';
 
@@ -81,14 +81,15 @@ function git(args: string[]): Promise<void> {
     }, CLONE_TIMEOUT_MS);
     child.on('error', (err) => {
       clearTimeout(timer);
-      reject(badRequest(`source_url: git clone failed: ${err.message}`));
+      reject(new ServiceError('SOURCE_UNAVAILABLE', `source_url: git clone failed: ${err.message}`));
     });
     child.on('close', (code) => {
       clearTimeout(timer);
       if (code === 0) return resolve();
       const lastLine = stderr.trim().split('\n').pop()?.trim();
       const reason = timedOut ? `timed out after ${CLONE_TIMEOUT_MS / 1000} s` : lastLine || `git exited with ${code}`;
-      reject(badRequest(`source_url: git clone failed: ${reason}`));
+      // The request was valid (it passed validation); the network or the remote failed it.
+      reject(new ServiceError('SOURCE_UNAVAILABLE', `source_url: git clone failed: ${reason}`));
     });
   });
 }

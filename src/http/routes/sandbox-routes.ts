@@ -41,7 +41,7 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
         tags,
         summary: 'Create and start a sandbox',
         body: createSandboxBody,
-        response: { 201: envelope(sandboxDetail), ...errors(400, 409, 413, 422, 429, 503) },
+        response: { 201: envelope(sandboxDetail), ...errors(400, 409, 413, 422, 429, 502, 503) },
       },
     },
     async (request, reply) => reply.status(201).send(ok(await sandboxes.create(request.body))),
