@@ -265,6 +265,16 @@ func checkFiles(t *testing.T, c *http.Client) {
 	if status, _ := fileRequest(t, c, http.MethodGet, dir, nil); status != 400 {
 		t.Fatalf("directory: %d", status)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, fifo, nil); status != 400 || !strings.Contains(string(body), "'"+fifo+"' is a FIFO") {
+		t.Fatalf("fifo: %d %s", status, body)
+	}
+	if status, body := fileRequest(t, c, http.MethodGet, "/dev/zero", nil); status != 400 || !strings.Contains(string(body), "a character device") {
+		t.Fatalf("device: %d %s", status, body)
+	}
 	if status, _ := fileRequest(t, c, http.MethodPut, dir, []byte("x")); status != 400 {
 		t.Fatalf("write to a directory: %d", status)
 	}
@@ -388,12 +398,16 @@ func TestDetached(t *testing.T) {
 	}
 	request, _ := http.NewRequest(http.MethodDelete, "http://agent/v1/detached/"+started.ID, nil)
 	killed, _ := c.Do(request)
+	var answered detachedProcess
+	json.NewDecoder(killed.Body).Decode(&answered)
 	killed.Body.Close()
-	time.Sleep(200 * time.Millisecond)
+	if answered.Status != "killed" || answered.FinishedAt == nil {
+		t.Fatalf("the kill answered %+v", answered)
+	}
 	var after detachedProcess
 	_, data := get("")
 	json.Unmarshal(data, &after)
-	if after.Status != "failed" || after.ExitCode == nil || *after.ExitCode != 137 {
+	if after.Status != "killed" || after.ExitCode == nil || *after.ExitCode != 137 {
 		t.Fatalf("after kill: %+v", after)
 	}
 	if status, _ := get("/../99"); status != 404 {
@@ -424,5 +438,23 @@ func TestDropCapsLeavesRootCommandsWithoutCapabilities(t *testing.T) {
 	}
 	if got := execute(t, dropping, execRequest{spec: spec{Argv: []string{"no-such-command"}, User: "root"}}); got.exit.ExitCode != 127 {
 		t.Fatalf("missing command under drop-caps: exit %d", got.exit.ExitCode)
+	}
+}
+
+func TestOOMKillsReadsTheMemoryCgroup(t *testing.T) {
+	dir := t.TempDir()
+	saved := [2]string{memoryEventsFile, oomControlFile}
+	t.Cleanup(func() { memoryEventsFile, oomControlFile = saved[0], saved[1] })
+	memoryEventsFile, oomControlFile = filepath.Join(dir, "memory.events"), filepath.Join(dir, "memory.oom_control")
+	if _, known := oomKills(); known {
+		t.Fatal("no cgroup file, yet a count")
+	}
+	os.WriteFile(oomControlFile, []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 0o644)
+	if n, known := oomKills(); !known || n != 2 {
+		t.Fatalf("cgroup v1: %d %v", n, known)
+	}
+	os.WriteFile(memoryEventsFile, []byte("low 0\nhigh 0\nmax 4\noom 3\noom_kill 3\n"), 0o644)
+	if n, known := oomKills(); !known || n != 3 {
+		t.Fatalf("cgroup v2: %d %v", n, known)
 	}
 }

@@ -44,11 +44,13 @@ type detachedProcess struct {
 	ID         string     `json:"id"`
 	Pid        int        `json:"pid"`
 	Argv       []string   `json:"argv"`
-	Status     string     `json:"status"` // running, completed (exit 0), failed (non-zero or killed)
+	Status     string     `json:"status"` // running, completed (exit 0), failed (non-zero), killed (by DELETE)
 	ExitCode   *int       `json:"exit_code"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	proc       *process
+	killed     bool          // a DELETE killed it; guarded by the table's lock
+	ended      chan struct{} // closed once its status is final
 	stdout     *tailBuffer
 	stderr     *tailBuffer
 }
@@ -96,8 +98,13 @@ func (a *agent) handleDetachedItem(w http.ResponseWriter, r *http.Request) {
 	case sub == "" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, a.detached.view(item))
 	case sub == "" && r.Method == http.MethodDelete:
-		if a.detached.view(item).Status == "running" {
+		if a.detached.markKilled(item) {
 			item.proc.killTree()
+			// The answer carries the final status: SIGKILL ends the tree at once, so the wait is short.
+			select {
+			case <-item.ended:
+			case <-time.After(5 * time.Second):
+			}
 		}
 		writeJSON(w, http.StatusOK, a.detached.view(item))
 	case sub == "logs" && r.Method == http.MethodGet:
@@ -148,7 +155,7 @@ func (t *detachedTable) start(s spec, defaultUser string, dropCaps bool) (*detac
 	t.next++
 	item := &detachedProcess{
 		ID: strconv.Itoa(t.next), Pid: proc.pid, Argv: s.Argv, Status: "running",
-		StartedAt: time.Now().UTC(), proc: proc, stdout: stdout, stderr: stderr,
+		StartedAt: time.Now().UTC(), proc: proc, stdout: stdout, stderr: stderr, ended: make(chan struct{}),
 	}
 	t.items[item.ID] = item
 	t.mu.Unlock()
@@ -158,12 +165,28 @@ func (t *detachedTable) start(s spec, defaultUser string, dropCaps bool) (*detac
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		item.ExitCode, item.FinishedAt = &code, &now
-		item.Status = "completed"
-		if code != 0 {
+		switch {
+		case item.killed:
+			item.Status = "killed"
+		case code == 0:
+			item.Status = "completed"
+		default:
 			item.Status = "failed"
 		}
+		close(item.ended)
 	}()
 	return t.view(item), nil
+}
+
+// markKilled records that a DELETE kills the item; false when it has already ended.
+func (t *detachedTable) markKilled(item *detachedProcess) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if item.Status != "running" {
+		return false
+	}
+	item.killed = true
+	return true
 }
 
 func (t *detachedTable) get(id string) *detachedProcess {

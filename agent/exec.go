@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ type execRequest struct {
 type exitStatus struct {
 	ExitCode   int   `json:"exit_code"`
 	TimedOut   bool  `json:"timed_out"`
+	OOMKilled  bool  `json:"oom_killed,omitempty"`
 	DurationMs int64 `json:"duration_ms"`
 }
 
@@ -69,6 +72,7 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	if req.Stdin != nil {
 		stdin = bytes.NewReader(req.Stdin)
 	}
+	oomBefore, oomKnown := oomKills()
 	proc, err := startProcess(req.spec, a.defaultUser, a.dropCaps, stdin, stdoutW, stderrW)
 	stdoutW.Close()
 	stderrW.Close()
@@ -128,6 +132,34 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	result.ExitCode = exitCode(wait)
 	if result.TimedOut {
 		result.ExitCode = 124
+	} else if wait.Signaled() && wait.Signal() == syscall.SIGKILL && oomKnown {
+		// SIGKILL while the sandbox's memory cgroup counted a new OOM kill: the kernel's OOM killer.
+		after, _ := oomKills()
+		result.OOMKilled = after > oomBefore
 	}
 	return result
+}
+
+// The sandbox's memory cgroup as the container sees it: cgroup v2, then v1.
+var (
+	memoryEventsFile = "/sys/fs/cgroup/memory.events"
+	oomControlFile   = "/sys/fs/cgroup/memory/memory.oom_control"
+)
+
+// oomKills is how many processes the OOM killer has killed in the sandbox's memory cgroup (the
+// oom_kill line of memory.events or memory.oom_control); false where neither file says (gVisor).
+func oomKills() (int64, bool) {
+	for _, path := range []string{memoryEventsFile, oomControlFile} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "oom_kill ") {
+				n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(line, "oom_kill ")), 10, 64)
+				return n, err == nil
+			}
+		}
+	}
+	return 0, false
 }

@@ -23,6 +23,7 @@ const (
 	fileDenied   = 4
 	fileNotDir   = 5
 	fileFailed   = 6
+	fileSpecial  = 7
 )
 
 var fileStatus = map[int]int{
@@ -30,6 +31,7 @@ var fileStatus = map[int]int{
 	fileIsDir:    http.StatusBadRequest,
 	fileDenied:   http.StatusForbidden,
 	fileNotDir:   http.StatusBadRequest,
+	fileSpecial:  http.StatusBadRequest,
 	fileFailed:   http.StatusInternalServerError,
 }
 
@@ -196,15 +198,40 @@ func writeFile(path string) error {
 	return file.Close()
 }
 
-// openToRead opens a file for reading; a directory is EISDIR.
+// notRegularError refuses to read a file that is neither regular nor a directory: a FIFO, socket
+// or device may never end (or block the open), and a read must end.
+type notRegularError struct{ kind string }
+
+func (e *notRegularError) Error() string { return "not a regular file: " + e.kind }
+
+// fileKind names a file type for a message.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "a character device"
+	case mode&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "a special file"
+}
+
+// openToRead opens a regular file for reading; a directory is EISDIR, any other type a
+// notRegularError. O_NONBLOCK keeps the open of a FIFO without a writer from waiting for one;
+// a regular file reads the same with it.
 func openToRead(path string) (*os.File, error) {
-	file, err := os.Open(path)
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	info, err := file.Stat()
 	if err == nil && info.IsDir() {
 		err = syscall.EISDIR
+	} else if err == nil && !info.Mode().IsRegular() {
+		err = &notRegularError{kind: fileKind(info.Mode())}
 	}
 	if err != nil {
 		file.Close()
@@ -329,7 +356,10 @@ func growPipe(f *os.File) {
 }
 
 func classify(err error) int {
+	var special *notRegularError
 	switch {
+	case errors.As(err, &special):
+		return fileSpecial
 	case errors.Is(err, fs.ErrNotExist):
 		return fileNotFound
 	case errors.Is(err, syscall.EISDIR):
@@ -355,6 +385,10 @@ func describe(err error, path string) string {
 		return fmt.Sprintf("permission denied: %s", path)
 	case fileNotDir:
 		return fmt.Sprintf("a parent of '%s' is not a directory", path)
+	case fileSpecial:
+		var special *notRegularError
+		errors.As(err, &special)
+		return fmt.Sprintf("'%s' is %s, not a regular file: only regular files can be read", path, special.kind)
 	}
 	return err.Error()
 }

@@ -54,6 +54,22 @@ var internalCommands = map[string]func([]string) int{
 	"wipe":          wipeCommand,
 	"remove-xattrs": removeXattrsCommand,
 	"ipc-remove":    ipcRemoveCommand,
+	"sethostname":   setHostnameCommand,
+}
+
+// setHostnameCommand sets the hostname of the UTS namespace it runs in (`sandboxd-agent
+// sethostname NAME`): the server runs it from the host inside a claimed pool instance's namespace.
+// It touches no file: its mount namespace is the host's.
+func setHostnameCommand(args []string) int {
+	if len(args) != 1 || args[0] == "" {
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent sethostname NAME")
+		return 2
+	}
+	if err := syscall.Sethostname([]byte(args[0])); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxd-agent: sethostname:", err)
+		return 1
+	}
+	return 0
 }
 
 // runInternalCommand exits the process with the internal command's code when args name one.
@@ -68,7 +84,7 @@ func runInternalCommand(args []string) {
 func main() {
 	runInternalCommand(os.Args)
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps]")
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--claim-workspace] [--drop-caps]")
 		os.Exit(2)
 	}
 	flags := flag.NewFlagSet("serve", flag.ExitOnError)
@@ -76,8 +92,9 @@ func main() {
 	user := flags.String("user", "", "default user of commands and file operations (name, uid or uid:gid)")
 	dropCaps := flags.Bool("drop-caps", false, "commands that run as root start with no capabilities")
 	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
+	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
 	flags.Parse(os.Args[2:])
-	if err := serve(*socket, *user, *workspace, *dropCaps); err != nil {
+	if err := serve(*socket, *user, workspaceSetup{dir: *workspace, claim: *claim}, *dropCaps); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
 		os.Exit(1)
 	}
@@ -86,7 +103,7 @@ func main() {
 // serve listens on the socket (owner-only: the sandbox's unprivileged user cannot use the agent
 // to act as another user) and handles requests until the process is killed. It first makes the
 // OS threads it will ever need, while no command can have taken the pids (threads.go).
-func serve(socket, user, workspace string, dropCaps bool) error {
+func serve(socket, user string, workspace workspaceSetup, dropCaps bool) error {
 	// The probe of per-thread credentials ends a thread of its own: before the reserve is made.
 	a := newAgent(user, workspace, dropCaps)
 	reserveThreads(reservedThreads)
@@ -104,17 +121,24 @@ func serve(socket, user, workspace string, dropCaps bool) error {
 	return http.Serve(listener, a.routes())
 }
 
+// workspaceSetup is the --workspace directory, and whether an existing one is claimed for the
+// default user.
+type workspaceSetup struct {
+	dir   string
+	claim bool
+}
+
 // newAgent resolves the default user once: if it does not resolve, every request as that user
 // fails, and health says why (the backend refuses such an image at create). Otherwise it sets
 // up the workspace.
-func newAgent(user, workspace string, dropCaps bool) *agent {
+func newAgent(user string, workspace workspaceSetup, dropCaps bool) *agent {
 	a := &agent{defaultUser: user, dropCaps: dropCaps, fileThreads: perThreadCredentials(), started: time.Now(), detached: newDetachedTable()}
 	owner, err := resolveUser("", user)
 	if err != nil {
 		a.userError = err.Error()
 		fmt.Fprintln(os.Stderr, "sandboxd-agent: default user:", err)
-	} else if workspace != "" {
-		if err := enterWorkspace(workspace, owner); err != nil {
+	} else if workspace.dir != "" {
+		if err := enterWorkspace(workspace.dir, owner, workspace.claim); err != nil {
 			fmt.Fprintln(os.Stderr, "sandboxd-agent: workspace:", err)
 		}
 	}
@@ -147,10 +171,11 @@ func (a *agent) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // enterWorkspace makes dir, owned by the default user, unless it exists (an image's own
-// directory or a tmpfs keeps its owner), and makes it the agent's working directory, which
+// directory or a tmpfs keeps its owner, unless `claim`: then the directory itself, not what it
+// holds, is given to the default user), and makes it the agent's working directory, which
 // commands inherit, when the agent started in / (the image names no working directory).
-func enterWorkspace(dir string, owner identity) error {
-	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+func enterWorkspace(dir string, owner identity, claim bool) error {
+	if info, err := os.Lstat(dir); os.IsNotExist(err) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -159,6 +184,11 @@ func enterWorkspace(dir string, owner identity) error {
 		}
 	} else if err != nil {
 		return err
+	} else if st, ok := info.Sys().(*syscall.Stat_t); claim && info.IsDir() && ok && (st.Uid != owner.uid || st.Gid != owner.gid) {
+		// Best effort: a profile without CAP_CHOWN keeps the owner (its tmpfs is made for the user).
+		if err := os.Lchown(dir, int(owner.uid), int(owner.gid)); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxd-agent: workspace:", err)
+		}
 	}
 	if cwd, err := os.Getwd(); err != nil || cwd != "/" {
 		return err

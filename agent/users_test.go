@@ -88,7 +88,7 @@ func TestRootRunsWithoutAnAccountDatabase(t *testing.T) {
 
 func TestAnUnknownDefaultUserIsReported(t *testing.T) {
 	withAccounts(t, "", "")
-	a := newAgent("ghost", "", false)
+	a := newAgent("ghost", workspaceSetup{}, false)
 	c := serveAgent(t, a)
 	res, err := c.Get("http://agent/v1/health")
 	if err != nil {
@@ -114,7 +114,7 @@ func TestEnterWorkspace(t *testing.T) {
 	t.Cleanup(func() { os.Chdir(cwd) })
 	dir := filepath.Join(t.TempDir(), "workspace")
 	os.Chdir("/")
-	if err := enterWorkspace(dir, identity{uid: 65534, gid: 65534}); err != nil {
+	if err := enterWorkspace(dir, identity{uid: 65534, gid: 65534}, false); err != nil {
 		t.Fatal(err)
 	}
 	info, err := os.Stat(dir)
@@ -128,11 +128,18 @@ func TestEnterWorkspace(t *testing.T) {
 	// An existing directory keeps its owner; an image's own working directory stays.
 	os.Chdir(cwd)
 	os.Chown(dir, 0, 0)
-	if err := enterWorkspace(dir, identity{uid: 65534, gid: 65534}); err != nil {
+	if err := enterWorkspace(dir, identity{uid: 65534, gid: 65534}, false); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := os.Stat(dir); info.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Fatal("the owner of an existing workspace changed")
+	}
+	// Claimed (the default user replaced root): the directory itself changes owner.
+	if err := enterWorkspace(dir, identity{uid: 65534, gid: 65534}, true); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := os.Stat(dir); info.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Fatal("a claimed workspace kept its owner")
 	}
 	if now, _ := os.Getwd(); now != cwd {
 		t.Fatalf("working directory %s, want %s", now, cwd)

@@ -73,6 +73,29 @@ else
   say "packages present: ${PACKAGES[*]}"
 fi
 
+# --- runsc: one that accepts coreutils' statx. ------------------------------------------------
+# Debian bookworm's runsc (2022-12-19) answers statx and fstatat with AT_NO_AUTOMOUNT, which
+# coreutils passes, with EINVAL: `ls -la` and `stat` fail in every restrictive sandbox. The
+# runsc of bookworm-backports (2024-07-29) accepts it. Containers that an older runsc started
+# keep running; stop them before this upgrade where a stop must not fail.
+RUNSC_MIN_DATE=20240729
+runsc_date() { runsc --version 2>/dev/null | grep -o '[0-9]\{8\}' | head -n 1; }
+if [ "$(runsc_date || echo 0)" -lt "$RUNSC_MIN_DATE" ]; then
+  . /etc/os-release
+  [ "${VERSION_CODENAME:-}" = bookworm ] ||
+    die "runsc $(runsc_date) rejects coreutils' statx; install a runsc of ${RUNSC_MIN_DATE} or later (gVisor) and rerun"
+  backports=/etc/apt/sources.list.d/bookworm-backports.sources
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$backports"
+    act "added Debian's bookworm-backports to apt's sources ($backports)"
+  fi
+  act "installing runsc from bookworm-backports (found $(runsc_date), need ${RUNSC_MIN_DATE} or later)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
+else
+  say "runsc $(runsc_date) accepts coreutils' statx"
+fi
+
 # --- daemon.json: merge the runsc runtime in, keeping everything else. ---------------------
 runsc_path="$(command -v runsc)"
 mkdir -p "$(dirname "$DAEMON_JSON")"

@@ -11,6 +11,7 @@ import type {
   ExecRequest,
   ExecOptions,
   ExecResult,
+  DetachedLog,
   DetachedProcess,
   DetachedRequest,
 } from './types.js';
@@ -113,8 +114,8 @@ export interface DetachedCapability {
   /** Every detached command the instance knows, oldest first (a restarted instance knows none). */
   listDetached(id: string): Promise<DetachedProcess[]>;
   /** The last output of one stream of a detached command; NOT_FOUND for an unknown id. */
-  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer>;
-  /** Kills a detached command's process tree; NOT_FOUND for an unknown id. */
+  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<DetachedLog>;
+  /** Kills a detached command's process tree (it then reads as `killed`); NOT_FOUND for an unknown id. */
   killDetached(id: string, processId: string): Promise<void>;
 }
 

@@ -25,4 +25,6 @@ export interface RawExecOutcome {
   exitCode: number;
   timedOut: boolean;
   aborted: boolean;
+  /** The kernel's OOM killer ended it (where the lower layer can tell). */
+  oomKilled?: boolean;
 }

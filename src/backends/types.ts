@@ -87,6 +87,8 @@ export interface ExecResult {
   output: string;
   timed_out: boolean;
   truncated: boolean;
+  /** Present (true) when the kernel's OOM killer ended the command (the sandbox's memory limit). */
+  oom_killed?: true;
   duration_ms: number;
 }
 
@@ -96,10 +98,20 @@ export interface DetachedProcess {
   id: string;
   pid: number;
   command: string[];
-  /** completed: exited 0; failed: exited non-zero or was killed. */
-  status: 'running' | 'completed' | 'failed';
+  /** completed: exited 0; failed: exited non-zero; killed: ended by `killDetached`. */
+  status: 'running' | 'completed' | 'failed' | 'killed';
   exit_code: number | null;
   started_at: string;
+  /** When it ended (ISO 8601); absent while it runs. */
+  finished_at?: string;
+}
+
+/** The kept output of one stream of a detached command. */
+export interface DetachedLog {
+  /** The most recent bytes the stream printed. */
+  content: Buffer;
+  /** The position of `content`'s first byte in everything the stream printed (earlier ones were dropped). */
+  start: number;
 }
 
 /** What `startDetached` runs: an exec request without stdin, timeout or output cap. */

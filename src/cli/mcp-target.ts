@@ -23,18 +23,42 @@ export class McpTargetError extends Error {
   override readonly name = 'McpTargetError';
 }
 
+/** How long the probe of a local server waits for its answer. */
+const PROBE_TIMEOUT_MS = 2_000;
+
 /**
  * Where `sandboxd mcp` works: the server at `serverUrl` when one is given; else the service
  * hosted in-process on the data directory; else, when a `sandboxd serve` already owns the
  * data directory, that server's HTTP API (its URL from `<data-dir>/server.json`). Either way
- * the tools see the same sandboxes as every other client of the data directory.
+ * the tools see the same sandboxes as every other client of the data directory. Where the
+ * in-process service cannot reach its engine (a user who may not use the Docker socket, beside
+ * a server run as root on a data directory they cannot read), the server that answers on this
+ * host's configured port (http://127.0.0.1:18888 by default) is used; without one, McpTargetError
+ * says how to point at a server.
  */
 export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: string): Promise<McpTarget> {
   const apiKey = config.apiKeys[0];
   if (serverUrl) return { api: httpClient(serverUrl, { apiKey }), close: async () => undefined };
   try {
     const runtime = await startRuntime(config, logger, { listen: false });
-    return { api: injectClient(runtime.app, `in-process (${config.dataDir})`, apiKey), close: () => runtime.close() };
+    const unreachable = await runtime.services.backend.ping().then(
+      () => undefined,
+      (err: unknown) => (err as Error).message,
+    );
+    if (unreachable === undefined) {
+      return { api: injectClient(runtime.app, `in-process (${config.dataDir})`, apiKey), close: () => runtime.close() };
+    }
+    await runtime.close();
+    const local = `http://127.0.0.1:${config.port}`;
+    if (await isSandboxd(local)) {
+      logger.warn({ server: local, reason: unreachable }, 'the sandbox engine is out of reach here: working through the server on this host');
+      return { api: httpClient(local, { apiKey }), close: async () => undefined };
+    }
+    throw new McpTargetError(
+      `cannot host sandboxd here (${unreachable}) and no sandboxd server answers at ${local}: ` +
+        'point this at a running server with --server URL (or SERVICE_URL), start one with `sandboxd serve`, ' +
+        'or run this as a user who may use the Docker socket',
+    );
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     const url = await waitForServerUrl(config.dataDir, err.ownerPid);
@@ -46,6 +70,17 @@ export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: 
       );
     }
     return { api: httpClient(url, { apiKey, ...trustFor(url, config.dataDir) }), close: async () => undefined };
+  }
+}
+
+/** Whether a sandboxd server answers GET /status (open without a key) at `base`. */
+async function isSandboxd(base: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${base}/status`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const body = (await response.json()) as { success?: boolean; data?: { version?: unknown; backend?: unknown } };
+    return response.ok && body.success === true && typeof body.data?.version === 'string' && typeof body.data.backend === 'string';
+  } catch {
+    return false;
   }
 }
 

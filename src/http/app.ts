@@ -23,6 +23,7 @@ import { sandboxRoutes } from './routes/sandbox-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
 import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { zodValidatorCompiler } from './validation.js';
+import { registerQueryCheck } from './query-check.js';
 
 export interface AppOptions {
   services: Services;
@@ -134,6 +135,7 @@ export async function buildApp({
   registerErrorHandling(app);
   registerRequestTelemetry(app, services.observability.metrics, services.observability.tracing);
   registerAuth(app, apiKeys);
+  registerQueryCheck(app);
 
   await app.register(swagger, {
     openapi: {

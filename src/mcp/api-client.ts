@@ -29,10 +29,14 @@ export function apiPath(...segments: string[]): string {
   return segments.map((segment) => `/${encodeURIComponent(segment)}`).join('');
 }
 
-/** The path of a file inside a sandbox, each segment encoded: `/workspace/a b` -> `workspace/a%20b`. */
+/**
+ * The route of a file inside a sandbox, each segment encoded: `/workspace/a b` ->
+ * `files//workspace/a%20b`. An absolute path keeps its leading slash, so that the route takes
+ * it as absolute whatever its first directory (it takes `files/app/x` as /workspace/app/x).
+ */
 export function filePath(name: string, path: string): string {
   const segments = path.split('/').filter(Boolean).map(encodeURIComponent);
-  return `${apiPath('sandboxes', name, 'files')}/${segments.join('/')}`;
+  return `${apiPath('sandboxes', name, 'files')}/${path.startsWith('/') ? '/' : ''}${segments.join('/')}`;
 }
 
 /** `path?k=v&k=w` from a request. */

@@ -28,6 +28,10 @@ export const execResult = z
     duration_ms: z.int(),
     timed_out: z.boolean(),
     truncated: z.boolean(),
+    oom_killed: z
+      .literal(true)
+      .optional()
+      .meta({ description: "Present when the kernel's OOM killer ended the command (it went past the sandbox's memory_mb); exit_code is then 137" }),
   })
   .meta({ id: 'ExecResult' });
 

@@ -15,7 +15,9 @@ export const extendBody = z
   .strictObject({ by: duration.optional().meta({ description: 'How much longer, default 1h (30m, 2h, 1d)' }) })
   .meta({ id: 'ExtendSandbox' });
 
-export const extendResult = z.object({ expires_at: timestamp }).meta({ id: 'ExtendResult' });
+export const extendResult = z
+  .object({ expires_at: timestamp.nullable().meta({ description: 'The new expiry; null for a sandbox without one, which extend leaves without one' }) })
+  .meta({ id: 'ExtendResult' });
 
 export const gcResult = z
   .object({ removed: z.array(z.string()), count: z.int() })

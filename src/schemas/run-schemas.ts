@@ -35,6 +35,9 @@ export const batchResultItem = z.object({
   output: z.string().meta({ description: 'stdout and stderr interleaved in arrival order' }),
   error: z.string().nullable().meta({ description: 'null when the command ran (whatever its exit code); why it could not run otherwise' }),
   exit_code: z.int().nullable(),
+  timed_out: z.boolean().meta({ description: 'The command was killed at its timeout (exit_code 124)' }),
+  truncated: z.boolean().meta({ description: 'Output past the cap was cut' }),
+  oom_killed: z.literal(true).optional().meta({ description: "Present when the kernel's OOM killer ended the command" }),
 });
 
 export const batchResult = z.object({ results: z.array(batchResultItem) }).meta({ id: 'BatchRunResult' });

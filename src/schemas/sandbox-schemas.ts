@@ -26,14 +26,23 @@ export const patchSandboxBody = z
     labels: labels.optional().meta({ description: 'Replaces all labels' }),
     description: z.string().max(1024).optional(),
     lifecycle: lifecycle.nullable().optional().meta({ description: 'null clears the policy' }),
+    ttl: duration.optional().meta({ description: 'Expire this long from now (sets expires_at), e.g. 2h' }),
+    expires_at: z.null({ error: 'only null, which clears the expiry (set one with ttl)' }).optional().meta({ description: 'null clears the expiry: the sandbox never expires' }),
   })
+  .refine((body) => body.ttl === undefined || body.expires_at === undefined, { message: 'give ttl or expires_at: null, not both', path: ['ttl'] })
   .meta({ id: 'PatchSandbox' });
 
-export const listSandboxesQuery = z.object({
+const sandboxStatusValue = z.enum(['running', 'stopped', 'archiving', 'archived']);
+
+export const listSandboxesQuery = z.strictObject({
   label: z
     .union([z.string(), z.array(z.string())])
     .optional()
     .meta({ description: 'key:value, repeatable; several are ANDed' }),
+  status: z
+    .union([sandboxStatusValue, z.array(sandboxStatusValue)])
+    .optional()
+    .meta({ description: 'running, stopped, archiving or archived; repeatable, several are ORed' }),
 });
 
 export const sandboxStatus = z
@@ -47,17 +56,17 @@ export const sandboxSummary = z
     status: sandboxStatus,
     backend: z.string(),
     ip: z.string().optional(),
+    image: z.string(),
+    labels: z.record(z.string(), z.string()),
+    description: z.string().optional(),
   })
   .meta({ id: 'SandboxSummary' });
 
 export const sandboxDetail = sandboxSummary
   .extend({
-    image: z.string(),
     vcpus: z.int(),
     memory_mb: z.int(),
     profile: profile,
-    labels: z.record(z.string(), z.string()),
-    description: z.string().optional(),
     lifecycle: lifecycle.optional(),
     created_at: timestamp,
     last_activity_at: timestamp.optional(),
@@ -67,6 +76,7 @@ export const sandboxDetail = sandboxSummary
     source_url: z.string().optional(),
     source_ref: z.string().optional(),
     runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
+    restored_from: z.string().optional().meta({ description: 'The snapshot this sandbox was restored from' }),
   })
   .meta({ id: 'Sandbox' });
 

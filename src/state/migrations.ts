@@ -99,4 +99,30 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.createIndex('detached_commands_sandbox').on('detached_commands').column('sandbox_uuid').execute();
     },
   },
+  '0005_detached_results': {
+    async up(db: Kysely<unknown>) {
+      // The end of a detached command and its output, kept on the host when the service observes
+      // it: the sandbox's agent forgets them when the sandbox stops.
+      await db.schema.alterTable('detached_commands').addColumn('status', 'text').execute();
+      await db.schema.alterTable('detached_commands').addColumn('exit_code', 'integer').execute();
+      await db.schema.alterTable('detached_commands').addColumn('finished_at', 'text').execute();
+      await db.schema
+        .createTable('detached_outputs')
+        .addColumn('command_id', 'text', (c) => c.notNull())
+        .addColumn('stream', 'text', (c) => c.notNull())
+        .addColumn('content', 'blob', (c) => c.notNull())
+        .addColumn('start', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('detached_outputs_pk', ['command_id', 'stream'])
+        .execute();
+    },
+  },
+  '0006_restore_origin': {
+    async up(db: Kysely<unknown>) {
+      // A snapshot keeps its sandbox's labels and description, which a restore gives back, and a
+      // restored sandbox names the snapshot it came from.
+      await db.schema.alterTable('snapshots').addColumn('labels', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+      await db.schema.alterTable('snapshots').addColumn('description', 'text').execute();
+      await db.schema.alterTable('sandboxes').addColumn('restored_from', 'text').execute();
+    },
+  },
 };

@@ -29,6 +29,8 @@ export interface SandboxTable {
   archived_reason: string | null;
   /** The image the container is made from when not `image`: a restored snapshot or an archive. */
   root_image: string | null;
+  /** The snapshot this sandbox was restored from; null for one made otherwise. */
+  restored_from: string | null;
 }
 
 export interface SnapshotTable {
@@ -45,6 +47,9 @@ export interface SnapshotTable {
   profile: string;
   env: string;
   created_at: string;
+  /** JSON object: the sandbox's labels when the snapshot was taken. */
+  labels: string;
+  description: string | null;
 }
 
 export interface AuditTable {
@@ -75,6 +80,20 @@ export interface DetachedCommandTable {
   /** JSON argv. */
   command: string;
   started_at: string;
+  /** Null until the service observes the end: completed | failed | killed | lost. */
+  status: string | null;
+  exit_code: number | null;
+  finished_at: string | null;
+}
+
+/** The output of an ended detached command, kept on the host (the sandbox's copy dies with it). */
+export interface DetachedOutputTable {
+  command_id: string;
+  /** stdout | stderr */
+  stream: string;
+  content: Buffer;
+  /** The byte position of `content` in everything the stream printed (earlier bytes were dropped). */
+  start: number;
 }
 
 export interface MetaTable {
@@ -88,5 +107,6 @@ export interface Database {
   snapshots: SnapshotTable;
   browser_events: BrowserEventTable;
   detached_commands: DetachedCommandTable;
+  detached_outputs: DetachedOutputTable;
   meta: MetaTable;
 }

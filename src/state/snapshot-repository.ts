@@ -10,9 +10,10 @@ export type SnapshotStatus = 'creating' | 'ready' | 'deleting';
  * A snapshot as stored: the source (name and uuid; the sandbox may be gone since), the image
  * and the settings a restore gets. Field names are the column names, as on the wire.
  */
-export interface SnapshotRecord extends Decoded<SnapshotTable, { status: SnapshotStatus; profile: Profile; env: Record<string, string> }> {}
+export interface SnapshotRecord
+  extends Decoded<SnapshotTable, { status: SnapshotStatus; profile: Profile; env: Record<string, string>; labels: Record<string, string> }> {}
 
-const codec = new RowCodec<SnapshotTable, SnapshotRecord>(['env']);
+const codec = new RowCodec<SnapshotTable, SnapshotRecord>(['env', 'labels']);
 
 /** Snapshots in the state store. */
 export class SnapshotRepository {

@@ -314,14 +314,14 @@ export function backendConformance(subject: ConformanceSubject): void {
         await expect
           .poll(async () => (await detached.listDetached(shared.id)).find((p) => p.id === printed.id)?.status, { timeout: 10_000 })
           .toBe('completed');
-        expect((await detached.detachedLogs(shared.id, printed.id, 'stdout')).toString()).toBe('bg out');
+        expect((await detached.detachedLogs(shared.id, printed.id, 'stdout')).content.toString()).toBe('bg out');
 
         const waiting = await detached.startDetached(shared.id, { command: [...COMMANDS.wait()] });
         expect((await detached.listDetached(shared.id)).find((p) => p.id === waiting.id)).toMatchObject({ status: 'running', exit_code: null });
         await detached.killDetached(shared.id, waiting.id);
         await expect
           .poll(async () => (await detached.listDetached(shared.id)).find((p) => p.id === waiting.id)?.status, { timeout: 10_000 })
-          .toBe('failed');
+          .toBe('killed');
         expect(await codeOf(detached.detachedLogs(shared.id, 'no-such-process', 'stdout'))).toBe('NOT_FOUND');
         expect(await codeOf(detached.killDetached(shared.id, 'no-such-process'))).toBe('NOT_FOUND');
       });

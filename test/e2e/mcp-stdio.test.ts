@@ -168,7 +168,7 @@ describe('sandboxd mcp (in-process, stdio)', () => {
       expect(texts(await mcp.call('sandbox_exec_logs', { name: sandbox, id: started.id, stream: 'stderr' }))).toEqual(['oops\n']);
       expect(await json('sandbox_exec_status', { name: sandbox, id: started.id })).toMatchObject({ id: started.id, status: 'running' });
       expect((await json('sandbox_exec_list', { name: sandbox })).map((d: { id: string }) => d.id)).toEqual([started.id]);
-      expect(await json('sandbox_exec_kill', { name: sandbox, id: started.id })).toMatchObject({ status: 'failed' });
+      expect(await json('sandbox_exec_kill', { name: sandbox, id: started.id })).toMatchObject({ status: 'killed' });
       const unknown = await mcp.call('sandbox_exec_status', { name: sandbox, id: 'no-such-id' });
       expect(unknown.isError).toBe(true);
       expect(texts(unknown)[0]).toMatch(/not found/);

@@ -57,7 +57,8 @@ interface ImageCase {
 }
 
 const IMAGES: ImageCase[] = [
-  { image: BUSYBOX_IMAGE, what: 'static busybox, no libc, no /etc/passwd, no /workspace', user: { uid: 0, gid: 0, home: '/' } },
+  // Its default user is root: commands without sudo run as nobody.
+  { image: BUSYBOX_IMAGE, what: 'static busybox, no libc, no /etc/passwd, no /workspace', user: { uid: 65534, gid: 65534, home: '/' } },
   { image: MUSL_IMAGE, what: `musl + busybox, USER ${MUSL_USER.name}`, user: { uid: MUSL_USER.uid, gid: MUSL_USER.gid, home: MUSL_USER.home } },
 ];
 const PROFILES: Profile[] = ['moderate', 'restrictive'];
@@ -150,14 +151,14 @@ describe.each(IMAGES.flatMap((c) => PROFILES.map((profile) => ({ ...c, profile }
       const done = await backend.startDetached(sandbox.id, { command: ['sh', '-c', 'echo out; echo err >&2; id -u; exit 4'], user: 'root' });
       await expect.poll(async () => (await backend.listDetached(sandbox.id)).find((p) => p.id === done.id)?.status).toBe('failed');
       expect((await backend.listDetached(sandbox.id)).find((p) => p.id === done.id)?.exit_code).toBe(4);
-      expect((await backend.detachedLogs(sandbox.id, done.id, 'stdout')).toString()).toBe('out\n0\n');
-      expect((await backend.detachedLogs(sandbox.id, done.id, 'stderr')).toString()).toBe('err\n');
+      expect((await backend.detachedLogs(sandbox.id, done.id, 'stdout')).content.toString()).toBe('out\n0\n');
+      expect((await backend.detachedLogs(sandbox.id, done.id, 'stderr')).content.toString()).toBe('err\n');
 
       const server = await backend.startDetached(sandbox.id, { command: ['sh', '-c', 'sleep 35 & sleep 36'], workdir: '/tmp' });
       expect(server.status).toBe('running');
       await expect.poll(() => processes(sandbox.id)).toContain('sleep 35');
       await backend.killDetached(sandbox.id, server.id);
-      await expect.poll(async () => (await backend.listDetached(sandbox.id)).find((p) => p.id === server.id)?.status).toBe('failed');
+      await expect.poll(async () => (await backend.listDetached(sandbox.id)).find((p) => p.id === server.id)?.status).toBe('killed');
       await expect.poll(() => processes(sandbox.id), { timeout: 3_000 }).not.toMatch(/sleep 3[56]/);
     });
   },
@@ -180,7 +181,7 @@ describe('a busybox sandbox without a shell or any applet', () => {
     sandbox = await backend.create(sandboxSpec({ image: BUSYBOX_IMAGE }));
     // Every applet link goes, /bin/sh first; only the busybox binary itself stays.
     const strip = 'for f in $(busybox --list-full); do [ "$f" = bin/busybox ] || busybox rm -f "/$f"; done';
-    await run(sandbox.id, ['busybox', 'sh', '-c', strip]);
+    await run(sandbox.id, ['busybox', 'sh', '-c', strip], { user: 'root' });
   });
   afterAll(async () => {
     await backend.remove(sandbox.id);
@@ -196,7 +197,7 @@ describe('a busybox sandbox without a shell or any applet', () => {
     expect(await run(sandbox.id, ['busybox', 'sleep', '37'], { timeout_ms: 300 })).toMatchObject({ exit_code: 124, timed_out: true });
     const detached = await backend.startDetached(sandbox.id, { command: ['busybox', 'sleep', '38'] });
     await backend.killDetached(sandbox.id, detached.id);
-    await expect.poll(async () => (await backend.listDetached(sandbox.id))[0]?.status).toBe('failed');
+    await expect.poll(async () => (await backend.listDetached(sandbox.id))[0]?.status).toBe('killed');
     const left = await run(sandbox.id, ['busybox', 'ps', '-o', 'args']);
     expect(left.stdout).not.toMatch(/sleep 3[78]/);
   });
@@ -244,7 +245,8 @@ describe('snapshots of a gVisor sandbox (tmpfs /workspace) in minimal images', (
     await backend.remove(source.id);
     const copy = await backend.create(sandboxSpec({ image: tag, profile: 'restrictive' }));
     expect((await backend.readFile(copy.id, '/workspace/kept/file.txt')).toString()).toBe('kept');
-    const uid = image === MUSL_IMAGE ? MUSL_USER.uid : 0;
+    // busybox's default user is root: its sandboxes, and their snapshots, run commands as nobody.
+    const uid = image === MUSL_IMAGE ? MUSL_USER.uid : 65534;
     expect((await run(copy.id, ['id', '-u'])).stdout).toBe(`${uid}\n`);
     await backend.remove(copy.id);
   });

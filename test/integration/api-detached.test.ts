@@ -50,7 +50,7 @@ describe('detached commands', () => {
     expect(started.body.data.pid).toBeGreaterThan(1);
     const { id } = started.body.data;
     expect(await settled(name, id)).toMatchObject({ id, status: 'failed', exit_code: 3 });
-    expect((await api('GET', `/sandboxes/${name}/exec/detached/${id}/logs`)).body.data).toEqual({ id, stream: 'stdout', content: 'out\n' });
+    expect((await api('GET', `/sandboxes/${name}/exec/detached/${id}/logs`)).body.data).toMatchObject({ id, stream: 'stdout', content: 'out\n', offset: 0, next_offset: 4 });
     expect((await api('GET', `/sandboxes/${name}/exec/detached/${id}/logs?stream=stderr`)).body.data.content).toBe('err\n');
     expect((await api('GET', `/sandboxes/${name}/exec/detached/${id}/logs?stream=both`)).status).toBe(400);
 
@@ -81,9 +81,49 @@ describe('detached commands', () => {
     expect((await api('GET', `/sandboxes/${name}/exec/detached/${id}/logs`)).body.data.content).toBe('started\n');
     const killed = await api('DELETE', `/sandboxes/${name}/exec/detached/${id}`);
     expect(killed.status).toBe(200);
-    expect(killed.body.data).toMatchObject({ id, status: 'failed' });
+    expect(killed.body.data).toMatchObject({ id, status: 'killed', exit_code: 137 });
     const left = (await api('POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', PROCESSES + ' | grep -c "^sleep 300 " || true'] })).body.data;
     expect(left.output.trim()).toBe('0');
+  });
+
+  it('keeps ended commands and their logs across a stop and start; a running one is lost, a killed one killed', async () => {
+    const kept = uniqueName('detached-kept');
+    expect((await api('POST', '/sandboxes', { name: kept })).status).toBe(201);
+    try {
+      const done = (await api('POST', `/sandboxes/${kept}/exec/detach`, { command: ['sh', '-c', 'echo kept; echo e >&2; exit 2'] })).body.data;
+      expect(await settled(kept, done.id)).toMatchObject({ status: 'failed', exit_code: 2 });
+      const killed = (await api('POST', `/sandboxes/${kept}/exec/detach`, { command: ['sleep', '300'] })).body.data;
+      expect((await api('DELETE', `/sandboxes/${kept}/exec/detached/${killed.id}`)).body.data).toMatchObject({ status: 'killed' });
+      const running = (await api('POST', `/sandboxes/${kept}/exec/detach`, { command: ['sh', '-c', 'echo before-stop; sleep 300'] })).body.data;
+      await expect.poll(async () => (await api('GET', `/sandboxes/${kept}/exec/detached/${running.id}/logs`)).body.data.content).toBe('before-stop\n');
+      expect((await api('POST', `/sandboxes/${kept}/stop`)).status).toBe(200);
+      expect((await api('POST', `/sandboxes/${kept}/start`)).status).toBe(200);
+      const listed = (await api('GET', `/sandboxes/${kept}/exec/detached`)).body.data;
+      expect(listed.map((d: any) => [d.id, d.status, d.exit_code])).toEqual([
+        [done.id, 'failed', 2],
+        [killed.id, 'killed', 137],
+        [running.id, 'lost', null],
+      ]);
+      expect(listed.every((d: any) => typeof d.finished_at === 'string')).toBe(true);
+      expect((await api('GET', `/sandboxes/${kept}/exec/detached/${done.id}/logs`)).body.data.content).toBe('kept\n');
+      expect((await api('GET', `/sandboxes/${kept}/exec/detached/${done.id}/logs?stream=stderr`)).body.data.content).toBe('e\n');
+      expect((await api('GET', `/sandboxes/${kept}/exec/detached/${running.id}/logs`)).body.data.content).toBe('before-stop\n');
+    } finally {
+      await api('DELETE', `/sandboxes/${kept}`);
+    }
+  });
+
+  it('follows a log until the command ends, from an offset', async () => {
+    const { id } = (await api('POST', `/sandboxes/${name}/exec/detach`, { command: ['sh', '-c', 'echo one; sleep 1; echo two'] })).body.data;
+    const response = await fetch(`${runtime.url}/sandboxes/${name}/exec/detached/${id}/logs?follow=true&offset=2`);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const events = (await response.text())
+      .split('\n\n')
+      .filter((block) => block.startsWith('id:'))
+      .map((block) => ({ event: /event: (.*)/.exec(block)![1], data: JSON.parse(/data: (.*)/.exec(block)![1]!) }));
+    const output = events.filter((e) => e.event === 'output').map((e) => e.data.data).join('');
+    expect(output).toBe('e\ntwo\n');
+    expect(events.at(-1)).toMatchObject({ event: 'done', data: { status: 'completed', exit_code: 0, next_offset: 8 } });
   });
 
   it('refuses on a stopped sandbox, saying how to start it', async () => {

@@ -1,7 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+import { BASE_IMAGE, call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 let rt: DockerRuntime;
 let sudoRt: DockerRuntime;
@@ -72,12 +73,51 @@ describe('exec', () => {
     const refused = await api('POST', `/sandboxes/${name}/exec`, { command: ['id', '-u'], sudo: true });
     expect(refused.status).toBe(403);
     expect(refused.body.error).toContain('allow_sudo_exec');
+    // Every way to allow it: the flag, the environment variable and the config key.
+    expect(refused.body.error).toContain('--allow-sudo-exec');
+    expect(refused.body.error).toContain('SERVICE_ALLOW_SUDO_EXEC=true');
     const sudoName = uniqueName('sudo');
     await call(sudoRt.url, 'POST', '/sandboxes', { name: sudoName });
     const asRoot = await call(sudoRt.url, 'POST', `/sandboxes/${sudoName}/exec`, { command: ['id', '-u'], sudo: true });
     expect(asRoot.body.data.output).toBe('0\n');
     const logs = (await call(sudoRt.url, 'GET', `/sandboxes/${sudoName}/logs`)).body.data;
     expect(logs.at(-1)).toMatchObject({ event: 'command_executed', sudo: true });
+  });
+
+  it('never runs a command as root without sudo, also in an image whose default user is root', async () => {
+    // Built here from the base image: no registry is involved.
+    const image = `sandboxd-test/root-user:${uniqueName('t')}`;
+    execFileSync('docker', ['build', '-q', '-t', image, '-'], { input: `FROM ${BASE_IMAGE}\nUSER root\n` });
+    const rootName = uniqueName('root-image');
+    try {
+      for (const [runtime, profile] of [[rt, 'moderate'], [sudoRt, 'restrictive']] as const) {
+        const created = await call(runtime.url, 'POST', '/sandboxes', { name: `${rootName}-${profile}`, image, profile });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const plain = await call(runtime.url, 'POST', `/sandboxes/${rootName}-${profile}/exec`, { command: ['sh', '-c', 'id -u; touch /workspace/mine && python3 -c "import os; print(os.stat(\'/workspace/mine\').st_uid)"'] });
+        expect(plain.body.data.output, profile).toBe('65534\n65534\n');
+      }
+      expect((await call(rt.url, 'POST', `/sandboxes/${rootName}-moderate/exec`, { command: ['id', '-u'], sudo: true })).status).toBe(403);
+      expect((await call(sudoRt.url, 'POST', `/sandboxes/${rootName}-restrictive/exec`, { command: ['id', '-u'], sudo: true })).body.data.output).toBe('0\n');
+    } finally {
+      await api('DELETE', `/sandboxes/${rootName}-moderate`);
+      await call(sudoRt.url, 'DELETE', `/sandboxes/${rootName}-restrictive`);
+      execFileSync('docker', ['rmi', '-f', image]);
+    }
+  });
+
+  it('says oom_killed when the kernel ends a command that goes past the memory limit', async () => {
+    const small = uniqueName('oom');
+    expect((await api('POST', '/sandboxes', { name: small, memory_mb: 64 })).status).toBe(201);
+    try {
+      const hog = await api('POST', `/sandboxes/${small}/exec`, { command: ['python3', '-c', 'x = bytearray(256 * 1024 * 1024)'] });
+      expect(hog.body.data).toMatchObject({ exit_code: 137, oom_killed: true });
+      // A command killed otherwise is no OOM kill.
+      const killed = await api('POST', `/sandboxes/${small}/exec`, { command: ['sh', '-c', 'kill -9 $$'] });
+      expect(killed.body.data.exit_code).toBe(137);
+      expect(killed.body.data).not.toHaveProperty('oom_killed');
+    } finally {
+      await api('DELETE', `/sandboxes/${small}`);
+    }
   });
 
   it('kills a command at its timeout and returns the partial output', async () => {
@@ -163,9 +203,24 @@ describe('files', () => {
     const missing = await api('GET', `/sandboxes/${name}/files/workspace/nope.txt`);
     expect(missing).toMatchObject({ status: 404, body: { success: false, code: 'NOT_FOUND' } });
     expect((await api('DELETE', `/sandboxes/${name}/files/workspace/nope.txt`)).status).toBe(404);
-    expect((await api('GET', `/sandboxes/${name}/files/workspace`)).status).toBe(400);
+    const directory = await api('GET', `/sandboxes/${name}/files/workspace`);
+    expect(directory.status).toBe(400);
+    // The path is said once.
+    expect(directory.body.error).toBe("'/workspace' is a directory");
     expect((await api('PUT', `/sandboxes/${name}/files/etc/forbidden`, { content: 'x' })).status).toBe(403);
     expect((await api('GET', `/sandboxes/${name}/files/etc/shadow`)).status).toBe(403);
+  });
+
+  it('refuses to read a FIFO or a device, naming the path and its type, instead of hanging', async () => {
+    await exec({ command: ['mkfifo', '/workspace/pipe'] });
+    const fifo = await api('GET', `/sandboxes/${name}/files/workspace/pipe`);
+    expect(fifo.status).toBe(400);
+    expect(fifo.body.error).toContain("'/workspace/pipe' is a FIFO, not a regular file");
+    const device = await api('GET', `/sandboxes/${name}/files/dev/zero`);
+    expect(device.status).toBe(400);
+    expect(device.body.error).toContain("'/dev/zero' is a character device");
+    // The sandbox is still answering: nothing was left waiting on the FIFO.
+    expect((await exec({ command: ['echo', 'alive'] })).output).toBe('alive\n');
   });
 
   it('refuses path traversal however it is spelled', async () => {

@@ -74,7 +74,7 @@ describe('POST /run/stream', () => {
     const [first, second, done] = events.slice(-3);
     expect(first!.data).toEqual({ content: 'first\n', stream: 'stdout' });
     expect(second!.data).toEqual({ content: 'second\n', stream: 'stderr' });
-    expect(done!.data).toMatchObject({ exit_code: 4 });
+    expect(done!.data).toMatchObject({ exit_code: 4, timed_out: false, truncated: false });
     // Streaming, not buffering: the first line arrived well before the command ended.
     expect(done!.at - first!.at).toBeGreaterThan(1000);
   };
@@ -134,12 +134,12 @@ describe('POST /batch/run', () => {
     });
     expect(status).toBe(200);
     const [one, two, three, four] = body.data.results;
-    expect(one).toEqual({ output: 'one\n', error: null, exit_code: 0 });
+    expect(one).toEqual({ output: 'one\n', error: null, exit_code: 0, timed_out: false, truncated: false });
     // Isolation: the file written by the first command is not in the second's sandbox.
     expect(two).toMatchObject({ error: null, exit_code: 3 });
     expect(two.output).toContain('No such file or directory');
     expect(three).toMatchObject({ output: '', exit_code: null, error: expect.stringContaining('not available') });
-    expect(four).toEqual({ output: 'four\n', error: null, exit_code: 0 });
+    expect(four).toEqual({ output: 'four\n', error: null, exit_code: 0, timed_out: false, truncated: false });
     // Both 1.5 s commands ran at the same time.
     expect(Date.now() - started).toBeLessThan(2 * 1500 + 2000);
     expect(await runSandboxes()).toEqual([]);

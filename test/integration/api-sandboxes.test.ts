@@ -21,6 +21,29 @@ afterAll(async () => {
 const containerOf = async (uuid: string) =>
   (await docker.listContainers({ all: true, filters: { label: [`sandboxd.uuid=${uuid}`] } }))[0];
 
+describe('hostname', () => {
+  it("is the sandbox's name, made directly or from a warm-pool instance (runc), not the container id", async () => {
+    // The first create of a key is made directly and fills the pool; the next ones claim from it.
+    const names = [uniqueName('host'), uniqueName('host'), uniqueName('host')];
+    for (const name of names) {
+      expect((await api('POST', '/sandboxes', { name })).status).toBe(201);
+      await rt.services.pool.settled();
+    }
+    for (const name of names) {
+      const result = (await api('POST', `/sandboxes/${name}/exec`, { command: ['hostname'] })).body.data;
+      expect(result.output, name).toBe(`${name}\n`);
+      await api('DELETE', `/sandboxes/${name}`);
+    }
+  });
+
+  it("is the name of a restrictive (gVisor) sandbox made directly", async () => {
+    const name = uniqueName('host-gv');
+    expect((await api('POST', '/sandboxes', { name, profile: 'restrictive' })).status).toBe(201);
+    expect((await api('POST', `/sandboxes/${name}/exec`, { command: ['hostname'] })).body.data.output).toBe(`${name}\n`);
+    await api('DELETE', `/sandboxes/${name}`);
+  });
+});
+
 describe('sandbox lifecycle through the API', () => {
   it('creates, lists, inspects, updates, stops, starts and removes a real container', async () => {
     const name = uniqueName('life');
@@ -50,7 +73,9 @@ describe('sandbox lifecycle through the API', () => {
     expect((await api('GET', `/sandboxes/by-uuid/${sb.uuid}`)).body.data.name).toBe(name);
 
     const listed = await api('GET', '/sandboxes?label=team:core&label=tier:test');
-    expect(listed.body.data).toEqual([{ name, uuid: sb.uuid, status: 'running', backend: 'docker', ip: sb.ip }]);
+    expect(listed.body.data).toEqual([
+      { name, uuid: sb.uuid, status: 'running', backend: 'docker', ip: sb.ip, image: 'sandboxd/base:bookworm', labels: { team: 'core', tier: 'test' }, description: 'lifecycle test' },
+    ]);
     expect((await api('GET', '/sandboxes?label=team:core&label=tier:prod')).body.data).toEqual([]);
 
     const patched = await api('PATCH', `/sandboxes/${name}`, { labels: { team: 'other' }, lifecycle: null });

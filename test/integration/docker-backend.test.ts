@@ -248,11 +248,11 @@ describe('isolation and limits', () => {
     await backend.remove(state.id);
   });
 
-  it('restrictive with a root image: /workspace belongs to root', async () => {
+  it('restrictive with a root image: commands and files are nobody\'s, /workspace too', async () => {
     const state = await backend.create(specOf({ image: ROOT_IMAGE, profile: 'restrictive' }));
     await backend.writeFile(state.id, '/workspace/r.txt', Buffer.from('r'));
-    expect(await ownerOf(state.id, '/workspace')).toBe('0');
-    expect(await ownerOf(state.id, '/workspace/r.txt')).toBe('0');
+    expect(await ownerOf(state.id, '/workspace')).toBe('65534');
+    expect(await ownerOf(state.id, '/workspace/r.txt')).toBe('65534');
     await backend.remove(state.id);
   });
 

@@ -82,7 +82,7 @@ describe('next steps as data', () => {
 
 describe('error codes and details', () => {
   it('answers the new codes with their statuses and carries details beside error and code', async () => {
-    const expected = { METHOD_FAILED: 422, TIMEOUT: 504, BUSY: 429, POLICY_DENIED: 403, READ_ONLY: 400, SQL_ERROR: 400, STORE_UNAVAILABLE: 503 };
+    const expected = { METHOD_FAILED: 422, TIMEOUT: 504, BUSY: 429, POLICY_DENIED: 403, READ_ONLY: 400, SQL_ERROR: 400, STORE_UNAVAILABLE: 503, SOURCE_UNAVAILABLE: 422 };
     for (const [code, status] of Object.entries(expected)) {
       expect(STATUS_BY_CODE[code as keyof typeof STATUS_BY_CODE], code).toBe(status);
     }

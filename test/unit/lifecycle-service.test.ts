@@ -89,19 +89,22 @@ describe('LifecycleService', () => {
     await h.services.sandboxes.create({ name: 'forever' });
     expect((await h.services.sandboxes.get('short')).expires_at).toBe('2026-01-01T00:30:00.000Z');
     expect(await h.services.lifecycle.extend('short', '2h')).toEqual({ expires_at: '2026-01-01T02:30:00.000Z' });
-    // No expiry yet: counts from now; default 1h.
-    expect(await h.services.lifecycle.extend('forever')).toEqual({ expires_at: '2026-01-01T01:00:00.000Z' });
+    // No expiry: extend schedules no removal.
+    expect(await h.services.lifecycle.extend('forever')).toEqual({ expires_at: null });
+    expect((await h.services.sandboxes.get('forever')).expires_at).toBeUndefined();
     expect(await codeOf(h.services.lifecycle.extend('short', '2 hours'))).toBe('BAD_REQUEST');
+    expect(await codeOf(h.services.lifecycle.extend('forever', '2 hours'))).toBe('BAD_REQUEST');
 
     time.advance(3600);
-    expect(await h.services.lifecycle.gc()).toEqual({ removed: ['forever'], count: 1 });
+    expect(await h.services.lifecycle.gc()).toEqual({ removed: [], count: 0 });
     time.advance(2 * 3600);
     // Past the expiry: the extension counts from now.
     expect(await h.services.lifecycle.extend('short', '1d')).toEqual({ expires_at: '2026-01-02T03:00:00.000Z' });
     time.advance(86_400);
     expect(await h.services.lifecycle.gc()).toEqual({ removed: ['short'], count: 1 });
     expect(await h.services.lifecycle.gc()).toEqual({ removed: [], count: 0 });
-    expect(h.backend.instances.size).toBe(0);
+    // 'forever' never got an expiry: it stays.
+    expect(h.backend.instances.size).toBe(1);
   });
 
   it('reconciles policies by the clock: a dry run changes nothing, then stop, archive and delete apply', async () => {

@@ -86,9 +86,9 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     harness.backend.onExec = (request) => (request.command[0] === 'fail' ? { exit_code: 2 } : { chunks: [{ stream: 'stdout', text: `${request.command[1]}\n` }] });
     const result = await call('sandbox_run_batch', { commands: [{ command: ['echo', 'one'] }, { command: ['fail'] }, { command: ['echo', 'three'], image: 'none/such:1' }] });
     expect(JSON.parse(texts(result)[0]!)).toEqual([
-      { output: 'one\n', error: null, exit_code: 0 },
-      { output: '', error: null, exit_code: 2 },
-      { output: '', error: expect.stringContaining("'none/such:1' is not available"), exit_code: null },
+      { output: 'one\n', error: null, exit_code: 0, timed_out: false, truncated: false },
+      { output: '', error: null, exit_code: 2, timed_out: false, truncated: false },
+      { output: '', error: expect.stringContaining("'none/such:1' is not available"), exit_code: null, timed_out: false, truncated: false },
     ]);
     const empty = await call('sandbox_run_batch', { commands: [] });
     expect(empty.isError).toBe(true);

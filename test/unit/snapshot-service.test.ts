@@ -32,6 +32,18 @@ describe('SnapshotService', () => {
     expect(await codeOf(h.services.snapshots.get('snap1'))).toBe('NOT_FOUND');
   });
 
+  it('restores the labels and description the sandbox had at the snapshot, and records the origin', async () => {
+    h = await fakeHarness();
+    await h.services.sandboxes.create({ name: 'labelled', labels: { team: 'red' }, description: 'the original' });
+    await h.services.snapshots.create({ sandbox: 'labelled', name: 'with-labels' });
+    // Later changes to the source do not reach the snapshot.
+    await h.services.sandboxes.update('labelled', { labels: { team: 'blue' } });
+    const restored = await h.services.snapshots.restore('with-labels', 'relabelled');
+    expect(restored).toMatchObject({ name: 'relabelled', labels: { team: 'red' }, description: 'the original', restored_from: 'with-labels' });
+    expect(await h.services.sandboxes.get('relabelled')).toMatchObject({ labels: { team: 'red' }, restored_from: 'with-labels' });
+    expect((await h.services.sandboxes.get('labelled')).restored_from).toBeUndefined();
+  });
+
   it('refuses duplicates, unknowns, archived sources, taken restore names and the sandbox limit', async () => {
     h = await fakeHarness({ maxSandboxes: 2 });
     await h.services.sandboxes.create({ name: 'src' });
@@ -71,7 +83,7 @@ describe('SnapshotService', () => {
     await h.services.snapshots.create({ sandbox: 'src', name: 'keep' });
     await h.store.db
       .insertInto('snapshots')
-      .values({ name: 'half', status: 'creating', sandbox: 'src', sandbox_uuid: 'u', image_tag: 'sandboxd-snapshot:half', backend: 'fake', base_image: 'b', vcpus: 1, memory_mb: 512, profile: 'moderate', env: '{}', created_at: new Date().toISOString() })
+      .values({ name: 'half', status: 'creating', sandbox: 'src', sandbox_uuid: 'u', image_tag: 'sandboxd-snapshot:half', backend: 'fake', base_image: 'b', vcpus: 1, memory_mb: 512, profile: 'moderate', env: '{}', created_at: new Date().toISOString(), labels: '{}', description: null })
       .execute();
     h.backend.savedImages.set('sandboxd-snapshot:half', { kind: 'snapshot', files: new Map() });
     h.backend.savedImages.set('sandboxd-snapshot:stray', { kind: 'snapshot', files: new Map() });

@@ -23,7 +23,7 @@ describe('view (the wire form of a record)', () => {
       '{"output":"oe","exit_code":3,"stdout":"o","stderr":"e","duration_ms":5,"timed_out":false,"truncated":false}',
     );
     const record = { id: 'd1', sandbox_uuid: 'u', process_id: 'p', pid: 9, command: ['sleep', '1'], started_at: 't' };
-    expect(view(detachedCommand, { ...record, sandbox: 's', status: 'failed', exit_code: null })).toEqual({
+    expect(view(detachedCommand, { ...record, sandbox: 's', status: 'failed', exit_code: null, finished_at: 'f' })).toEqual({
       id: 'd1',
       sandbox: 's',
       command: ['sleep', '1'],
@@ -31,6 +31,7 @@ describe('view (the wire form of a record)', () => {
       status: 'failed',
       exit_code: null,
       started_at: 't',
+      finished_at: 'f',
     });
   });
 });

@@ -98,11 +98,15 @@ export class AgentClient {
     return this.json<AgentDetached[]>('GET', '/v1/detached');
   }
 
-  /** One stream's kept output; NOT_FOUND for an id the agent does not know. */
-  async detachedLogs(id: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+  /**
+   * One stream's kept output and the bytes the agent dropped before it (its position in the
+   * stream); NOT_FOUND for an id the agent does not know.
+   */
+  async detachedLogs(id: string, stream: 'stdout' | 'stderr'): Promise<{ content: Buffer; start: number }> {
     const response = await this.send({ method: 'GET', path: `/v1/detached/${encodeURIComponent(id)}/logs?stream=${stream}` });
     if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${id}'`);
-    return collect(response);
+    const dropped = Number(response.headers['x-sandboxd-dropped-bytes'] ?? 0);
+    return { content: await collect(response), start: Number.isSafeInteger(dropped) && dropped > 0 ? dropped : 0 };
   }
 
   async killDetached(id: string): Promise<void> {
@@ -220,9 +224,10 @@ export interface AgentDetached {
   id: string;
   pid: number;
   argv: string[];
-  status: 'running' | 'completed' | 'failed';
+  status: 'running' | 'completed' | 'failed' | 'killed';
   exit_code: number | null;
   started_at: string;
+  finished_at?: string;
 }
 
 async function collect(stream: AsyncIterable<Buffer>): Promise<Buffer> {
@@ -262,8 +267,8 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
         if (type === FRAME.stdout || type === FRAME.stderr) {
           if (payload.length > 0) request.onFrame(type === FRAME.stdout ? 'stdout' : 'stderr', payload);
         } else if (type === FRAME.exit) {
-          const exit = JSON.parse(payload.toString('utf8')) as { exit_code: number; timed_out: boolean };
-          outcome = { exitCode: exit.exit_code, timedOut: exit.timed_out, aborted: false };
+          const exit = JSON.parse(payload.toString('utf8')) as { exit_code: number; timed_out: boolean; oom_killed?: boolean };
+          outcome = { exitCode: exit.exit_code, timedOut: exit.timed_out, aborted: false, ...(exit.oom_killed ? { oomKilled: true } : {}) };
         } else if (type === FRAME.error) {
           const { error } = JSON.parse(payload.toString('utf8')) as { error: string };
           request.onFrame('stderr', Buffer.from(`sandboxd-agent: ${error}\n`));
@@ -310,7 +315,8 @@ async function agentError(response: IncomingMessage, path?: string, missing = `f
     case 403:
       return forbidden(`permission denied: ${path ?? message}`);
     case 400:
-      return badRequest(`${subject}: ${message}`);
+      // The agent's messages name the path already ('/x' is a directory): not said twice.
+      return badRequest(path && message.includes(`'${path}'`) ? message : `${subject}: ${message}`);
     default:
       if (/no space left on device/i.test(message)) return noSpace(path);
       return new ServiceError('INTERNAL', `the sandbox agent failed: ${message}`);

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
+import { hostnameOf } from './docker-hostname.js';
 
 /** Labels every container of this service carries; reconciliation finds its containers by them. */
 export const LABEL = {
@@ -62,6 +63,18 @@ export interface UserIds {
   gid: number;
 }
 
+/**
+ * Who commands run as without sudo in a sandbox whose image's default user is root (`USER root`,
+ * or no USER, as debian:bookworm): nobody, uid and gid 65534. Only sudo runs a command as root.
+ */
+export const UNPRIVILEGED: UserIds = { uid: 65534, gid: 65534 };
+
+/** Whether an image's Config.User names root without looking into the image ('', root, 0, with any group). */
+export function isRootUser(user: string): boolean {
+  const name = user.split(':')[0] ?? '';
+  return name === '' || name === 'root' || /^0+$/.test(name);
+}
+
 export interface ContainerContext {
   instanceId: string;
   /** OCI runtime for this sandbox (already resolved for its profile). */
@@ -69,8 +82,10 @@ export interface ContainerContext {
   pidsLimit: number;
   /** Owner of the tmpfs /workspace on a read-only root filesystem. */
   workspaceOwner: UserIds;
-  /** The image's default user (its Config.User; empty means root). */
+  /** Who commands run as without sudo (the image's Config.User, or nobody where that is root). */
   defaultUser: string;
+  /** The default user replaced the image's root: the image's own /workspace is given to it. */
+  claimWorkspace?: boolean;
   /** Host paths of the agent binary and of this sandbox's socket directory. */
   agent: { binary: string; socketDir: string };
   /** The image's HOME (its Env), which a reusable sandbox gets as a tmpfs. */
@@ -126,10 +141,13 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       // images that name none, so that every sandbox has the /workspace the API promises.
       '--workspace',
       WORKSPACE,
+      ...(ctx.claimWorkspace ? ['--claim-workspace'] : []),
       // Capabilities given to the agent alone must not reach root commands.
       ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
     ],
     Cmd: [],
+    // The sandbox's name, not the container id (a claimed pool instance is renamed by its claim).
+    Hostname: hostnameOf(spec.name),
     User: '0',
     Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
     Labels: {

@@ -7,6 +7,7 @@ import type {
   BackendCapabilities,
   BrowserRelayCapability,
   DetachedCapability,
+  DetachedLog,
   DetachedProcess,
   DetachedRequest,
   ExecOptions,
@@ -31,11 +32,14 @@ import {
   instanceFilter,
   instanceFromInspect,
   instanceFromSummary,
+  isRootUser,
+  UNPRIVILEGED,
   type UserIds,
 } from './container-spec.js';
 import { createDockerClient } from './docker-client.js';
-import { dockerMessage, dockerStatus, isNotFound, unreachableOr } from './docker-errors.js';
+import { createError, dockerMessage, dockerStatus, ignoreStatus, isNotFound, unreachableOr } from './docker-errors.js';
 import { runExec } from './docker-exec.js';
+import { hostnameOf, setHostname } from './docker-hostname.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
@@ -70,7 +74,6 @@ export interface DockerBackendOptions {
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 const STOP_TIMEOUT_S = 5;
-const ROOT: UserIds = { uid: 0, gid: 0 };
 
 /**
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
@@ -166,6 +169,8 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
+      // The instance was made under its pool name; the sandbox's hostname is its own name.
+      if (!(await setHostname(await container.inspect(), hostnameOf(spec.name)))) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
     }, id);
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
@@ -274,6 +279,7 @@ export class DockerBackend
       exit_code: outcome.exitCode,
       ...collector.result(),
       timed_out: outcome.timedOut,
+      ...(outcome.oomKilled ? { oom_killed: true } : {}),
       duration_ms: Date.now() - started,
     };
   }
@@ -318,7 +324,7 @@ export class DockerBackend
     return (await this.agentOnly(id, (agent) => agent.listDetached())).map(detachedFrom);
   }
 
-  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+  detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<DetachedLog> {
     return this.agentOnly(id, (agent) => agent.detachedLogs(processId, stream));
   }
 
@@ -446,8 +452,11 @@ export class DockerBackend
   ): Promise<InstanceState> {
     const runtime = await this.runtimeFor(spec.profile);
     const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs || spec.reusable === true;
-    // Only a tmpfs /workspace and a copied source need the default user's ids (it may cost a probe).
-    const owner = readOnly || source ? await this.images.defaultUser(image) : ROOT;
+    // The default user's ids (a named user costs one probe of the image, then they are cached).
+    const imageUser = await this.images.defaultUser(image);
+    // Commands run as root only with sudo: an image whose default user is root runs them as nobody.
+    const rootDefault = isRootUser(image.Config.User ?? '') || imageUser.uid === 0;
+    const owner = rootDefault ? UNPRIVILEGED : imageUser;
     const binary = agentBinary();
     const socketDir = await this.sockets.prepare(spec.uuid);
     const options = createOptions(spec, {
@@ -455,7 +464,8 @@ export class DockerBackend
       runtime,
       pidsLimit: this.options.pidsLimit ?? 512,
       workspaceOwner: owner,
-      defaultUser: image.Config.User ?? '',
+      defaultUser: rootDefault ? `${UNPRIVILEGED.uid}:${UNPRIVILEGED.gid}` : (image.Config.User ?? ''),
+      claimWorkspace: rootDefault,
       agent: { binary, socketDir: socketDir.dir },
       home: image.Config.Env?.find((entry) => entry.startsWith('HOME='))?.slice('HOME='.length),
     });
@@ -530,6 +540,7 @@ function detachedFrom(item: AgentDetached): DetachedProcess {
     status: item.status,
     exit_code: item.exit_code,
     started_at: new Date(item.started_at).toISOString(),
+    ...(item.finished_at ? { finished_at: new Date(item.finished_at).toISOString() } : {}),
   };
 }
 
@@ -554,25 +565,6 @@ async function copyIntoCreated(container: Docker.Container, source: ClonedSource
     stream.destroy();
   }
 }
-
-/** Maps a failed container create: missing image, taken name, or whatever else the engine said. */
-function createError(err: unknown, image: string, name: string, hint?: (image: string) => string): unknown {
-  const status = dockerStatus(err);
-  if (status === 404) {
-    const extra = hint?.(image);
-    return new ServiceError('IMAGE_UNAVAILABLE', `image '${image}' is not available: ${dockerMessage(err)}${extra ? `; ${extra}` : ''}`);
-  }
-  if (status === 409) return conflict(`a container named '${name}' already exists`);
-  if (status === 400) return badRequest(`the engine refused the sandbox: ${dockerMessage(err)}`);
-  return err;
-}
-
-/** A catch handler that swallows the engine's answers with these statuses. */
-const ignoreStatus =
-  (...statuses: number[]) =>
-  (err: unknown): void => {
-    if (!statuses.includes(dockerStatus(err) ?? 0)) throw err;
-  };
 
 /** The socket of a `unix://` DOCKER_HOST; other schemes are not supported by this backend. */
 function socketFromEnv(): string | undefined {

@@ -1,4 +1,4 @@
-import { ServiceError } from '../../errors.js';
+import { badRequest, conflict, ServiceError } from '../../errors.js';
 
 /** The parts of a dockerode / docker-modem failure this backend looks at. */
 interface DockerFailure {
@@ -48,3 +48,22 @@ export function unreachableOr(err: unknown, socketPath: string): unknown {
 
 /** True when the engine answered 404 (no such container, image or exec). */
 export const isNotFound = (err: unknown): boolean => dockerStatus(err) === 404;
+
+/** Maps a failed container create: missing image, taken name, or whatever else the engine said. */
+export function createError(err: unknown, image: string, name: string, hint?: (image: string) => string): unknown {
+  const status = dockerStatus(err);
+  if (status === 404) {
+    const extra = hint?.(image);
+    return new ServiceError('IMAGE_UNAVAILABLE', `image '${image}' is not available: ${dockerMessage(err)}${extra ? `; ${extra}` : ''}`);
+  }
+  if (status === 409) return conflict(`a container named '${name}' already exists`);
+  if (status === 400) return badRequest(`the engine refused the sandbox: ${dockerMessage(err)}`);
+  return err;
+}
+
+/** A catch handler that swallows the engine's answers with these statuses. */
+export const ignoreStatus =
+  (...statuses: number[]) =>
+  (err: unknown): void => {
+    if (!statuses.includes(dockerStatus(err) ?? 0)) throw err;
+  };

@@ -6,6 +6,7 @@ import type {
   BackendCapabilities,
   CapabilityName,
   DetachedCapability,
+  DetachedLog,
   DetachedProcess,
   DetachedRequest,
   ExecOptions,
@@ -43,6 +44,8 @@ export interface FakeExecScript {
   exit_code?: number;
   /** Resolves only when aborted or timed out, like a command that never ends. */
   hang?: boolean;
+  /** Ends as the kernel's OOM killer ends a command: exit 137, oom_killed. */
+  oom?: boolean;
 }
 
 type Operation =
@@ -209,12 +212,13 @@ export class FakeBackend
     }
     const { stdout, stderr, output, truncated } = collector.result();
     return {
-      exit_code: timedOut ? 124 : script.hang ? 137 : (script.exit_code ?? 0),
+      exit_code: timedOut ? 124 : script.hang || script.oom ? 137 : (script.exit_code ?? 0),
       stdout,
       stderr,
       output,
       truncated,
       timed_out: timedOut,
+      ...(script.oom && !timedOut ? { oom_killed: true } : {}),
       duration_ms: Date.now() - started,
     };
   }
@@ -255,6 +259,7 @@ export class FakeBackend
       status: exitCode === null ? 'running' : exitCode === 0 ? 'completed' : 'failed',
       exit_code: exitCode,
       started_at: new Date().toISOString(),
+      ...(exitCode === null ? {} : { finished_at: new Date().toISOString() }),
     };
     instance.detached.push({ process, output });
     return { ...process };
@@ -265,15 +270,23 @@ export class FakeBackend
     return this.running('listDetached', id).detached.map((item) => ({ ...item.process }));
   }
 
-  async detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<Buffer> {
+  async detachedLogs(id: string, processId: string, stream: 'stdout' | 'stderr'): Promise<DetachedLog> {
     this.requireSupport('detached');
-    return Buffer.from(this.detachedOf(id, processId).output[stream]);
+    return { content: Buffer.from(this.detachedOf(id, processId).output[stream]), start: 0 };
   }
 
   async killDetached(id: string, processId: string): Promise<void> {
     this.requireSupport('detached');
     const { process } = this.detachedOf(id, processId);
-    if (process.status === 'running') Object.assign(process, { status: 'failed', exitCode: 137 });
+    if (process.status === 'running') Object.assign(process, { status: 'killed', exit_code: 137, finished_at: new Date().toISOString() });
+  }
+
+  /** Ends a running (`hang`) detached command as if it exited with `exitCode`, having printed `output`. */
+  finishDetached(id: string, processId: string, exitCode: number, output: Partial<Record<'stdout' | 'stderr', string>> = {}): void {
+    const item = this.detachedOf(id, processId);
+    item.output.stdout += output.stdout ?? '';
+    item.output.stderr += output.stderr ?? '';
+    Object.assign(item.process, { status: exitCode === 0 ? 'completed' : 'failed', exit_code: exitCode, finished_at: new Date().toISOString() });
   }
 
   async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {

@@ -3,6 +3,7 @@ import { envelope, message, resourceName } from '../../schemas/common.js';
 import { fileContent, RAW_BYTES_TYPE, writeFileRequest, writeFilesBody } from '../../schemas/file-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
+import { routePath } from '../../services/sandboxes/index.js';
 
 const tags = ['files'];
 const fileParams = z.object({
@@ -92,7 +93,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request) => {
       const { name, '*': path } = request.params;
       const body = request.body;
-      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, `/${path}`, body) : await files.write(name, `/${path}`, body.content, body.encoding));
+      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, routePath(path), body) : await files.write(name, routePath(path), body.content, body.encoding));
     },
   );
 
@@ -111,11 +112,11 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request, reply) => {
       const { name, '*': path } = request.params;
       if (!prefersRawBytes(request.headers.accept)) {
-        const file = await files.read(name, `/${path}`);
+        const file = await files.read(name, routePath(path));
         // Base64 needs no escaping: the reply is assembled as bytes, not serialised (see base64Reply).
         return file.encoding === 'base64' ? sendBytes(reply, 'application/json; charset=utf-8', base64Reply(file.content, file.size)) : ok(file);
       }
-      return sendBytes(reply, RAW_BYTES_TYPE, await files.readBytes(name, `/${path}`));
+      return sendBytes(reply, RAW_BYTES_TYPE, await files.readBytes(name, routePath(path)));
     },
   );
 
@@ -124,7 +125,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     {
       schema: { tags, summary: 'Delete a file or directory', params: fileParams, response: { 200: message, ...errors(400, 403, 404, 409) } },
     },
-    async (request) => ok(await files.delete(request.params.name, `/${request.params['*']}`)),
+    async (request) => ok(await files.delete(request.params.name, routePath(request.params['*']))),
   );
 
   app.post(

@@ -42,7 +42,7 @@ export async function lifecycleRoutes(app: App, { services }: RouteContext): Pro
     {
       schema: {
         tags,
-        summary: 'Extend the time to live: expires_at = max(expires_at, now) + by (default 1h)',
+        summary: 'Extend the time to live: expires_at = max(expires_at, now) + by (default 1h); a sandbox without an expiry keeps none (set one with PATCH ttl)',
         params: sandboxNameParams,
         body: extendBody.nullish(),
         response: { 200: envelope(extendResult), ...errors(400, 404) },

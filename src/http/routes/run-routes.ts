@@ -37,8 +37,10 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
         tags: ['run'],
         summary: 'Run one command in a fresh sandbox and stream its progress and output (Server-Sent Events)',
         description:
-          'Events: `started` {sandbox}, `progress` {stage: creating|starting|executing}, `output` {content, stream} as the ' +
-          'command prints, then `done` {exit_code, duration_ms} or `error` {message}; a `: heartbeat` comment every 15 s. ' +
+          'Events: `started` {sandbox}, `progress` {stage: creating|starting|executing}, `output` {content, stream, data} ' +
+          '(data repeats content) as the ' +
+          'command prints, then `done` {exit_code, duration_ms, timed_out, truncated, oom_killed when true} or `error` {message}; ' +
+          'a `: heartbeat` comment every 15 s. ' +
           'A client that disconnects has its command killed and its sandbox removed.',
         body: runBody,
         response: { 200: textReply('text/event-stream', 'The run as Server-Sent Events'), ...errors(400, 403) },
@@ -62,10 +64,12 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
           onStage: (stage) => send('progress', { stage }),
           onOutput: ({ stream: name, data }) => {
             const content = decoders[name].write(data);
-            if (content) send('output', { content, stream: name });
+            // `data` repeats `content` for clients that read that name (the agentkernel SDKs).
+            if (content) send('output', { content, stream: name, data: content });
           },
         });
-        send('done', { exit_code: result.exit_code, duration_ms: result.duration_ms });
+        const { exit_code, duration_ms, timed_out, truncated, oom_killed } = result;
+        send('done', { exit_code, duration_ms, timed_out, truncated, ...(oom_killed ? { oom_killed } : {}) });
       } catch (err) {
         if (!isServiceError(err)) request.log.error({ err }, 'streamed run failed');
         send('error', { message: isServiceError(err) ? httpMessage(err) : 'internal error' });

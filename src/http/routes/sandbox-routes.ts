@@ -23,14 +23,14 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
     {
       schema: {
         tags,
-        summary: 'List sandboxes, optionally by labels (label=key:value, repeatable, ANDed)',
+        summary: 'List sandboxes, optionally by labels (label=key:value, repeatable, ANDed) and status (status=running, repeatable, ORed)',
         querystring: listSandboxesQuery,
         response: { 200: envelope(z.array(sandboxSummary)), ...errors(400) },
       },
     },
     async (request) => {
-      const label = request.query.label;
-      return ok(await sandboxes.list(label === undefined ? [] : [label].flat()));
+      const { label, status } = request.query;
+      return ok(await sandboxes.list(label === undefined ? [] : [label].flat(), status === undefined ? [] : [status].flat()));
     },
   );
 
@@ -66,10 +66,10 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
     {
       schema: {
         tags,
-        summary: 'Update labels (replaced whole), description or lifecycle (null clears)',
+        summary: 'Update labels (replaced whole), description, lifecycle (null clears) or expiry (ttl, or expires_at: null); returns the sandbox',
         params: sandboxNameParams,
         body: patchSandboxBody,
-        response: { 200: envelope(sandboxSummary), ...errors(400, 404) },
+        response: { 200: envelope(sandboxDetail), ...errors(400, 404) },
       },
     },
     async (request) => ok(await sandboxes.update(request.params.name, request.body ?? {})),

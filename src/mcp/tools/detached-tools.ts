@@ -8,8 +8,9 @@ import { sandboxName } from './arguments.js';
 const detachedId = z.string().min(1).max(64).meta({ description: 'Id returned by sandbox_exec_detach (see sandbox_exec_list)' });
 
 const STATUS =
-  'JSON {id, sandbox, command, pid, status, exit_code, started_at}; status is running, completed (exit 0) or failed ' +
-  '(non-zero exit, killed, or lost when the sandbox restarted).';
+  'JSON {id, sandbox, command, pid, status, exit_code, started_at, finished_at}; status is running, completed (exit 0), ' +
+  'failed (non-zero exit), killed (by sandbox_exec_kill) or lost (still running when the sandbox stopped or restarted). ' +
+  'Ended commands keep their status and logs across a stop and start of the sandbox.';
 
 /** Detached commands: servers, watchers and long builds that outlive one call. */
 export const detachedTools: Tool[] = requiring('detached', [

@@ -12,7 +12,8 @@ export const lifecycleTools: Tool[] = [
     title: 'Extend a sandbox\'s time to live',
     description:
       'Push back when a sandbox expires (sandboxes created with a ttl are removed once expires_at passes). The new ' +
-      'expiry is max(expires_at, now) + by. Returns {"expires_at": "<RFC 3339 time>"}.',
+      'expiry is max(expires_at, now) + by. A sandbox without an expiry keeps none (it never expires) and the answer is ' +
+      '{"expires_at": null}. Returns {"expires_at": "<RFC 3339 time>"}.',
     inputSchema: z.strictObject({
       name: sandboxName,
       by: duration.optional().meta({ description: 'How much longer: <integer><s|m|h|d>, e.g. 30m, 2h, 1d; default 1h' }),

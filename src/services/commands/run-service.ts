@@ -141,9 +141,16 @@ export class RunService {
         const index = next++;
         try {
           const result = await this.run(inputs[index]!, signal ? { signal } : {});
-          results[index] = { output: result.output, error: null, exit_code: result.exit_code };
+          results[index] = {
+            output: result.output,
+            error: null,
+            exit_code: result.exit_code,
+            timed_out: result.timed_out,
+            truncated: result.truncated,
+            ...(result.oom_killed ? { oom_killed: true } : {}),
+          };
         } catch (err) {
-          results[index] = { output: '', error: (err as Error).message, exit_code: null };
+          results[index] = { output: '', error: (err as Error).message, exit_code: null, timed_out: false, truncated: false };
         }
       }
     };

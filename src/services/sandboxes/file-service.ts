@@ -42,6 +42,24 @@ export function writablePath(raw: string, field = 'path'): string {
   return path;
 }
 
+/** The top-level directories of the Filesystem Hierarchy Standard, and /workspace. */
+const ROOT_DIRECTORIES = new Set([
+  'bin', 'boot', 'dev', 'etc', 'home', 'lib', 'lib32', 'lib64', 'libx32', 'media', 'mnt', 'opt', 'proc',
+  'root', 'run', 'sbin', 'srv', 'sys', 'tmp', 'usr', 'var', 'workspace',
+]);
+
+/**
+ * The path a single-file route's `{path...}` names, for `sandboxPath`. It is absolute
+ * (`files/workspace/a.py` is /workspace/a.py, `files/etc/hosts` is /etc/hosts) when its first
+ * segment is a top-level directory of the Filesystem Hierarchy Standard or it starts with a
+ * slash (`files//app/x` is /app/x); otherwise it is relative to /workspace
+ * (`files/app/main.py` is /workspace/app/main.py), as clients that send a relative path expect.
+ */
+export function routePath(wildcard: string): string {
+  const first = wildcard.split('/')[0] ?? '';
+  return wildcard.startsWith('/') || ROOT_DIRECTORIES.has(first) ? `/${wildcard.replace(/^\/+/, '')}` : wildcard;
+}
+
 /** Bytes of client content in the given encoding. */
 export function decodeContent(content: string, encoding: Encoding = 'utf8', field = 'content'): Buffer {
   if (encoding === 'utf8') return Buffer.from(content, 'utf8');

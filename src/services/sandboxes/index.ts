@@ -4,7 +4,7 @@
  * archive, recover, resize, extend, gc, reconcile); snapshots; files; and the start-up
  * reconciliation of the store with the backend (`RecoveryService`).
  */
-export { FileService } from './file-service.js';
+export { FileService, routePath } from './file-service.js';
 export { LifecycleService } from './lifecycle-service.js';
 export { RecoveryService, type RecoveryReport } from './recovery-service.js';
 export { SandboxService } from './sandbox-service.js';

@@ -7,7 +7,7 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { requireCapability } from '../support/capabilities.js';
-import { addDuration } from '../support/durations.js';
+import { addDuration, parseDuration } from '../support/durations.js';
 import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
 import { detailOf, type SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
@@ -54,6 +54,7 @@ export class LifecycleService {
       }
       const tag = archiveTag(record.uuid);
       try {
+        await this.sandboxes.beforeStop(record, state);
         if (state) await archiving.archive(state.id, tag);
       } catch (err) {
         await this.repo.update(record.uuid, { status: record.status }, ['archiving']);
@@ -102,13 +103,19 @@ export class LifecycleService {
     return this.sandboxes.get(name);
   }
 
-  /** Moves the expiry to max(expires_at, now) + by. */
-  async extend(name: string, by: string = DEFAULT_EXTENSION): Promise<{ expires_at: string }> {
+  /**
+   * Moves an expiry to max(expires_at, now) + by. A sandbox without one keeps none (extend
+   * never schedules a removal): it answers expires_at null; PATCH ttl sets an expiry.
+   */
+  async extend(name: string, by: string = DEFAULT_EXTENSION): Promise<{ expires_at: string | null }> {
     return this.sandboxes.locks.run(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'extend');
       const now = this.clock();
-      const current = record.expires_at ? new Date(record.expires_at) : now;
+      // A bad duration is refused also where there is nothing to move.
+      parseDuration(by);
+      if (!record.expires_at) return { expires_at: null };
+      const current = new Date(record.expires_at);
       const expires_at = addDuration(current > now ? current : now, by).toISOString();
       await this.repo.update(record.uuid, { expires_at, updated_at: now.toISOString() });
       await this.audit.record('sandbox_extended', record, { by, expires_at });

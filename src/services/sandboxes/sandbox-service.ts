@@ -33,6 +33,8 @@ export class SandboxService {
   private readonly options: ServiceSettings;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly stopHooks: StopHook[] = [];
+  private readonly removeHooks: RemoveHook[] = [];
 
   constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'settings' | 'clock' | 'logger'>) {
     this.repo = ctx.repos.sandboxes;
@@ -46,6 +48,32 @@ export class SandboxService {
     this.hostMemoryMb = ctx.settings.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
   }
 
+  /**
+   * Registers work to do while a sandbox's container still runs, just before it is stopped or
+   * archived (the detached commands keep what its agent knows). A failing hook is logged; the
+   * stop goes on.
+   */
+  onBeforeStop(hook: StopHook): void {
+    this.stopHooks.push(hook);
+  }
+
+  /** Registers work to do once a sandbox is removed (forgetting what belonged to it). */
+  onRemoved(hook: RemoveHook): void {
+    this.removeHooks.push(hook);
+  }
+
+  /** Runs the `onBeforeStop` hooks for a running container; callers hold the sandbox's lock. */
+  async beforeStop(record: SandboxRecord, state: InstanceState | null): Promise<void> {
+    if (state?.status !== 'running') return;
+    for (const hook of this.stopHooks) {
+      try {
+        await hook({ ...record, backend_id: state.id });
+      } catch (err) {
+        this.logger.warn({ err, sandbox: record.name }, 'work before a stop failed; stopping anyway');
+      }
+    }
+  }
+
   get backendName(): string {
     return this.backend.name;
   }
@@ -53,9 +81,13 @@ export class SandboxService {
   /**
    * Creates and starts a sandbox, from a ready pool instance when one fits (no source, no
    * saved image, `fromPool` not false). `rootImage` makes its filesystem from a saved image (a
-   * snapshot) instead of `input.image`, which stays its reported image.
+   * snapshot) instead of `input.image`, which stays its reported image; `restoredFrom` names
+   * that snapshot.
    */
-  async create(input: CreateSandboxInput, { rootImage, fromPool = true }: { rootImage?: string; fromPool?: boolean } = {}): Promise<SandboxDetail> {
+  async create(
+    input: CreateSandboxInput,
+    { rootImage, restoredFrom, fromPool = true }: { rootImage?: string; restoredFrom?: string; fromPool?: boolean } = {},
+  ): Promise<SandboxDetail> {
     const startedAt = performance.now();
     const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
     const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memory_mb;
@@ -87,6 +119,7 @@ export class SandboxService {
       archived_at: null,
       archived_reason: null,
       root_image: rootImage ?? null,
+      restored_from: restoredFrom ?? null,
     };
 
     return this.locks.run(record.name, async () => {
@@ -147,13 +180,15 @@ export class SandboxService {
   }
 
   /** Sandboxes whose labels include every `key:value` given. */
-  async list(labelFilters: string[] = []): Promise<SandboxSummary[]> {
+  /** Visible sandboxes with every label filter (key:value) and, where given, one of `statuses` (as observed now). */
+  async list(labelFilters: string[] = [], statuses: string[] = []): Promise<SandboxSummary[]> {
     const wanted = labelFilters.map(parseLabelFilter);
     const records = (await this.repo.all()).filter(
       (r) => isVisible(r) && wanted.every(([k, v]) => r.labels[k] === v),
     );
     const observed = new Map((await this.backend.list()).map((s) => [s.uuid, s]));
-    return Promise.all(records.map(async (r) => summaryOf(await this.reconcile(r, observed.get(r.uuid) ?? null), observed.get(r.uuid))));
+    const summaries = await Promise.all(records.map(async (r) => summaryOf(await this.reconcile(r, observed.get(r.uuid) ?? null), observed.get(r.uuid))));
+    return statuses.length === 0 ? summaries : summaries.filter((s) => statuses.includes(s.status));
   }
 
   async get(name: string): Promise<SandboxDetail> {
@@ -168,17 +203,23 @@ export class SandboxService {
     return this.get(record.name);
   }
 
-  async update(name: string, patch: PatchSandboxInput): Promise<SandboxSummary> {
+  /**
+   * Changes a sandbox's metadata and expiry (`ttl` sets it to now + ttl, `expires_at: null`
+   * clears it); answers with the whole sandbox as it is after.
+   */
+  async update(name: string, patch: PatchSandboxInput): Promise<SandboxDetail> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
       const changes: Partial<SandboxRecord> = { updated_at: isoNow(this.clock) };
       if (patch.labels !== undefined) changes.labels = patch.labels;
       if (patch.description !== undefined) changes.description = patch.description;
       if (patch.lifecycle !== undefined) changes.lifecycle = patch.lifecycle;
+      if (patch.ttl !== undefined) changes.expires_at = addDuration(this.clock(), patch.ttl, 'ttl').toISOString();
+      if (patch.expires_at === null) changes.expires_at = null;
       await this.repo.update(record.uuid, changes);
-      await this.audit.record('sandbox_updated', record, { fields: Object.keys(patch) });
+      await this.audit.record('sandbox_updated', record, { fields: Object.keys(patch), ...(changes.expires_at !== undefined ? { expires_at: changes.expires_at } : {}) });
       const state = await this.observe(record);
-      return summaryOf({ ...record, ...changes }, state ?? undefined);
+      return detailOf({ ...record, ...changes }, state ?? undefined);
     });
   }
 
@@ -208,6 +249,7 @@ export class SandboxService {
       assertTransition(record, 'stop');
       if (record.status === 'archived') return detailOf(record);
       const state = await this.observe(record);
+      await this.beforeStop(record, state);
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
       await this.repo.update(record.uuid, { status: 'stopped', updated_at: now });
@@ -224,6 +266,7 @@ export class SandboxService {
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
       if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
       await this.repo.delete(record.uuid);
+      for (const hook of this.removeHooks) await hook(record);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
       return `sandbox '${name}' removed`;
@@ -291,6 +334,12 @@ export class SandboxService {
     return { ...record, status };
   }
 }
+
+/** Work done with a sandbox's running container before it stops. */
+export type StopHook = (sandbox: SandboxRecord & { backend_id: string }) => Promise<void>;
+
+/** Work done after a sandbox is removed. */
+export type RemoveHook = (sandbox: SandboxRecord) => Promise<void>;
 
 const isVisible = (r: SandboxRecord) => VISIBLE_STATUSES.includes(r.status);
 

@@ -73,6 +73,8 @@ export class SnapshotService {
           profile: sandbox.profile,
           env: sandbox.env,
           created_at: isoNow(this.clock),
+          labels: sandbox.labels,
+          description: sandbox.description,
         };
         if (!(await this.repo.insert(record))) throw conflict(`snapshot '${input.name}' already exists`);
         try {
@@ -97,8 +99,17 @@ export class SnapshotService {
       const target = asName ?? `${snapshot.sandbox}-restored`;
       if (!NAME_PATTERN.test(target)) throw badRequest(`as_name: the default '${target}' is not a valid name; give as_name`);
       const sandbox = await this.sandboxes.create(
-        { name: target, image: snapshot.base_image, vcpus: snapshot.vcpus, memory_mb: snapshot.memory_mb, profile: snapshot.profile, env: snapshot.env },
-        { rootImage: snapshot.image_tag },
+        {
+          name: target,
+          image: snapshot.base_image,
+          vcpus: snapshot.vcpus,
+          memory_mb: snapshot.memory_mb,
+          profile: snapshot.profile,
+          env: snapshot.env,
+          labels: snapshot.labels,
+          ...(snapshot.description !== null ? { description: snapshot.description } : {}),
+        },
+        { rootImage: snapshot.image_tag, restoredFrom: snapshot.name },
       );
       await this.audit.record('snapshot_restored', { name: sandbox.name, uuid: sandbox.uuid }, { snapshot: name, source: snapshot.sandbox });
       return sandbox;

@@ -1,0 +1,47 @@
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+
+/**
+ * The date in the version of the runsc that dockerd runs (0.0~20221219.0 -> 20221219); 0 when
+ * there is none. runsc before 2024-07-29 (Debian bookworm's) rejects coreutils' statx, and
+ * scripts/setup.sh installs a newer one from bookworm-backports.
+ */
+function runscDate(): number {
+  try {
+    const runtime = JSON.parse(execFileSync('docker', ['info', '--format', '{{json .Runtimes.runsc}}'], { encoding: 'utf8' })) as { path?: string } | null;
+    const version = execFileSync(runtime?.path ?? 'runsc', ['--version'], { encoding: 'utf8' });
+    return Number(/(\d{8})/.exec(version)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+const FIXED_SINCE = 20240729;
+const date = runscDate();
+
+let rt: DockerRuntime;
+const name = uniqueName('coreutils');
+
+beforeAll(async () => {
+  rt = await dockerRuntime();
+  expect((await call(rt.url, 'POST', '/sandboxes', { name, profile: 'restrictive' })).status).toBe(201);
+});
+afterAll(async () => {
+  await rt?.dispose();
+});
+
+describe('coreutils in a restrictive sandbox', () => {
+  it.skipIf(date > 0 && date < FIXED_SINCE)(
+    `lists, stats, finds and copies with their metadata (skipped where runsc ${date} predates ${FIXED_SINCE}: run scripts/setup.sh)`,
+    async () => {
+      const script =
+        'set -e; mkdir -p /workspace/d/e; echo x > /workspace/d/f; ls -la /workspace >/dev/null; ls -la / >/dev/null; ' +
+        'stat -c "%n %F" / /workspace/d; find /workspace/d | sort; cp -a /workspace/d /workspace/copy; stat -c "%a %s" /workspace/copy/f';
+      const result = (await call(rt.url, 'POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', script] })).body.data;
+      expect(result.stderr).toBe('');
+      expect(result).toMatchObject({ exit_code: 0 });
+      expect(result.stdout).toBe('/ directory\n/workspace/d directory\n/workspace/d\n/workspace/d/e\n/workspace/d/f\n644 2\n');
+    },
+  );
+});
