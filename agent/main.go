@@ -8,6 +8,7 @@
 //	                                                     calling user, started by the agent)
 //	sandboxd-agent drop-caps PATH ARGV0 ARGS...        (internal: exec PATH without capabilities)
 //	sandboxd-agent kill-tagged TAG                     (internal: kill a command's processes as its user)
+//	sandboxd-agent set-immutable on|off PATH...        (run by the host: seal what a sandbox mounts)
 package main
 
 import (
@@ -41,9 +42,10 @@ type agent struct {
 // internalCommands are the modes in which the agent re-executes itself (as /proc/self/exe) to
 // act as another user or with fewer privileges.
 var internalCommands = map[string]func([]string) int{
-	"file":        fileCommand,
-	"drop-caps":   dropCapsCommand,
-	"kill-tagged": killTaggedCommand,
+	"file":          fileCommand,
+	"drop-caps":     dropCapsCommand,
+	"kill-tagged":   killTaggedCommand,
+	"set-immutable": setImmutableCommand,
 }
 
 // runInternalCommand exits the process with the internal command's code when args name one.
@@ -77,6 +79,13 @@ func main() {
 // to act as another user) and handles requests until the process is killed. It first makes the
 // OS threads it will ever need, while no command can have taken the pids (threads.go).
 func serve(socket, user, workspace string, dropCaps bool) error {
+	if err := hideEnvironment(); err != nil {
+		return fmt.Errorf("moving the environment out of /proc/1/environ: %w", err)
+	}
+	// After the execve of hideEnvironment, which makes a process dumpable again.
+	if err := makeNonDumpable(); err != nil {
+		return err
+	}
 	// The probe of per-thread credentials ends a thread of its own: before the reserve is made.
 	a := newAgent(user, workspace, dropCaps)
 	reserveThreads(reservedThreads)
@@ -92,6 +101,17 @@ func serve(socket, user, workspace string, dropCaps bool) error {
 		return err
 	}
 	return http.Serve(listener, a.routes())
+}
+
+// makeNonDumpable keeps the sandbox's commands out of the agent: /proc/1/environ, maps, mem and
+// fd of a non-dumpable process belong to root and need CAP_SYS_PTRACE, which no profile grants.
+// (gVisor's /proc ignores the flag for environ and maps: see hideEnvironment.) Commands are not
+// affected: execve makes each of them dumpable again.
+func makeNonDumpable() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", errno)
+	}
+	return nil
 }
 
 // newAgent resolves the default user once: if it does not resolve, every request as that user

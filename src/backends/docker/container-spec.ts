@@ -56,6 +56,13 @@ export const PROFILE_SETTINGS: Record<Profile, ProfileSettings> = {
   },
 };
 
+/**
+ * Paths read-only inside every sandbox: the engine's default list (which setting it replaces)
+ * and the hosts, hostname and resolv.conf files the engine mounts from the host's disk, which
+ * a command as root could otherwise grow there.
+ */
+export const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger', '/etc/hosts', '/etc/hostname', '/etc/resolv.conf'];
+
 /** Numeric owner of the image's default user. */
 export interface UserIds {
   uid: number;
@@ -90,7 +97,8 @@ export function instanceFilter(instanceId: string): string[] {
  * is overridden; the agent reaps, so no docker-init) and runs as root so that it can run
  * commands as the image's default user or as root. It needs nothing from the image: no shell,
  * no libc, no /etc/passwd (root is uid 0 without one), no /workspace (it makes it). The only host paths mounted are the agent
- * binary (read-only) and the sandbox's own socket directory; the environment is the spec's alone.
+ * binary (read-only, a copy under the runtime directory) and the sandbox's own socket directory
+ * (sealed once the agent listens: agent-sockets.ts); the environment is the spec's alone.
  */
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
   const profile = PROFILE_SETTINGS[spec.profile];
@@ -103,6 +111,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
     CapAdd: profile.capAdd,
     Binds: [`${ctx.agent.binary}:${AGENT_IN_SANDBOX.binary}:ro`, `${ctx.agent.socketDir}:${AGENT_IN_SANDBOX.dir}`],
     SecurityOpt: profile.noNewPrivileges ? ['no-new-privileges'] : [],
+    ReadonlyPaths: READONLY_PATHS,
     NanoCpus: Math.round(spec.vcpus * 1e9),
     Memory: memoryBytes,
     // Equal to Memory: no swap, so the memory limit is a hard one.

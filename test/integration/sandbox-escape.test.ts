@@ -1,0 +1,104 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecRequest, InstanceState, Profile } from '../../src/backends/backend.js';
+import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { docker, ensureTestImage, removeInstanceContainers, sandboxSpec, uniqueName } from '../helpers/docker.js';
+
+const instanceId = uniqueName('itest-escape');
+const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-escape-'));
+const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
+const PROFILES: Profile[] = ['permissive', 'moderate', 'restrictive'];
+
+const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeout_ms: 60_000, ...extra });
+const sh = (id: string, script: string, extra: Partial<ExecRequest> = {}) => run(id, ['sh', '-c', script], extra);
+const sudo = { user: 'root' };
+
+/** The host directory mounted at /run/sandboxd in a container. */
+async function socketDirOf(id: string): Promise<string> {
+  const mounts = JSON.parse(await docker('inspect', '--format', '{{json .Mounts}}', id)) as Array<{ Source: string; Destination: string }>;
+  return mounts.find((mount) => mount.Destination === '/run/sandboxd')!.Source;
+}
+
+/** A path as a whole path, or the start of one, in mountinfo (where `.../work` is overlayfs's workdir). */
+const pathIn = (path: string) => new RegExp(`(^|[\\s=:,])${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(/|[\\s,]|$)`, 'm');
+
+const sandboxes = {} as Record<Profile, InstanceState>;
+
+beforeAll(async () => {
+  await ensureTestImage();
+  const created = await Promise.all(PROFILES.map((profile) => backend.create(sandboxSpec({ profile, env: { SECRET_OF_AGENT: 'hidden' } }))));
+  PROFILES.forEach((profile, i) => (sandboxes[profile] = created[i]!));
+});
+
+afterAll(async () => {
+  await removeInstanceContainers(instanceId);
+  await backend.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('what a sandbox sees of the host', () => {
+  it('names neither the checkout, the data directory nor any /work or /root path in its mountinfo', async () => {
+    for (const profile of PROFILES) {
+      const mountinfo = (await run(sandboxes[profile].id, ['cat', '/proc/self/mountinfo'])).stdout;
+      expect(mountinfo, profile).toContain('/run/sandboxd');
+      for (const hostPath of [PACKAGE_ROOT, dataDir, '/work', '/root']) expect(mountinfo, profile).not.toMatch(pathIn(hostPath));
+    }
+  });
+
+  it('keeps the environment and memory map of the agent (PID 1) from the sandbox user and root', async () => {
+    for (const profile of PROFILES) {
+      for (const as of [{}, sudo]) {
+        const environ = await run(sandboxes[profile].id, ['cat', '/proc/1/environ'], as);
+        expect(environ.stdout, `${profile} ${JSON.stringify(as)}`).not.toContain('SECRET_OF_AGENT');
+        // The commands themselves have the sandbox's environment.
+        expect((await run(sandboxes[profile].id, ['printenv', 'SECRET_OF_AGENT'], as)).stdout).toBe('hidden\n');
+        // gVisor (runsc 20221219) shows every process's maps to every user, whatever its dumpable flag.
+        if (profile !== 'restrictive') {
+          expect((await run(sandboxes[profile].id, ['cat', '/proc/1/maps'], as)).exit_code, `${profile} ${JSON.stringify(as)}`).not.toBe(0);
+          expect(environ.exit_code, `${profile} ${JSON.stringify(as)}`).not.toBe(0);
+        }
+      }
+    }
+  });
+});
+
+describe('host paths in a sandbox', () => {
+  it('cannot be created, grown, replaced or linked by root in any profile', async () => {
+    for (const profile of PROFILES) {
+      const { id } = sandboxes[profile];
+      const attempts = [
+        'touch /run/sandboxd/new',
+        'dd if=/dev/zero of=/run/sandboxd/big bs=1M count=50',
+        'ln -s /etc/passwd /run/sandboxd/link',
+        'mkdir /run/sandboxd/dir',
+        'rm /run/sandboxd/agent.sock',
+        'mv /run/sandboxd/agent.sock /run/sandboxd/moved',
+        'echo x >> /.sandboxd/agent',
+        'echo "1.2.3.4 evil" >> /etc/hosts',
+        'dd if=/dev/zero of=/etc/resolv.conf bs=1M count=50',
+        'echo x >> /etc/hostname',
+      ];
+      for (const attempt of attempts) {
+        expect((await sh(id, attempt, sudo)).exit_code, `${profile}: ${attempt}`).not.toBe(0);
+      }
+      expect(readdirSync(await socketDirOf(id)), profile).toEqual(['agent.sock']);
+      // The agent still answers.
+      expect((await run(id, ['echo', 'alive'])).stdout).toBe('alive\n');
+    }
+  });
+
+  it('stay sealed after a stop and a start', async () => {
+    const state = await backend.create(sandboxSpec());
+    await backend.stop(state.id);
+    await backend.start(state.id);
+    expect((await sh(state.id, 'touch /run/sandboxd/new', sudo)).exit_code).not.toBe(0);
+    expect((await run(state.id, ['echo', 'alive'])).stdout).toBe('alive\n');
+    const dir = await socketDirOf(state.id);
+    await backend.remove(state.id);
+    expect(readdirSync(join(dir, '..')).filter((entry) => entry.startsWith(state.uuid))).toEqual([]);
+  });
+});
