@@ -102,3 +102,50 @@ describe('host paths in a sandbox', () => {
     expect(readdirSync(join(dir, '..')).filter((entry) => entry.startsWith(state.uuid))).toEqual([]);
   });
 });
+
+/** Every process in the sandbox but the agent (PID 1), the listing itself and zombies the agent has yet to reap. */
+const LIST_PROCESSES = `
+import os
+for pid in sorted(int(p) for p in os.listdir('/proc') if p.isdigit()):
+    if pid in (1, os.getpid()):
+        continue
+    try:
+        stat = open(f'/proc/{pid}/stat').read()
+        if stat[stat.rindex(')') + 2] != 'Z':
+            print(pid, open(f'/proc/{pid}/cmdline').read().replace('\\0', ' ').strip())
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+`;
+const otherProcesses = async (id: string) => (await run(id, ['python3', '-c', LIST_PROCESSES])).stdout;
+
+describe("an exec's processes", () => {
+  it('end with the exec: a fork bomb is gone when it returns, and later execs work', async () => {
+    const { id } = sandboxes.moderate;
+    const bomb = await run(id, ['bash', '-c', 'bomb() { bomb | bomb & }; bomb'], { timeout_ms: 30_000 });
+    expect(bomb.timed_out).toBe(false);
+    expect(await otherProcesses(id)).toBe('');
+    expect((await run(id, ['echo', 'ok'])).stdout).toBe('ok\n');
+  });
+
+  it('end with the exec in every profile: background jobs and setsid escapees, as the user and as root', async () => {
+    for (const profile of PROFILES) {
+      const { id } = sandboxes[profile];
+      for (const as of [{}, sudo]) {
+        const started = await sh(id, 'sleep 1000 & setsid sleep 1001 & nohup sleep 1002 >/dev/null 2>&1 & echo started', as);
+        expect(started.stdout).toBe('started\n');
+        expect(await otherProcesses(id), `${profile} ${JSON.stringify(as)}`).toBe('');
+      }
+    }
+  });
+
+  it('outlive the exec only when started detached', async () => {
+    for (const profile of PROFILES) {
+      const { id } = sandboxes[profile];
+      const detached = await backend.startDetached(id, { command: ['sleep', '1003'] });
+      await sh(id, 'sleep 1000 & echo started');
+      expect(await otherProcesses(id), profile).toMatch(/^\d+ sleep 1003\n$/);
+      expect((await backend.listDetached(id)).find((item) => item.id === detached.id)?.status).toBe('running');
+      await backend.killDetached(id, detached.id);
+    }
+  });
+});
