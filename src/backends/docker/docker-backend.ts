@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
@@ -286,6 +287,15 @@ export class DockerBackend
       id,
       (agent) => agent.readFile(path, files.MAX_READ_BYTES, () => files.tooLarge(path)),
       () => files.readFile((request) => this.engineExec(id, request), path),
+    );
+  }
+
+  /** Streamed from the agent; a sandbox without one is read whole through the engine (capped). */
+  readFileStream(id: string, path: string): Promise<Readable> {
+    return this.viaAgent(
+      id,
+      (agent) => agent.openFile(path),
+      async () => Readable.from([await files.readFile((request) => this.engineExec(id, request), path)]),
     );
   }
 
