@@ -84,6 +84,11 @@ export const MIGRATIONS: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005_status_reason': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('sandboxes').addColumn('status_reason', 'text').execute();
+    },
+  },
   '0004_detached': {
     async up(db: Kysely<unknown>) {
       // The service's id of a detached command -> the id its sandbox's agent gave it.

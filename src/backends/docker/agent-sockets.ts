@@ -107,10 +107,17 @@ export class AgentSockets {
     await copyAtomically(agentBinary(), path);
   }
 
-  /** The host directory to mount at /run/sandboxd; `done` must be called once the create ends. */
+  /**
+   * The host directory to mount at /run/sandboxd, made empty: a container made again for the
+   * same sandbox (one lost to `docker rm`) finds the old one sealed. `done` must be called once
+   * the create ends.
+   */
   async prepare(uuid: string): Promise<{ dir: string; done: () => void }> {
     this.creating.add(uuid);
     const dir = join(this.root, uuid);
+    await this.unseal(dir);
+    await rm(dir, { recursive: true, force: true });
+    await rm(linkPathOf(dir), { force: true });
     await mkdir(dir, { recursive: true, mode: 0o700 });
     return { dir, done: () => this.creating.delete(uuid) };
   }
