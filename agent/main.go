@@ -2,7 +2,7 @@
 // files and detached processes over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
@@ -68,7 +68,14 @@ func main() {
 	user := flags.String("user", "", "default user of commands and file operations (name, uid or uid:gid)")
 	dropCaps := flags.Bool("drop-caps", false, "commands that run as root start with no capabilities")
 	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
+	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
 	flags.Parse(os.Args[2:])
+	if *maxProcs > 0 {
+		if err := limitProcesses(*maxProcs); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
+			os.Exit(1)
+		}
+	}
 	if err := serve(*socket, *user, *workspace, *dropCaps); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
 		os.Exit(1)
@@ -101,6 +108,21 @@ func serve(socket, user, workspace string, dropCaps bool) error {
 		return err
 	}
 	return http.Serve(listener, a.routes())
+}
+
+// rlimitNproc is RLIMIT_NPROC (the syscall package of Go 1.19 does not name it).
+const rlimitNproc = 6
+
+// limitProcesses sets RLIMIT_NPROC, which every command inherits. The Docker backend passes it
+// under gVisor: there the host's pids limit counts the sandbox kernel's own threads (about
+// eight per process the sandbox runs), and when they reach it the whole sandbox dies, so the
+// processes are bounded inside it first, where a fork past the bound fails with EAGAIN.
+func limitProcesses(max uint64) error {
+	limit := syscall.Rlimit{Cur: max, Max: max}
+	if err := syscall.Setrlimit(rlimitNproc, &limit); err != nil {
+		return fmt.Errorf("setrlimit(RLIMIT_NPROC, %d): %w", max, err)
+	}
+	return nil
 }
 
 // makeNonDumpable keeps the sandbox's commands out of the agent: /proc/1/environ, maps, mem and

@@ -149,3 +149,31 @@ describe("an exec's processes", () => {
     }
   });
 });
+
+describe('a restrictive (gVisor) sandbox under exhaustion by an unprivileged command', () => {
+  /** The sandbox still runs its agent and still has the file written before. */
+  async function survives(id: string): Promise<void> {
+    expect((await docker('inspect', '--format', '{{.State.Status}}', id)).trim()).toBe('running');
+    expect((await run(id, ['cat', '/workspace/kept.txt'])).stdout).toBe('kept\n');
+  }
+
+  it('fails the command that starts 600 background processes, and lives', async () => {
+    const { id } = sandboxes.restrictive;
+    expect(sandboxes.restrictive.runtime).toBe('runsc');
+    await sh(id, 'echo kept > /workspace/kept.txt');
+    const flood = await sh(id, 'for i in $(seq 600); do sleep 1000 & done; wait', { timeout_ms: 60_000 });
+    expect(flood.exit_code).not.toBe(0);
+    expect(flood.stderr).toMatch(/fork/i);
+    await survives(id);
+  });
+
+  it('fails the writer that fills the /workspace tmpfs with ENOSPC, and lives', async () => {
+    const { id } = sandboxes.restrictive;
+    await sh(id, 'echo kept > /workspace/kept.txt');
+    const fill = await sh(id, 'dd if=/dev/zero of=/workspace/fill bs=1M count=1024', { timeout_ms: 60_000 });
+    expect(fill.exit_code).not.toBe(0);
+    expect(fill.stderr).toContain('No space left on device');
+    await survives(id);
+    await sh(id, 'rm /workspace/fill');
+  });
+});

@@ -63,6 +63,26 @@ export const PROFILE_SETTINGS: Record<Profile, ProfileSettings> = {
  */
 export const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger', '/etc/hosts', '/etc/hostname', '/etc/resolv.conf'];
 
+/**
+ * Host pids a gVisor sandbox may use per process it runs. Its kernel (runsc's sentry, on the
+ * ptrace platform) needs about eight host threads for each process inside, and the host's pids
+ * limit counts them: at the limit the sentry cannot make a thread and the whole sandbox dies
+ * (~120 background processes did it under a limit of 512). So the host limit is this many
+ * times the sandbox's pids limit, and the processes are bounded inside the sandbox instead
+ * (the agent's `--max-procs`, RLIMIT_NPROC), where a fork past the bound fails as it does under runc.
+ */
+export const RUNSC_HOST_PIDS_PER_PROCESS = 16;
+
+/**
+ * The bound on a gVisor sandbox's processes: its pids limit, and no more than one per 2 MB of
+ * its memory, because the sentry's memory per process counts against the sandbox's limit and
+ * its reaching that limit kills the whole sandbox too (measured with 256 MB: 128 sleeping
+ * processes left it running, 512 killed it).
+ */
+export function runscMaxProcesses(pidsLimit: number, memoryMb: number): number {
+  return Math.max(16, Math.min(pidsLimit, Math.floor(memoryMb / 2)));
+}
+
 /** Numeric owner of the image's default user. */
 export interface UserIds {
   uid: number;
@@ -116,7 +136,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
     Memory: memoryBytes,
     // Equal to Memory: no swap, so the memory limit is a hard one.
     MemorySwap: memoryBytes,
-    PidsLimit: ctx.pidsLimit,
+    PidsLimit: ctx.runtime === 'runsc' ? ctx.pidsLimit * RUNSC_HOST_PIDS_PER_PROCESS : ctx.pidsLimit,
   };
   if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memory_mb, ctx.workspaceOwner);
   return {
@@ -135,6 +155,8 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       WORKSPACE,
       // Capabilities given to the agent alone must not reach root commands.
       ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
+      // Under gVisor the sandbox's processes are bounded inside it (see RUNSC_HOST_PIDS_PER_PROCESS).
+      ...(ctx.runtime === 'runsc' ? ['--max-procs', String(runscMaxProcesses(ctx.pidsLimit, spec.memory_mb))] : []),
     ],
     Cmd: [],
     User: '0',
@@ -154,13 +176,15 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
 }
 
 /**
- * The writable places of a read-only sandbox. Both are sized like the sandbox's memory: tmpfs
- * pages are charged to its memory cgroup anyway, so the memory limit is what really bounds them.
+ * The writable places of a read-only sandbox, each a quarter of the sandbox's memory: tmpfs
+ * pages are charged to its memory limit, and a tmpfs as large as the limit let a command that
+ * filled it take the whole sandbox (under gVisor the host kills the sandbox's kernel, and with it
+ * every file); a full quarter is ENOSPC for the writer alone, with memory left for the rest.
  * They allow exec (agents run what they build); /workspace belongs to the default user so that
  * tools that check ownership (git's safe.directory) accept it.
  */
 function writableTmpfs(memoryMb: number, owner: UserIds): Record<string, string> {
-  const base = `rw,exec,nosuid,nodev,size=${memoryMb}m`;
+  const base = `rw,exec,nosuid,nodev,size=${Math.floor(memoryMb / 4)}m`;
   return {
     '/tmp': `${base},mode=1777`,
     [WORKSPACE]: `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`,
