@@ -35,8 +35,8 @@ const outputGrace = 100 * time.Millisecond
 
 const maxRequestBytes = 64 << 20
 
-// handleExec runs one command and streams its output as frames while it runs. A timeout or a
-// client that goes away kills the command's whole process tree.
+// handleExec runs one command and streams its output as frames while it runs. When it ends
+// (exit, timeout or a client that goes away) its whole process tree is killed.
 func (a *agent) handleExec(w http.ResponseWriter, r *http.Request) {
 	var req execRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -129,6 +129,12 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	}
 	stdout.Close()
 	stderr.Close()
+	// An exec's processes end with it: whatever the command left behind (background jobs,
+	// daemons that called setsid, a fork bomb) is killed once its output is read. What must
+	// outlive a command is started detached.
+	if proc.mayHaveSurvivors() {
+		proc.killTree()
+	}
 	result.ExitCode = exitCode(wait)
 	if result.TimedOut {
 		result.ExitCode = 124

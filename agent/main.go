@@ -2,7 +2,7 @@
 // files and detached processes over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
@@ -11,6 +11,7 @@
 //	sandboxd-agent wipe PATH...                        (internal: remove paths as the calling user)
 //	sandboxd-agent remove-xattrs PATH NAME...          (internal: remove attributes as the calling user)
 //	sandboxd-agent ipc-remove KIND:ID...               (internal: remove System V objects as the calling user)
+//	sandboxd-agent set-immutable on|off PATH...        (run by the host: seal what a sandbox mounts)
 package main
 
 import (
@@ -55,6 +56,7 @@ var internalCommands = map[string]func([]string) int{
 	"remove-xattrs": removeXattrsCommand,
 	"ipc-remove":    ipcRemoveCommand,
 	"sethostname":   setHostnameCommand,
+	"set-immutable": setImmutableCommand,
 }
 
 // setHostnameCommand sets the hostname of the UTS namespace it runs in (`sandboxd-agent
@@ -93,7 +95,14 @@ func main() {
 	dropCaps := flags.Bool("drop-caps", false, "commands that run as root start with no capabilities")
 	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
 	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
+	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
 	flags.Parse(os.Args[2:])
+	if *maxProcs > 0 {
+		if err := limitProcesses(*maxProcs); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
+			os.Exit(1)
+		}
+	}
 	if err := serve(*socket, *user, workspaceSetup{dir: *workspace, claim: *claim}, *dropCaps); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
 		os.Exit(1)
@@ -104,6 +113,13 @@ func main() {
 // to act as another user) and handles requests until the process is killed. It first makes the
 // OS threads it will ever need, while no command can have taken the pids (threads.go).
 func serve(socket, user string, workspace workspaceSetup, dropCaps bool) error {
+	if err := hideEnvironment(); err != nil {
+		return fmt.Errorf("moving the environment out of /proc/1/environ: %w", err)
+	}
+	// After the execve of hideEnvironment, which makes a process dumpable again.
+	if err := makeNonDumpable(); err != nil {
+		return err
+	}
 	// The probe of per-thread credentials ends a thread of its own: before the reserve is made.
 	a := newAgent(user, workspace, dropCaps)
 	reserveThreads(reservedThreads)
@@ -119,6 +135,32 @@ func serve(socket, user string, workspace workspaceSetup, dropCaps bool) error {
 		return err
 	}
 	return http.Serve(listener, a.routes())
+}
+
+// rlimitNproc is RLIMIT_NPROC (the syscall package of Go 1.19 does not name it).
+const rlimitNproc = 6
+
+// limitProcesses sets RLIMIT_NPROC, which every command inherits. The Docker backend passes it
+// under gVisor: there the host's pids limit counts the sandbox kernel's own threads (about
+// eight per process the sandbox runs), and when they reach it the whole sandbox dies, so the
+// processes are bounded inside it first, where a fork past the bound fails with EAGAIN.
+func limitProcesses(max uint64) error {
+	limit := syscall.Rlimit{Cur: max, Max: max}
+	if err := syscall.Setrlimit(rlimitNproc, &limit); err != nil {
+		return fmt.Errorf("setrlimit(RLIMIT_NPROC, %d): %w", max, err)
+	}
+	return nil
+}
+
+// makeNonDumpable keeps the sandbox's commands out of the agent: /proc/1/environ, maps, mem and
+// fd of a non-dumpable process belong to root and need CAP_SYS_PTRACE, which no profile grants.
+// (gVisor's /proc ignores the flag for environ and maps: see hideEnvironment.) Commands are not
+// affected: execve makes each of them dumpable again.
+func makeNonDumpable() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", errno)
+	}
+	return nil
 }
 
 // workspaceSetup is the --workspace directory, and whether an existing one is claimed for the

@@ -127,6 +127,44 @@ func (p *process) killTree() {
 	}
 }
 
+// mayHaveSurvivors says whether a command that exited may have left processes behind, without
+// the cost of killTree's search (a child, under gVisor): a survivor is in the command's process
+// group, or descends from a process that was re-parented to the agent (PID 1) and that the
+// agent did not start itself.
+func (p *process) mayHaveSurvivors() bool {
+	if err := syscall.Kill(-p.pid, 0); err != syscall.ESRCH {
+		return true
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
+		if err == nil && parentOf(stat) == os.Getpid() && !children.started(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// parentOf reads the parent pid from /proc/N/stat ("pid (comm) state ppid ..."; comm may hold
+// spaces and parentheses, so the fields are counted from the last ')').
+func parentOf(stat []byte) int {
+	text := string(stat)
+	end := strings.LastIndexByte(text, ')')
+	if end < 0 {
+		return 0
+	}
+	fields := strings.Fields(text[end+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
 // killTaggedAs is killTagged with uid and gid as the filesystem ids of the calling thread,
 // which the kernel uses to decide who may read /proc/N/environ. It fails if the ids could not be
 // set, or if a process of uid still refused its environment (a kernel that ignores them).

@@ -32,6 +32,14 @@ func (r *reaper) start(start func() (int, error)) (int, <-chan syscall.WaitStatu
 	return pid, done, nil
 }
 
+// started says whether pid is a process the agent started and still waits for.
+func (r *reaper) started(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.waiters[pid]
+	return ok
+}
+
 // run reaps every exited child on each SIGCHLD, forever.
 func (r *reaper) run() {
 	signals := make(chan os.Signal, 64)

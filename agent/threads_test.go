@@ -16,9 +16,6 @@ import (
 // threadScenarioVar makes the test binary run threadScenario instead of the tests (TestMain).
 const threadScenarioVar = "SANDBOXD_TEST_THREAD_SCENARIO"
 
-// rlimitNproc is RLIMIT_NPROC, which the syscall package does not name.
-const rlimitNproc = 6
-
 // threadScenario is what a fork bomb does to the agent, in one process: it caps the threads its
 // uid may have at the number it has now, as a full pids limit does, then keeps more goroutines
 // inside a blocking system call at once than GOMAXPROCS. The runtime then needs more threads;

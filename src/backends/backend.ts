@@ -3,6 +3,7 @@
  * is a small core (what every engine can do) plus the optional capabilities it declares, each an
  * object that is present or absent. Backends import nothing from services/, http/ or mcp/.
  */
+import type { Readable } from 'node:stream';
 import type {
   SandboxSpec,
   InstanceState,
@@ -42,6 +43,11 @@ export interface Backend {
   exec(id: string, request: ExecRequest, options?: ExecOptions): Promise<ExecResult>;
   /** NOT_FOUND for a missing file, BAD_REQUEST for a directory. */
   readFile(id: string, path: string): Promise<Buffer>;
+  /**
+   * A file's bytes as a stream, of any size, held in memory only as the reader takes them;
+   * the same refusals as `readFile`, before the first byte. Destroying the stream ends the read.
+   */
+  readFileStream(id: string, path: string): Promise<Readable>;
   /** Creates parent directories; the file is owned by the sandbox's default user. */
   writeFile(id: string, path: string, content: Buffer): Promise<void>;
   /** NOT_FOUND for a missing file. */

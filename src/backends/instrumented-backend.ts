@@ -18,7 +18,7 @@ import type {
  * author's back: list it here.
  */
 const OBSERVED = new Set<PropertyKey>([
-  ...(['ping', 'ensureImage', 'create', 'start', 'stop', 'remove', 'inspect', 'list', 'exec', 'readFile', 'writeFile', 'deleteFile'] satisfies (keyof Backend)[]),
+  ...(['ping', 'ensureImage', 'create', 'start', 'stop', 'remove', 'inspect', 'list', 'exec', 'readFile', 'readFileStream', 'writeFile', 'deleteFile'] satisfies (keyof Backend)[]),
   ...(['snapshot', 'removeImage', 'listImages'] satisfies (keyof SnapshotCapability)[]),
   ...(['archive'] satisfies (keyof ArchiveCapability)[]),
   ...(['resize'] satisfies (keyof ResizeCapability)[]),

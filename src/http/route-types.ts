@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorEnvelope } from '../schemas/error-schemas.js';
@@ -34,9 +35,10 @@ export function clientGone(reply: FastifyReply): AbortSignal {
 
 /**
  * Replies with bytes as they are, under a route whose typed reply describes its JSON form:
- * Fastify sends a Buffer without serialising it, so the response schema is not involved.
+ * Fastify sends a Buffer or a stream without serialising it, so the response schema is not
+ * involved; a stream is piped as the client takes it, and destroyed if the client goes away.
  */
-export function sendBytes(reply: FastifyReply<any>, contentType: string, bytes: Buffer): FastifyReply<any> {
+export function sendBytes(reply: FastifyReply<any>, contentType: string, bytes: Buffer | Readable): FastifyReply<any> {
   return (reply as FastifyReply).type(contentType).send(bytes);
 }
 

@@ -45,15 +45,17 @@ export const listSandboxesQuery = z.strictObject({
     .meta({ description: 'running, stopped, archiving or archived; repeatable, several are ORed' }),
 });
 
-export const sandboxStatus = z
-  .enum(['running', 'stopped', 'archiving', 'archived'])
-  .meta({ description: 'archiving is seen only while an archive is under way' });
+export const sandboxStatus = z.enum(['running', 'stopped', 'lost', 'archiving', 'archived']).meta({
+  description:
+    'archiving is seen only while an archive is under way; lost: the container was removed outside sandboxd (status_reason says when), and start makes a new, empty one',
+});
 
 export const sandboxSummary = z
   .object({
     name: z.string(),
     uuid: z.string(),
     status: sandboxStatus,
+    status_reason: z.string().optional().meta({ description: 'Why the sandbox has its status, where that needs saying (lost)' }),
     backend: z.string(),
     ip: z.string().optional(),
     image: z.string(),
@@ -77,6 +79,10 @@ export const sandboxDetail = sandboxSummary
     source_ref: z.string().optional(),
     runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
     restored_from: z.string().optional().meta({ description: 'The snapshot this sandbox was restored from' }),
+    recreated: z
+      .boolean()
+      .optional()
+      .meta({ description: 'In the answer to start: true when the sandbox was lost and a new, empty container was made from its settings' }),
   })
   .meta({ id: 'Sandbox' });
 

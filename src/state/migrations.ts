@@ -125,4 +125,10 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.alterTable('sandboxes').addColumn('restored_from', 'text').execute();
     },
   },
+  '0007_status_reason': {
+    async up(db: Kysely<unknown>) {
+      // Why a sandbox is in its status (a lost one: which container went, and when it was noticed).
+      await db.schema.alterTable('sandboxes').addColumn('status_reason', 'text').execute();
+    },
+  },
 };

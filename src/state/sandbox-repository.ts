@@ -6,9 +6,10 @@ import type { Statements } from './store.js';
 
 /**
  * Stored status. `creating`, `archiving` and `removing` are in-flight states that recovery
- * resolves; the allowed moves between them are in services/lifecycle.ts.
+ * resolves; `lost` is a sandbox whose container was removed outside sandboxd. The allowed moves
+ * between them are in services/lifecycle.ts.
  */
-export type SandboxStatus = 'creating' | 'running' | 'stopped' | 'archiving' | 'archived' | 'removing';
+export type SandboxStatus = 'creating' | 'running' | 'stopped' | 'lost' | 'archiving' | 'archived' | 'removing';
 
 export interface Lifecycle {
   auto_stop_after_seconds?: number;

@@ -7,8 +7,10 @@ import type { Generated } from 'kysely';
 export interface SandboxTable {
   uuid: string;
   name: string;
-  /** creating | running | stopped | archived | removing */
+  /** creating | running | stopped | lost | archived | removing */
   status: string;
+  /** Why the sandbox has its status, where that needs saying (`lost`: what happened to its container). */
+  status_reason: string | null;
   backend: string;
   backend_id: string | null;
   image: string;

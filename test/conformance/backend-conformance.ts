@@ -204,6 +204,16 @@ export function backendConformance(subject: ConformanceSubject): void {
         expect((await backend.readFile(shared.id, '/workspace/conf/deep/bytes.bin')).toString()).toBe('replaced');
       });
 
+      it('streams a file, with the same refusals before the first byte', async () => {
+        const every = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+        await backend.writeFile(shared.id, '/workspace/streamed/bytes.bin', every);
+        const chunks: Buffer[] = [];
+        for await (const chunk of await backend.readFileStream(shared.id, '/workspace/streamed/bytes.bin')) chunks.push(Buffer.from(chunk as Uint8Array));
+        expect(Buffer.concat(chunks)).toEqual(every);
+        expect(await codeOf(backend.readFileStream(shared.id, '/workspace/streamed/nope.bin'))).toBe('NOT_FOUND');
+        expect(await codeOf(backend.readFileStream(shared.id, '/workspace/streamed'))).toBe('BAD_REQUEST');
+      });
+
       it('answers a missing file NOT_FOUND and a directory where a file is expected BAD_REQUEST', async () => {
         await backend.writeFile(shared.id, '/workspace/dir/inside.txt', Buffer.from('x'));
         expect(await codeOf(backend.readFile(shared.id, '/workspace/nope.txt'))).toBe('NOT_FOUND');

@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { SandboxSpec } from '../../src/backends/backend.js';
+import { AgentSockets } from '../../src/backends/docker/agent-sockets.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
 
 const run = promisify(execFile);
 
@@ -35,10 +37,15 @@ export async function ensureTestImage(): Promise<void> {
 /** A name no other test run uses: `<prefix>-<random>`. */
 export const uniqueName = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
 
-/** Removes every container labelled with this service instance id (running or not). */
+/**
+ * Removes every container labelled with this service instance id (running or not), and the
+ * instance's agent socket directories under the default runtime directory (sealed, so a plain
+ * rm cannot).
+ */
 export async function removeInstanceContainers(instanceId: string): Promise<void> {
   const ids = await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${instanceId}`);
   if (ids) await docker('rm', '-f', '-v', ...ids.split('\n'));
+  await new AgentSockets({ dataDir: '/nonexistent', instanceId, logger: silentLogger() }).removeOrphans(new Set());
 }
 
 /** A moderate sandbox of TEST_IMAGE with a unique name and uuid, for backend tests. */

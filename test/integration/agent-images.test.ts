@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecRequest, InstanceState, Profile } from '../../src/backends/backend.js';
+import { defaultRuntimeDir } from '../../src/backends/docker/agent-sockets.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { ServiceError } from '../../src/errors.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -36,7 +37,7 @@ const processes = async (id: string) => (await sh(id, 'ps -o args | busybox tail
 function agentMkdir(uuid: string, path: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request({
-      socketPath: join(dataDir, 'agents', `${uuid}.sock`),
+      socketPath: join(defaultRuntimeDir(dataDir), instanceId, `${uuid}.sock`),
       method: 'POST',
       path: `/v1/files?op=mkdir&path=${encodeURIComponent(path)}`,
     });

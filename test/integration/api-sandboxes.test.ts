@@ -1,7 +1,6 @@
 import Docker from 'dockerode';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentBinary } from '../../src/backends/docker/agent-sockets.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 const docker = new Docker();
@@ -205,9 +204,10 @@ describe('isolation and limits', () => {
     const info = await docker.getContainer((await containerOf(created.body.data.uuid))!.Id).inspect();
     // Only the agent: its binary read-only, and this sandbox's own socket directory.
     const mounts = (info.Mounts ?? []).map(({ Source, Destination, RW }) => ({ Source, Destination, RW }));
+    // Both from the runtime directory (/run/sandboxd as root), which names nothing of the host.
     expect(mounts.sort((a, b) => a.Destination.localeCompare(b.Destination))).toEqual([
-      { Source: agentBinary(), Destination: '/.sandboxd/agent', RW: false },
-      { Source: join(rt.dataDir, 'agents', created.body.data.uuid), Destination: '/run/sandboxd', RW: true },
+      { Source: expect.stringMatching(/^\/run\/sandboxd\/bin\/agent-[0-9a-f]{16}$/), Destination: '/.sandboxd/agent', RW: false },
+      { Source: expect.stringMatching(new RegExp(`^/run/sandboxd/[^/]+/${created.body.data.uuid}$`)), Destination: '/run/sandboxd', RW: true },
     ]);
     expect(info.HostConfig.Privileged).toBe(false);
     await api('DELETE', `/sandboxes/${name}`);

@@ -1,10 +1,13 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecRequest, InstanceState } from '../../src/backends/backend.js';
+import { agentBinary, defaultRuntimeDir } from '../../src/backends/docker/agent-sockets.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { TEST_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
@@ -12,6 +15,8 @@ import { TEST_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContain
 const instanceId = uniqueName('itest-agent');
 const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-'));
 const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
+/** Where this instance's agent socket directories are (the default runtime directory). */
+const agentDirs = join(defaultRuntimeDir(dataDir), instanceId);
 
 const specOf = sandboxSpec;
 
@@ -95,8 +100,8 @@ describe('the sandbox agent', () => {
     await backend.start(state.id);
     expect(await parentOf(state.id)).toBe('1');
     await backend.remove(state.id);
-    expect(existsSync(join(dataDir, 'agents', state.uuid))).toBe(false);
-    expect(existsSync(join(dataDir, 'agents', `${state.uuid}.sock`))).toBe(false);
+    expect(existsSync(join(agentDirs, state.uuid))).toBe(false);
+    expect(existsSync(join(agentDirs, `${state.uuid}.sock`))).toBe(false);
   });
 
   it('falls back to the Engine API exec for a container without an agent, as its default user', async () => {
@@ -123,6 +128,9 @@ describe('the sandbox agent', () => {
     });
     await new Promise<void>((resolve) => server.listen(hostSocket, resolve));
     try {
+      // As on a host where the socket directory could not be sealed (a server without
+      // CAP_LINUX_IMMUTABLE): the sandbox can write there.
+      await promisify(execFile)(agentBinary(), ['set-immutable', 'off', join(agentDirs, state.uuid)]);
       await run(state.id, ['sh', '-c', `rm /run/sandboxd/agent.sock && ln -s ${hostSocket} /run/sandboxd/agent.sock`], { user: 'root' });
       // A restarted server links the socket afresh: it must refuse the symlink and use the engine.
       const restarted = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
@@ -157,11 +165,17 @@ describe('the sandbox agent', () => {
 
   it('removes the socket directories of sandboxes that no longer exist when it lists', async () => {
     const orphan = randomUUID();
-    mkdirSync(join(dataDir, 'agents', orphan), { recursive: true });
-    writeFileSync(join(dataDir, 'agents', `${orphan}.sock`), '');
+    // Where this version keeps them, and where earlier ones did (the data directory).
+    for (const root of [agentDirs, join(dataDir, 'agents')]) {
+      mkdirSync(join(root, orphan), { recursive: true });
+      writeFileSync(join(root, `${orphan}.sock`), '');
+    }
+    await promisify(execFile)(agentBinary(), ['set-immutable', 'on', join(agentDirs, orphan)]);
     await backend.list();
-    expect(existsSync(join(dataDir, 'agents', orphan))).toBe(false);
-    expect(existsSync(join(dataDir, 'agents', `${orphan}.sock`))).toBe(false);
-    expect(existsSync(join(dataDir, 'agents', moderate.uuid))).toBe(true);
+    for (const root of [agentDirs, join(dataDir, 'agents')]) {
+      expect(existsSync(join(root, orphan))).toBe(false);
+      expect(existsSync(join(root, `${orphan}.sock`))).toBe(false);
+    }
+    expect(existsSync(join(agentDirs, moderate.uuid))).toBe(true);
   });
 });

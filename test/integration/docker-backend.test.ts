@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capabilityNames, type ExecRequest, type InstanceState, type OutputChunk } from '../../src/backends/backend.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
-import { agentBinary } from '../../src/backends/docker/agent-sockets.js';
+import { agentBinary, defaultRuntimeDir } from '../../src/backends/docker/agent-sockets.js';
 import { ServiceError } from '../../src/errors.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { ROOT_IMAGE, docker, ensureTestImage, sandboxSpec, removeInstanceContainers, uniqueName } from '../helpers/docker.js';
@@ -168,9 +168,11 @@ describe('isolation and limits', () => {
         .map(({ Source, Destination, RW }) => ({ Source, Destination, RW }))
         .sort((a, b) => a.Destination.localeCompare(b.Destination));
       expect(mounts).toEqual([
-        { Source: agentBinary(), Destination: '/.sandboxd/agent', RW: false },
-        { Source: join(dataDir, 'agents', state.uuid), Destination: '/run/sandboxd', RW: true },
+        { Source: expect.stringMatching(/^\/run\/sandboxd\/bin\/agent-[0-9a-f]{16}$/), Destination: '/.sandboxd/agent', RW: false },
+        { Source: join(defaultRuntimeDir(dataDir), instanceId, state.uuid), Destination: '/run/sandboxd', RW: true },
       ]);
+      // The copy is the agent that setup built.
+      expect(readFileSync(mounts[0]!.Source).equals(readFileSync(agentBinary()))).toBe(true);
     }
   });
 

@@ -33,11 +33,14 @@ describe('RecoveryService', () => {
     expect(list.map((s) => [s.name, s.status])).toEqual([
       ['running', 'running'],
       ['stopped-behind', 'stopped'],
-      ['vanished', 'stopped'],
+      // Its container was removed behind the service's back: lost, saying so.
+      ['vanished', 'lost'],
     ]);
+    expect(list.find((s) => s.name === 'vanished')?.status_reason).toMatch(/was removed outside sandboxd/);
     expect([...h.backend.instances.values()].map((i) => i.spec.name).sort()).toEqual(['running', 'stopped-behind']);
     expect(running.uuid && stoppedBehind.uuid && vanished.uuid).toBeTruthy();
-    expect((await h.services.sandboxes.start('vanished')).status).toBe('running');
+    const started = await h.services.sandboxes.start('vanished');
+    expect([started.status, started.recreated]).toEqual(['running', true]);
 
     const again = await h.services.recovery.reconcile();
     expect(again).toEqual({ corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 });

@@ -1,5 +1,6 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import { noSpace, ServiceError, badRequest, conflict, forbidden, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
@@ -73,6 +74,16 @@ export class AgentClient {
       chunks.push(chunk);
     }
     return Buffer.concat(chunks);
+  }
+
+  /**
+   * A file's bytes as the agent sends them, read as the caller takes them (no size limit);
+   * NOT_FOUND, BAD_REQUEST (a directory), FORBIDDEN before the first byte.
+   */
+  async openFile(path: string): Promise<Readable> {
+    const response = await this.send({ method: 'GET', path: filesPath(path) });
+    if (response.statusCode !== 200) throw await agentError(response, path);
+    return response;
   }
 
   /** Writes (replaces) a file as the sandbox's default user; parents are created. */

@@ -1,8 +1,9 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../../telemetry/logger.js';
-import { AgentClient, type AgentHealth } from '../agent/agent-client.js';
+import type { DetachedProcess } from '../backend.js';
+import { AgentClient, type AgentDetached, type AgentHealth } from '../agent/agent-client.js';
 import { AgentUnreachable, UnixSocketTransport } from '../agent/agent-transport.js';
-import type { AgentSockets } from './agent-sockets.js';
+import { agentMountsOf, type AgentSockets } from './agent-sockets.js';
 import { LABEL } from './container-spec.js';
 
 /** How long a started sandbox's agent may take to answer before the engine's exec is used. */
@@ -16,6 +17,9 @@ export interface ContainerIdentity {
   runtime?: string;
   vcpus: number;
   memoryMb: number;
+  /** Host paths of the agent binary and socket directory it mounts; none without an agent. */
+  binary?: string;
+  socketDir?: string;
 }
 
 /** A container's identity from its labels and host configuration (as created or inspected). */
@@ -26,6 +30,7 @@ export function identityOf(labels: Record<string, string>, host: Docker.HostConf
     runtime: host.Runtime,
     vcpus: (host.NanoCpus ?? 0) / 1e9,
     memoryMb: (host.Memory ?? 0) / 1024 / 1024,
+    ...agentMountsOf(host.Binds),
   };
 }
 
@@ -52,7 +57,8 @@ export class AgentConnections {
         new UnixSocketTransport(async () => {
           const identity = await this.identityOf(id);
           if (!identity) throw new AgentUnreachable(`container '${id}' is no sandbox of this service`);
-          return this.sockets.relink(identity.uuid);
+          if (!identity.socketDir) throw new AgentUnreachable(`container '${id}' has no agent`);
+          return this.sockets.relink(identity.socketDir);
         }),
       );
       this.agents.set(id, agent);
@@ -112,4 +118,17 @@ export class AgentConnections {
       }
     }
   }
+}
+
+/** A detached command as the agent lists it, as the backend interface names it. */
+export function detachedFrom(item: AgentDetached): DetachedProcess {
+  return {
+    id: item.id,
+    pid: item.pid,
+    command: item.argv,
+    status: item.status,
+    exit_code: item.exit_code,
+    started_at: new Date(item.started_at).toISOString(),
+    ...(item.finished_at ? { finished_at: new Date(item.finished_at).toISOString() } : {}),
+  };
 }

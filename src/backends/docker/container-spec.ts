@@ -57,6 +57,33 @@ export const PROFILE_SETTINGS: Record<Profile, ProfileSettings> = {
   },
 };
 
+/**
+ * Paths read-only inside every sandbox: the engine's default list (which setting it replaces)
+ * and the hosts, hostname and resolv.conf files the engine mounts from the host's disk, which
+ * a command as root could otherwise grow there.
+ */
+export const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger', '/etc/hosts', '/etc/hostname', '/etc/resolv.conf'];
+
+/**
+ * Host pids a gVisor sandbox may use per process it runs. Its kernel (runsc's sentry, on the
+ * ptrace platform) needs about eight host threads for each process inside, and the host's pids
+ * limit counts them: at the limit the sentry cannot make a thread and the whole sandbox dies
+ * (~120 background processes did it under a limit of 512). So the host limit is this many
+ * times the sandbox's pids limit, and the processes are bounded inside the sandbox instead
+ * (the agent's `--max-procs`, RLIMIT_NPROC), where a fork past the bound fails as it does under runc.
+ */
+export const RUNSC_HOST_PIDS_PER_PROCESS = 16;
+
+/**
+ * The bound on a gVisor sandbox's processes: its pids limit, and no more than one per 2 MB of
+ * its memory, because the sentry's memory per process counts against the sandbox's limit and
+ * its reaching that limit kills the whole sandbox too (measured with 256 MB: 128 sleeping
+ * processes left it running, 512 killed it).
+ */
+export function runscMaxProcesses(pidsLimit: number, memoryMb: number): number {
+  return Math.max(16, Math.min(pidsLimit, Math.floor(memoryMb / 2)));
+}
+
 /** Numeric owner of the image's default user. */
 export interface UserIds {
   uid: number;
@@ -107,7 +134,8 @@ export function instanceFilter(instanceId: string): string[] {
  * is overridden; the agent reaps, so no docker-init) and runs as root so that it can run
  * commands as the image's default user or as root. It needs nothing from the image: no shell,
  * no libc, no /etc/passwd (root is uid 0 without one), no /workspace (it makes it). The only host paths mounted are the agent
- * binary (read-only) and the sandbox's own socket directory; the environment is the spec's alone.
+ * binary (read-only, a copy under the runtime directory) and the sandbox's own socket directory
+ * (sealed once the agent listens: agent-sockets.ts); the environment is the spec's alone.
  */
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
   const profile = reusableSettings(spec, ctx.runtime);
@@ -120,11 +148,12 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
     CapAdd: profile.capAdd,
     Binds: [`${ctx.agent.binary}:${AGENT_IN_SANDBOX.binary}:ro`, `${ctx.agent.socketDir}:${AGENT_IN_SANDBOX.dir}`],
     SecurityOpt: profile.noNewPrivileges ? ['no-new-privileges'] : [],
+    ReadonlyPaths: READONLY_PATHS,
     NanoCpus: Math.round(spec.vcpus * 1e9),
     Memory: memoryBytes,
     // Equal to Memory: no swap, so the memory limit is a hard one.
     MemorySwap: memoryBytes,
-    PidsLimit: ctx.pidsLimit,
+    PidsLimit: ctx.runtime === 'runsc' ? ctx.pidsLimit * RUNSC_HOST_PIDS_PER_PROCESS : ctx.pidsLimit,
   };
   if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memory_mb, ctx.workspaceOwner, spec.reusable ? { home: ctx.home } : undefined);
   return {
@@ -144,6 +173,8 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       ...(ctx.claimWorkspace ? ['--claim-workspace'] : []),
       // Capabilities given to the agent alone must not reach root commands.
       ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
+      // Under gVisor the sandbox's processes are bounded inside it (see RUNSC_HOST_PIDS_PER_PROCESS).
+      ...(ctx.runtime === 'runsc' ? ['--max-procs', String(runscMaxProcesses(ctx.pidsLimit, spec.memory_mb))] : []),
     ],
     Cmd: [],
     // The sandbox's name, not the container id (a claimed pool instance is renamed by its claim).
@@ -165,15 +196,16 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
 }
 
 /**
- * The writable places of a read-only sandbox: /tmp and /workspace, and for a reusable one also
- * /var/tmp and the image's HOME (hiding what the image has there). All are sized like the
- * sandbox's memory: tmpfs pages are charged to its memory cgroup anyway, so the memory limit is
- * what really bounds them.
+ * The writable places of a read-only sandbox (/tmp and /workspace, and for a reusable one also
+ * /var/tmp and the image's HOME, hiding what the image has there), each a quarter of the sandbox's memory: tmpfs
+ * pages are charged to its memory limit, and a tmpfs as large as the limit let a command that
+ * filled it take the whole sandbox (under gVisor the host kills the sandbox's kernel, and with it
+ * every file); a full quarter is ENOSPC for the writer alone, with memory left for the rest.
  * They allow exec (agents run what they build); /workspace belongs to the default user so that
  * tools that check ownership (git's safe.directory) accept it.
  */
 function writableTmpfs(memoryMb: number, owner: UserIds, reusable?: { home?: string }): Record<string, string> {
-  const base = `rw,exec,nosuid,nodev,size=${memoryMb}m`;
+  const base = `rw,exec,nosuid,nodev,size=${Math.floor(memoryMb / 4)}m`;
   const mounts: Record<string, string> = {
     '/tmp': `${base},mode=1777`,
     [WORKSPACE]: `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`,

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
@@ -45,10 +46,10 @@ import * as files from './docker-files.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
-import type { AgentClient, AgentDetached } from '../agent/agent-client.js';
+import type { AgentClient } from '../agent/agent-client.js';
 import { AgentUnreachable } from '../agent/agent-transport.js';
-import { AgentConnections, identityOf } from './agent-connections.js';
-import { AGENT_IN_SANDBOX, AgentSockets, agentBinary } from './agent-sockets.js';
+import { AgentConnections, detachedFrom, identityOf } from './agent-connections.js';
+import { AGENT_IN_SANDBOX, AgentSockets, agentMountsOf } from './agent-sockets.js';
 import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
@@ -57,8 +58,13 @@ import { DockerReuse } from './docker-reuse.js';
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
   instanceId: string;
-  /** The service's data directory; the agents' sockets live under `<dataDir>/agents/`. */
+  /** The service's data directory. */
   dataDir: string;
+  /**
+   * Host directory of the agent binary and the sandboxes' socket directories, the only host
+   * paths a sandbox mounts (see AgentSockets); default: `defaultRuntimeDir(dataDir)`.
+   */
+  runtimeDir?: string;
   logger: Logger;
   /** Default: DOCKER_HOST when it is a unix:// address, else /var/run/docker.sock. */
   socketPath?: string;
@@ -111,7 +117,7 @@ export class DockerBackend
     this.logger = options.logger.child({ backend: 'docker' });
     this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
-    this.sockets = new AgentSockets(options.dataDir);
+    this.sockets = new AgentSockets({ dataDir: options.dataDir, runtimeDir: options.runtimeDir, instanceId: options.instanceId, logger: this.logger });
     this.agents = new AgentConnections(this.docker, this.sockets, this.logger);
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
@@ -175,14 +181,20 @@ export class DockerBackend
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
 
+  /**
+   * Starts a stopped container. Its socket directory is unsealed for the agent to make a new
+   * socket, and sealed again once the agent answers (see AgentSockets).
+   */
   async start(id: string): Promise<InstanceState> {
     return this.engine(async () => {
       const container = this.docker.getContainer(id);
+      const before = await container.inspect();
+      if (!before.State.Running) await this.sockets.beforeStart(before.HostConfig.Binds);
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();
       this.agents.disconnect(id);
-      if (hasAgent(info)) await this.agents.waitForAgent(id);
+      if (hasAgent(info) && (await this.agents.waitForAgent(id))) await this.sockets.afterStart(info.HostConfig.Binds);
       return instanceFromInspect(info);
     }, id);
   }
@@ -200,7 +212,7 @@ export class DockerBackend
       // 404: already gone; 409: a removal is already under way.
       await container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
       const uuid = info?.Config.Labels?.[LABEL.uuid];
-      if (uuid) await this.sockets.remove(uuid);
+      if (uuid) await this.sockets.remove(uuid, agentMountsOf(info?.HostConfig.Binds).socketDir);
       if (info) await this.snapshots.removeIfDangling(info.Image);
     });
   }
@@ -289,6 +301,15 @@ export class DockerBackend
       id,
       (agent) => agent.readFile(path, files.MAX_READ_BYTES, () => files.tooLarge(path)),
       () => files.readFile((request) => this.engineExec(id, request), path),
+    );
+  }
+
+  /** Streamed from the agent; a sandbox without one is read whole through the engine (capped). */
+  readFileStream(id: string, path: string): Promise<Readable> {
+    return this.viaAgent(
+      id,
+      (agent) => agent.openFile(path),
+      async () => Readable.from([await files.readFile((request) => this.engineExec(id, request), path)]),
     );
   }
 
@@ -457,7 +478,7 @@ export class DockerBackend
     // Commands run as root only with sudo: an image whose default user is root runs them as nobody.
     const rootDefault = isRootUser(image.Config.User ?? '') || imageUser.uid === 0;
     const owner = rootDefault ? UNPRIVILEGED : imageUser;
-    const binary = agentBinary();
+    const binary = await this.sockets.binary();
     const socketDir = await this.sockets.prepare(spec.uuid);
     const options = createOptions(spec, {
       instanceId: this.options.instanceId,
@@ -483,6 +504,8 @@ export class DockerBackend
         const user = image.Config.User;
         throw badRequest(`image '${spec.image}' cannot run sandboxes: its default user '${user}' does not resolve (${health.default_user_error})`);
       }
+      // Before any command runs: from now on no command can write to a host path.
+      if (health) await this.sockets.seal(socketDir.dir);
       if (source && readOnly) await this.copyIntoRunning(container, source, owner);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
@@ -530,18 +553,6 @@ export class DockerBackend
       stream.destroy();
     }
   }
-}
-
-function detachedFrom(item: AgentDetached): DetachedProcess {
-  return {
-    id: item.id,
-    pid: item.pid,
-    command: item.argv,
-    status: item.status,
-    exit_code: item.exit_code,
-    started_at: new Date(item.started_at).toISOString(),
-    ...(item.finished_at ? { finished_at: new Date(item.finished_at).toISOString() } : {}),
-  };
 }
 
 /** The engine's fields for new limits; an absent one stays as it is. */

@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { Readable } from 'node:stream';
 import { badRequest, conflict, notFound, ServiceError, UnsupportedError } from '../../errors.js';
 import type {
   ArchiveCapability,
@@ -229,6 +230,10 @@ export class FakeBackend
     if (content) return content;
     if ([...instance.files.keys()].some((p) => p.startsWith(`${path}/`))) throw badRequest(`'${path}' is a directory`);
     throw notFound(`file '${path}' not found`);
+  }
+
+  async readFileStream(id: string, path: string): Promise<Readable> {
+    return Readable.from([await this.readFile(id, path)]);
   }
 
   async writeFile(id: string, path: string, content: Buffer): Promise<void> {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { envelope, message, resourceName } from '../../schemas/common.js';
 import { fileContent, RAW_BYTES_TYPE, writeFileRequest, writeFilesBody } from '../../schemas/file-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
+import { BUFFERED_READS, STREAMED_READS } from '../../services/sandboxes/file-service.js';
 import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
 import { routePath } from '../../services/sandboxes/index.js';
 
@@ -103,10 +104,12 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
       schema: {
         tags,
         summary: 'Read a file: utf8 when it is text, base64 otherwise',
-        description: `With Accept: ${RAW_BYTES_TYPE}, the reply is the file's bytes as they are; errors stay JSON.`,
+        description:
+          `With Accept: ${RAW_BYTES_TYPE}, the reply is the file's bytes as they are, streamed, of any size (429 while ${STREAMED_READS} such reads are under way); errors stay JSON. ` +
+          `The JSON form holds the whole file: up to 64 MiB (413 beyond); ${BUFFERED_READS} run at once, others wait.`,
         params: fileParams,
         produces: ['application/json', RAW_BYTES_TYPE],
-        response: { 200: envelope(fileContent), ...errors(400, 403, 404, 409) },
+        response: { 200: envelope(fileContent), ...errors(400, 403, 404, 409, 413, 429) },
       },
     },
     async (request, reply) => {
@@ -116,7 +119,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
         // Base64 needs no escaping: the reply is assembled as bytes, not serialised (see base64Reply).
         return file.encoding === 'base64' ? sendBytes(reply, 'application/json; charset=utf-8', base64Reply(file.content, file.size)) : ok(file);
       }
-      return sendBytes(reply, RAW_BYTES_TYPE, await files.readBytes(name, routePath(path)));
+      return sendBytes(reply, RAW_BYTES_TYPE, await files.readStream(name, routePath(path)));
     },
   );
 

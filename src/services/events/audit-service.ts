@@ -11,6 +11,8 @@ export type AuditEvent =
   | 'sandbox_removed'
   | 'sandbox_updated'
   | 'sandbox_recovered_from_crash'
+  | 'sandbox_lost'
+  | 'sandbox_recreated'
   | 'sandbox_archived'
   | 'sandbox_recovered'
   | 'sandbox_resized'

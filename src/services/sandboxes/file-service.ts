@@ -1,5 +1,7 @@
+import type { Readable } from 'node:stream';
 import type { Backend } from '../../backends/backend.js';
-import { badRequest } from '../../errors.js';
+import { ServiceError, badRequest } from '../../errors.js';
+import { ConcurrencyLimit } from '../support/concurrency-limit.js';
 import type { AuditService } from '../events/audit-service.js';
 import type { SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
@@ -14,6 +16,14 @@ export const MAX_PATH_BYTES = 4096;
 export const MAX_NAME_BYTES = 255;
 /** Pseudo-filesystems of devices and kernel state: the files API writes and deletes nothing there. */
 const SYSTEM_DIRS = ['/dev', '/proc', '/sys'];
+
+/**
+ * Reads of the JSON form at once, server-wide: each holds a file of up to 64 MiB several times
+ * over (bytes, base64, the serialised reply), ~300 MB at the cap.
+ */
+export const BUFFERED_READS = 2;
+/** Streamed (raw) reads at once, server-wide: each holds a socket to the agent and a stream buffer. */
+export const STREAMED_READS = 16;
 
 /**
  * The absolute, normalised path inside a sandbox for a client-given path. `..` segments
@@ -89,6 +99,9 @@ export class FileService {
   private readonly backend: Backend;
   private readonly audit: AuditService;
 
+  private readonly bufferedReads = new ConcurrencyLimit(BUFFERED_READS);
+  private readonly streamedReads = new ConcurrencyLimit(STREAMED_READS);
+
   constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit'>) {
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
@@ -127,23 +140,53 @@ export class FileService {
     return { written: prepared.length };
   }
 
-  /** The file's content: utf8 when it is text, base64 otherwise. */
+  /**
+   * The file's content: utf8 when it is text, base64 otherwise (the JSON form of GET). The
+   * whole file is in memory, several times over once encoded, so the backend's cap applies
+   * (64 MiB) and at most BUFFERED_READS such reads run at once; the others wait their turn.
+   */
   async read(name: string, rawPath: string): Promise<{ content: string; encoding: Encoding; size: number }> {
-    const bytes = await this.readBytes(name, rawPath);
-    const text = asText(bytes);
-    return text === undefined
-      ? { content: bytes.toString('base64'), encoding: 'base64', size: bytes.length }
-      : { content: text, encoding: 'utf8', size: bytes.length };
-  }
-
-  /** The file's bytes as they are (the raw form of GET, `Accept: application/octet-stream`). */
-  async readBytes(name: string, rawPath: string): Promise<Buffer> {
     const path = sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
-    const bytes = await this.backend.readFile(sandbox.backend_id, path);
-    await this.sandboxes.touch(sandbox);
-    await this.audit.record('file_read', sandbox, { path, bytes: bytes.length });
-    return bytes;
+    const release = await this.bufferedReads.acquire();
+    try {
+      const bytes = await this.backend.readFile(sandbox.backend_id, path);
+      await this.sandboxes.touch(sandbox);
+      await this.audit.record('file_read', sandbox, { path, bytes: bytes.length });
+      const text = asText(bytes);
+      return text === undefined
+        ? { content: bytes.toString('base64'), encoding: 'base64', size: bytes.length }
+        : { content: text, encoding: 'utf8', size: bytes.length };
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * The file's bytes as they are, streamed (the raw form of GET, `Accept:
+   * application/octet-stream`): any size, held in memory only as the client takes them. At most
+   * STREAMED_READS run at once; past that the read is refused (BUSY), since a slow client may
+   * hold its slot for long. The audit entry is written once the file is open (its size is
+   * known only at the end), with `streamed: true`.
+   */
+  async readStream(name: string, rawPath: string): Promise<Readable> {
+    const path = sandboxPath(rawPath);
+    const sandbox = await this.sandboxes.requireRunning(name);
+    const release = this.streamedReads.tryAcquire();
+    if (!release) throw new ServiceError('BUSY', `${STREAMED_READS} file reads are under way: retry when one has finished`);
+    let stream: Readable | undefined;
+    try {
+      stream = await this.backend.readFileStream(sandbox.backend_id, path);
+      stream.once('close', release);
+      await this.sandboxes.touch(sandbox);
+      await this.audit.record('file_read', sandbox, { path, streamed: true });
+      return stream;
+    } catch (err) {
+      // Destroying the stream closes it, which releases the slot.
+      if (stream) stream.destroy();
+      else release();
+      throw err;
+    }
   }
 
   async delete(name: string, rawPath: string): Promise<string> {

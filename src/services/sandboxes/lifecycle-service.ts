@@ -76,7 +76,7 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'recover');
       const now = isoNow(this.clock);
-      const recovered = { status: 'stopped' as const, archived_at: null, archived_reason: null, last_activity_at: now, updated_at: now };
+      const recovered = { status: 'stopped' as const, archived_at: null, archived_reason: null, status_reason: null, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, recovered, ['archived']);
       await this.audit.record('sandbox_recovered', record, { archived_at: record.archived_at });
       return detailOf({ ...record, ...recovered });
@@ -129,7 +129,7 @@ export class LifecycleService {
     const removed: string[] = [];
     for (const record of await this.repo.all()) {
       if (!record.expires_at || Date.parse(record.expires_at) > now) continue;
-      if (!['running', 'stopped', 'archived'].includes(record.status)) continue;
+      if (!['running', 'stopped', 'lost', 'archived'].includes(record.status)) continue;
       try {
         await this.audit.record('sandbox_expired', record, { expires_at: record.expires_at });
         await this.sandboxes.remove(record.name);

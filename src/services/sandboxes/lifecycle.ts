@@ -17,19 +17,24 @@ interface TransitionRule {
  * in-flight status it holds meanwhile (what recovery finds after a crash) and where it ends.
  */
 export const TRANSITIONS: Record<Operation, TransitionRule> = {
-  start: { from: ['running', 'stopped'], to: 'running' },
-  // Stopping an archived sandbox changes nothing and is not refused (stop is idempotent).
-  stop: { from: ['running', 'stopped', 'archived'], to: 'stopped' },
+  // Starting a lost sandbox makes a new container from its settings (and says so).
+  start: { from: ['running', 'stopped', 'lost'], to: 'running' },
+  // Stopping an archived or lost sandbox changes nothing and is not refused (stop is idempotent).
+  stop: { from: ['running', 'stopped', 'archived', 'lost'], to: 'stopped' },
   archive: { from: ['running', 'stopped'], via: 'archiving', to: 'archived' },
   recover: { from: ['archived'], to: 'stopped' },
   resize: { from: ['running', 'stopped'] },
   snapshot: { from: ['running', 'stopped'] },
-  extend: { from: ['running', 'stopped', 'archived'] },
-  remove: { from: ['running', 'stopped', 'archived'], via: 'removing' },
+  extend: { from: ['running', 'stopped', 'archived', 'lost'] },
+  remove: { from: ['running', 'stopped', 'archived', 'lost'], via: 'removing' },
 };
 
 /** Statuses a client sees; the other ones are in flight. */
-export const VISIBLE_STATUSES: readonly SandboxStatus[] = ['running', 'stopped', 'archiving', 'archived'];
+export const VISIBLE_STATUSES: readonly SandboxStatus[] = ['running', 'stopped', 'lost', 'archiving', 'archived'];
+
+/** The status_reason of a sandbox whose container the engine no longer has. */
+export const lostReason = (container: string, noticed: string): string =>
+  `its container ${container.slice(0, 12)} was removed outside sandboxd (noticed ${noticed}); its files are gone: start makes a new container from its settings`;
 
 /** Repository of the images that keep archived sandboxes; the tag is the sandbox's uuid. */
 export const ARCHIVE_REPOSITORY = 'sandboxd-archive';
@@ -44,6 +49,7 @@ export function assertTransition(record: SandboxRecord, operation: Operation): v
     throw conflict(`sandbox '${name}' is archived`, { hint: { action: 'recover', sandbox: name } });
   }
   if (operation === 'recover') throw conflict(`sandbox '${name}' is not archived (it is ${record.status}): only archived sandboxes can be recovered`);
+  if (record.status === 'lost') throw conflict(`sandbox '${name}' is lost: ${record.status_reason ?? 'its container is gone'}`, { hint: { action: 'start', sandbox: name } });
   throw conflict(`sandbox '${name}' is ${record.status}: try again when that has finished`);
 }
 

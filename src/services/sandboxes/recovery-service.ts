@@ -4,7 +4,7 @@ import type { SnapshotRepository } from '../../state/snapshot-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
-import { archiveTag } from './lifecycle.js';
+import { archiveTag, lostReason } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
 
 /** The sweep leaves younger containers alone: they may be a create under way. */
@@ -80,8 +80,10 @@ export class RecoveryService {
       }
       if (record.status === 'archived') continue;
       if (!instance) {
-        if (record.backend_id !== null || record.status !== 'stopped') {
-          await this.repo.update(record.uuid, { status: 'stopped', backend_id: null, updated_at: isoNow(this.clock) });
+        // A stopped sandbox without a container is a recovered archive, which start makes anew.
+        if ((record.backend_id !== null || record.status !== 'stopped') && record.status !== 'lost') {
+          const now = isoNow(this.clock);
+          await this.repo.update(record.uuid, { status: 'lost', status_reason: lostReason(record.backend_id ?? 'unknown', now), updated_at: now });
           await this.audit.record('sandbox_recovered_from_crash', record, { container: 'missing' });
           report.lost.push(record.name);
         }

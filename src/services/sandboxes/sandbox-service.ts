@@ -13,7 +13,7 @@ import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE } from './sandbox-defaults.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
-import { archiveTag, assertTransition, VISIBLE_STATUSES } from './lifecycle.js';
+import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext, ServiceSettings } from '../context.js';
 
 /**
@@ -118,6 +118,7 @@ export class SandboxService {
       expires_at: input.ttl ? addDuration(this.clock(), input.ttl, 'ttl').toISOString() : null,
       archived_at: null,
       archived_reason: null,
+      status_reason: null,
       root_image: rootImage ?? null,
       restored_from: restoredFrom ?? null,
     };
@@ -223,23 +224,29 @@ export class SandboxService {
     });
   }
 
+  /**
+   * Starts a sandbox's container, or makes one from its settings where it has none: a
+   * recovered archive (its files are in the archive image), or a lost sandbox, whose container
+   * was removed outside sandboxd; the answer then says `recreated: true`, since its files are gone.
+   */
   async start(name: string): Promise<SandboxDetail> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
       assertTransition(record, 'start');
       let state = await this.observe(record);
       const wasRunning = state?.status === 'running';
+      const lost = record.status === 'lost' || (record.backend_id !== null && !state);
       if (!state) {
-        // The container is gone (removed behind our back): make a new one from the settings.
         state = await this.backend.create(specOf(record));
       } else if (!wasRunning) {
         state = await this.backend.start(state.id);
       }
       const now = isoNow(this.clock);
-      const changes = { status: 'running' as const, backend_id: state.id, last_activity_at: now, updated_at: now };
+      const changes = { status: 'running' as const, status_reason: null, backend_id: state.id, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, changes);
+      if (lost) await this.audit.record('sandbox_recreated', record, { reason: record.status_reason ?? 'its container was gone' });
       if (!wasRunning) await this.audit.record('sandbox_started', record);
-      return detailOf({ ...record, ...changes }, state);
+      return { ...detailOf({ ...record, ...changes }, state), ...(lost ? { recreated: true } : {}) };
     });
   }
 
@@ -247,8 +254,9 @@ export class SandboxService {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
       assertTransition(record, 'stop');
-      if (record.status === 'archived') return detailOf(record);
+      if (record.status === 'archived' || record.status === 'lost') return detailOf(record);
       const state = await this.observe(record);
+      if (record.backend_id && !state) return detailOf(await this.markLost(record, record.backend_id));
       await this.beforeStop(record, state);
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
@@ -325,13 +333,27 @@ export class SandboxService {
     return record.backend_id ? this.backend.inspect(record.backend_id) : null;
   }
 
-  /** Brings the stored status in line with what the engine observed. */
+  /**
+   * Brings the stored status in line with what the engine observed: a sandbox whose container
+   * the engine no longer has is lost.
+   */
   private async reconcile(record: SandboxRecord, state: InstanceState | null): Promise<SandboxRecord> {
     if (record.status !== 'running' && record.status !== 'stopped') return record;
+    if (!state && record.backend_id) return this.markLost(record, record.backend_id);
     const status = state?.status ?? 'stopped';
     if (status === record.status) return record;
     await this.repo.update(record.uuid, { status }, [record.status]);
     return { ...record, status };
+  }
+
+  /** Records that a sandbox's container was removed outside sandboxd, and why it is `lost`. */
+  private async markLost(record: SandboxRecord, container: string): Promise<SandboxRecord> {
+    const now = isoNow(this.clock);
+    const changes = { status: 'lost' as const, status_reason: lostReason(container, now), updated_at: now };
+    await this.repo.update(record.uuid, changes, [record.status]);
+    await this.audit.record('sandbox_lost', record, { container });
+    this.logger.warn({ sandbox: record.name, container }, 'sandbox lost: its container was removed outside sandboxd');
+    return { ...record, ...changes };
   }
 }
 

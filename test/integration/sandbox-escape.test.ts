@@ -1,0 +1,179 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecRequest, InstanceState, Profile } from '../../src/backends/backend.js';
+import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { docker, ensureTestImage, removeInstanceContainers, sandboxSpec, uniqueName } from '../helpers/docker.js';
+
+const instanceId = uniqueName('itest-escape');
+const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-escape-'));
+const backend = new DockerBackend({ instanceId, dataDir, logger: silentLogger() });
+const PROFILES: Profile[] = ['permissive', 'moderate', 'restrictive'];
+
+const run = (id: string, command: string[], extra: Partial<ExecRequest> = {}) => backend.exec(id, { command, timeout_ms: 60_000, ...extra });
+const sh = (id: string, script: string, extra: Partial<ExecRequest> = {}) => run(id, ['sh', '-c', script], extra);
+const sudo = { user: 'root' };
+
+/** The host directory mounted at /run/sandboxd in a container. */
+async function socketDirOf(id: string): Promise<string> {
+  const mounts = JSON.parse(await docker('inspect', '--format', '{{json .Mounts}}', id)) as Array<{ Source: string; Destination: string }>;
+  return mounts.find((mount) => mount.Destination === '/run/sandboxd')!.Source;
+}
+
+/** A path as a whole path, or the start of one, in mountinfo (where `.../work` is overlayfs's workdir). */
+const pathIn = (path: string) => new RegExp(`(^|[\\s=:,])${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(/|[\\s,]|$)`, 'm');
+
+const sandboxes = {} as Record<Profile, InstanceState>;
+
+beforeAll(async () => {
+  await ensureTestImage();
+  const created = await Promise.all(PROFILES.map((profile) => backend.create(sandboxSpec({ profile, env: { SECRET_OF_AGENT: 'hidden' } }))));
+  PROFILES.forEach((profile, i) => (sandboxes[profile] = created[i]!));
+});
+
+afterAll(async () => {
+  await removeInstanceContainers(instanceId);
+  await backend.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('what a sandbox sees of the host', () => {
+  it('names neither the checkout, the data directory nor any /work or /root path in its mountinfo', async () => {
+    for (const profile of PROFILES) {
+      const mountinfo = (await run(sandboxes[profile].id, ['cat', '/proc/self/mountinfo'])).stdout;
+      expect(mountinfo, profile).toContain('/run/sandboxd');
+      for (const hostPath of [PACKAGE_ROOT, dataDir, '/work', '/root']) expect(mountinfo, profile).not.toMatch(pathIn(hostPath));
+    }
+  });
+
+  it('keeps the environment and memory map of the agent (PID 1) from the sandbox user and root', async () => {
+    for (const profile of PROFILES) {
+      for (const as of [{}, sudo]) {
+        const environ = await run(sandboxes[profile].id, ['cat', '/proc/1/environ'], as);
+        expect(environ.stdout, `${profile} ${JSON.stringify(as)}`).not.toContain('SECRET_OF_AGENT');
+        // The commands themselves have the sandbox's environment.
+        expect((await run(sandboxes[profile].id, ['printenv', 'SECRET_OF_AGENT'], as)).stdout).toBe('hidden\n');
+        // gVisor (runsc 20221219) shows every process's maps to every user, whatever its dumpable flag.
+        if (profile !== 'restrictive') {
+          expect((await run(sandboxes[profile].id, ['cat', '/proc/1/maps'], as)).exit_code, `${profile} ${JSON.stringify(as)}`).not.toBe(0);
+          expect(environ.exit_code, `${profile} ${JSON.stringify(as)}`).not.toBe(0);
+        }
+      }
+    }
+  });
+});
+
+describe('host paths in a sandbox', () => {
+  it('cannot be created, grown, replaced or linked by root in any profile', async () => {
+    for (const profile of PROFILES) {
+      const { id } = sandboxes[profile];
+      const attempts = [
+        'touch /run/sandboxd/new',
+        'dd if=/dev/zero of=/run/sandboxd/big bs=1M count=50',
+        'ln -s /etc/passwd /run/sandboxd/link',
+        'mkdir /run/sandboxd/dir',
+        'rm /run/sandboxd/agent.sock',
+        'mv /run/sandboxd/agent.sock /run/sandboxd/moved',
+        'echo x >> /.sandboxd/agent',
+        'echo "1.2.3.4 evil" >> /etc/hosts',
+        'dd if=/dev/zero of=/etc/resolv.conf bs=1M count=50',
+        'echo x >> /etc/hostname',
+      ];
+      for (const attempt of attempts) {
+        expect((await sh(id, attempt, sudo)).exit_code, `${profile}: ${attempt}`).not.toBe(0);
+      }
+      expect(readdirSync(await socketDirOf(id)), profile).toEqual(['agent.sock']);
+      // The agent still answers.
+      expect((await run(id, ['echo', 'alive'])).stdout).toBe('alive\n');
+    }
+  });
+
+  it('stay sealed after a stop and a start', async () => {
+    const state = await backend.create(sandboxSpec());
+    await backend.stop(state.id);
+    await backend.start(state.id);
+    expect((await sh(state.id, 'touch /run/sandboxd/new', sudo)).exit_code).not.toBe(0);
+    expect((await run(state.id, ['echo', 'alive'])).stdout).toBe('alive\n');
+    const dir = await socketDirOf(state.id);
+    await backend.remove(state.id);
+    expect(readdirSync(join(dir, '..')).filter((entry) => entry.startsWith(state.uuid))).toEqual([]);
+  });
+});
+
+/** Every process in the sandbox but the agent (PID 1), the listing itself and zombies the agent has yet to reap. */
+const LIST_PROCESSES = `
+import os
+for pid in sorted(int(p) for p in os.listdir('/proc') if p.isdigit()):
+    if pid in (1, os.getpid()):
+        continue
+    try:
+        stat = open(f'/proc/{pid}/stat').read()
+        if stat[stat.rindex(')') + 2] != 'Z':
+            print(pid, open(f'/proc/{pid}/cmdline').read().replace('\\0', ' ').strip())
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+`;
+const otherProcesses = async (id: string) => (await run(id, ['python3', '-c', LIST_PROCESSES])).stdout;
+
+describe("an exec's processes", () => {
+  it('end with the exec: a fork bomb is gone when it returns, and later execs work', async () => {
+    const { id } = sandboxes.moderate;
+    const bomb = await run(id, ['bash', '-c', 'bomb() { bomb | bomb & }; bomb'], { timeout_ms: 30_000 });
+    expect(bomb.timed_out).toBe(false);
+    expect(await otherProcesses(id)).toBe('');
+    expect((await run(id, ['echo', 'ok'])).stdout).toBe('ok\n');
+  });
+
+  it('end with the exec in every profile: background jobs and setsid escapees, as the user and as root', async () => {
+    for (const profile of PROFILES) {
+      const { id } = sandboxes[profile];
+      for (const as of [{}, sudo]) {
+        const started = await sh(id, 'sleep 1000 & setsid sleep 1001 & nohup sleep 1002 >/dev/null 2>&1 & echo started', as);
+        expect(started.stdout).toBe('started\n');
+        expect(await otherProcesses(id), `${profile} ${JSON.stringify(as)}`).toBe('');
+      }
+    }
+  });
+
+  it('outlive the exec only when started detached', async () => {
+    for (const profile of PROFILES) {
+      const { id } = sandboxes[profile];
+      const detached = await backend.startDetached(id, { command: ['sleep', '1003'] });
+      await sh(id, 'sleep 1000 & echo started');
+      expect(await otherProcesses(id), profile).toMatch(/^\d+ sleep 1003\n$/);
+      expect((await backend.listDetached(id)).find((item) => item.id === detached.id)?.status).toBe('running');
+      await backend.killDetached(id, detached.id);
+    }
+  });
+});
+
+describe('a restrictive (gVisor) sandbox under exhaustion by an unprivileged command', () => {
+  /** The sandbox still runs its agent and still has the file written before. */
+  async function survives(id: string): Promise<void> {
+    expect((await docker('inspect', '--format', '{{.State.Status}}', id)).trim()).toBe('running');
+    expect((await run(id, ['cat', '/workspace/kept.txt'])).stdout).toBe('kept\n');
+  }
+
+  it('fails the command that starts 600 background processes, and lives', async () => {
+    const { id } = sandboxes.restrictive;
+    expect(sandboxes.restrictive.runtime).toBe('runsc');
+    await sh(id, 'echo kept > /workspace/kept.txt');
+    const flood = await sh(id, 'for i in $(seq 600); do sleep 1000 & done; wait', { timeout_ms: 60_000 });
+    expect(flood.exit_code).not.toBe(0);
+    expect(flood.stderr).toMatch(/fork/i);
+    await survives(id);
+  });
+
+  it('fails the writer that fills the /workspace tmpfs with ENOSPC, and lives', async () => {
+    const { id } = sandboxes.restrictive;
+    await sh(id, 'echo kept > /workspace/kept.txt');
+    const fill = await sh(id, 'dd if=/dev/zero of=/workspace/fill bs=1M count=1024', { timeout_ms: 60_000 });
+    expect(fill.exit_code).not.toBe(0);
+    expect(fill.stderr).toContain('No space left on device');
+    await survives(id);
+    await sh(id, 'rm /workspace/fill');
+  });
+});
