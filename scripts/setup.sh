@@ -86,8 +86,12 @@ if [ "$(runsc_date || echo 0)" -lt "$RUNSC_MIN_DATE" ]; then
     die "runsc $(runsc_date) rejects coreutils' statx; install a runsc of ${RUNSC_MIN_DATE} or later (gVisor) and rerun"
   backports=/etc/apt/sources.list.d/bookworm-backports.sources
   if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$backports"
-    act "added Debian's bookworm-backports to apt's sources ($backports)"
+    # The mirror this machine's apt already uses for bookworm (deb822 or one-line sources).
+    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
+    [ -n "$mirror" ] || die "no Debian mirror found in apt's sources for bookworm-backports; add bookworm-backports to them and rerun"
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$mirror" >"$backports"
+    act "added Debian's bookworm-backports ($mirror) to apt's sources ($backports)"
   fi
   act "installing runsc from bookworm-backports (found $(runsc_date), need ${RUNSC_MIN_DATE} or later)"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
