@@ -113,14 +113,7 @@ func (p *process) killTree() {
 	for attempt := 1; attempt <= 10; attempt++ {
 		cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"sandboxd-agent", "kill-tagged", p.tag}}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: p.uid, Gid: p.gid}}
-		_, done, err := children.start(func() (int, error) {
-			if err := cmd.Start(); err != nil {
-				return 0, err
-			}
-			return cmd.Process.Pid, nil
-		})
-		if err == nil {
-			<-done
+		if runInternal(cmd) == nil {
 			return
 		}
 		time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
@@ -354,4 +347,20 @@ func newTag() string {
 
 func containsBytes(haystack, needle []byte) bool {
 	return strings.Contains(string(haystack), string(needle))
+}
+
+// runInternal starts one of the agent's internal commands through the reaper (so that its exit
+// is not taken by the reaping loop) and waits for it to end; an error means it did not start.
+func runInternal(cmd *exec.Cmd) error {
+	_, done, err := children.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		return err
+	}
+	<-done
+	return nil
 }

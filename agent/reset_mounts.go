@@ -347,15 +347,7 @@ func runAs(user, command string, args []string) {
 	}
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{"sandboxd-agent", command}, args...)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups}}
-	_, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
-	if err == nil {
-		<-done
-	}
+	_ = runInternal(cmd)
 }
 
 // wipeCommand is `sandboxd-agent wipe PATH...`: removeAll of each path as the calling user.
