@@ -19,6 +19,9 @@ type execRequest struct {
 	// Stdin is fed to the command, then closed (base64 in JSON).
 	Stdin     []byte `json:"stdin,omitempty"`
 	TimeoutMs int64  `json:"timeout_ms,omitempty"`
+	// KeepBackground leaves running what the command started in the background; only the
+	// server sets it, for processes it starts itself (Chromium, the browser relay).
+	KeepBackground bool `json:"keep_background,omitempty"`
 }
 
 // exitStatus is the last frame of a run.
@@ -132,7 +135,7 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	// An exec's processes end with it: whatever the command left behind (background jobs,
 	// daemons that called setsid, a fork bomb) is killed once its output is read. What must
 	// outlive a command is started detached.
-	if proc.mayHaveSurvivors() {
+	if !req.KeepBackground && proc.mayHaveSurvivors() {
 		proc.killTree()
 	}
 	result.ExitCode = exitCode(wait)

@@ -16,6 +16,8 @@ export interface RawExec {
   /** Written to the command's stdin, which is then closed so that it sees EOF. */
   stdin?: Buffer | Readable;
   timeoutMs?: number;
+  /** Leave running what the command started in the background (see ExecRequest.keep_background). */
+  keepBackground?: boolean;
   signal?: AbortSignal;
   onFrame: FrameHandler;
 }

@@ -65,6 +65,11 @@ export interface ExecRequest {
   timeout_ms: number;
   /** Output kept per exec (stdout + stderr); beyond it the output is cut and `truncated` set. */
   max_output_bytes?: number;
+  /**
+   * Leave running what the command started in the background. Every exec's processes end with
+   * it otherwise; only the server sets this, for what it starts itself (Chromium, the relay).
+   */
+  keep_background?: boolean;
 }
 
 export interface OutputChunk {

@@ -342,7 +342,7 @@ export function backendConformance(subject: ConformanceSubject): void {
         const relay = backend.capabilities.browserRelay!;
         const state = await create({ image: subject.relayImage });
         const listen = "setsid python3 -m http.server 8000 --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & sleep 1";
-        expect((await run(state.id, ['bash', '-c', listen])).exit_code).toBe(0);
+        expect((await run(state.id, ['bash', '-c', listen], { keep_background: true })).exit_code).toBe(0);
         const url = await relay.relay(state.id, 8000);
         expect((await fetch(url)).status).toBe(200);
         expect(await relay.relay(state.id, 8000)).toBe(url);

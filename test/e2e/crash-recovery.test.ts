@@ -100,14 +100,17 @@ describe('recovery after kill -9', () => {
     server = await startServer(dir);
     await expectConsistent(server.url, beforeKill);
 
-    // A container removed behind the server's back: the sandbox stays, stopped, and start makes a new one.
+    // A container removed behind the server's back: the sandbox stays, lost with the reason, and
+    // start makes a new one and says so.
     const uuid = survivor.uuid as string;
     const [current] = await docker.listContainers({ all: true, filters: { label: [`sandboxd.uuid=${uuid}`] } });
     await server.stop();
     await docker.getContainer(current!.Id).remove({ force: true });
     server = await startServer(dir);
-    expect((await call(server.url, 'GET', '/sandboxes/survivor')).body.data.status).toBe('stopped');
-    expect((await call(server.url, 'POST', '/sandboxes/survivor/start')).body.data.status).toBe('running');
+    const lost = (await call(server.url, 'GET', '/sandboxes/survivor')).body.data;
+    expect(lost.status).toBe('lost');
+    expect(lost.status_reason).toEqual(expect.any(String));
+    expect((await call(server.url, 'POST', '/sandboxes/survivor/start')).body.data).toMatchObject({ status: 'running', recreated: true });
     await expectConsistent(server.url);
   });
 });

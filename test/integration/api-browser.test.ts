@@ -123,9 +123,10 @@ describe('browser automation', () => {
   });
 
   it('answers 400 when a navigation times out (30 s)', async () => {
-    // A listener that accepts connections and never answers.
-    const hang = "setsid python3 -c 'import socket, time; s = socket.socket(); s.bind((\"127.0.0.1\", 8002)); s.listen(); time.sleep(600)' </dev/null >/dev/null 2>&1 &";
-    expect((await api('POST', `/sandboxes/${name}/exec`, { command: ['bash', '-c', `${hang} sleep 0.5`] })).body.data.exit_code).toBe(0);
+    // A listener that accepts connections and never answers, detached: it must outlive its request.
+    const hang = 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 8002)); s.listen(); time.sleep(600)';
+    expect((await api('POST', `/sandboxes/${name}/exec/detach`, { command: ['python3', '-c', hang] })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const timedOut = await api('POST', `${pagePath('slow')}/goto`, { url: 'http://127.0.0.1:8002/' });
     expect(timedOut.status).toBe(400);
     expect(timedOut.body.error).toBe('navigation to http://127.0.0.1:8002/ timed out after 30s');

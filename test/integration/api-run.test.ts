@@ -72,8 +72,9 @@ describe('POST /run/stream', () => {
   const expectOutputThenDone = (events: SseEvent[]) => {
     expect(events.slice(-3).map((e) => e.event)).toEqual(['output', 'output', 'done']);
     const [first, second, done] = events.slice(-3);
-    expect(first!.data).toEqual({ content: 'first\n', stream: 'stdout' });
-    expect(second!.data).toEqual({ content: 'second\n', stream: 'stderr' });
+    // `data` repeats `content` for the agentkernel SDKs, which read it.
+    expect(first!.data).toEqual({ content: 'first\n', stream: 'stdout', data: 'first\n' });
+    expect(second!.data).toEqual({ content: 'second\n', stream: 'stderr', data: 'second\n' });
     expect(done!.data).toMatchObject({ exit_code: 4, timed_out: false, truncated: false });
     // Streaming, not buffering: the first line arrived well before the command ended.
     expect(done!.at - first!.at).toBeGreaterThan(1000);

@@ -46,6 +46,7 @@ export class AgentClient {
         user: request.user,
         stdin: request.stdin?.toString('base64'),
         timeout_ms: request.timeoutMs,
+        keep_background: request.keepBackground,
       }),
     );
     let response: IncomingMessage;

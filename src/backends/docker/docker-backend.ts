@@ -284,6 +284,7 @@ export class DockerBackend
       workdir: request.workdir,
       stdin: request.stdin,
       timeoutMs: request.timeout_ms,
+      keepBackground: request.keep_background,
       signal: options.signal,
       onFrame: (stream, data) => collector.push({ stream, data }),
     });

@@ -52,7 +52,7 @@ export async function startRelay(
   if (!state) throw notFound(`container '${id}' not found`);
   if (!state.ip) throw conflict(`container '${id}' has no network address: is it running, with a network?`);
   const relayPort = port + RELAY_PORT_OFFSET;
-  const result = await exec({ command: ['bash', '-c', RELAY_SCRIPT, 'relay', state.ip, String(port), String(relayPort)], timeout_ms: RELAY_TIMEOUT_MS });
+  const result = await exec({ command: ['bash', '-c', RELAY_SCRIPT, 'relay', state.ip, String(port), String(relayPort)], timeout_ms: RELAY_TIMEOUT_MS, keep_background: true });
   if (result.exit_code === NO_SOCAT_EXIT) throw new UnsupportedError('docker', 'relaying a port of a sandbox whose image has no socat');
   if (result.exit_code !== 0) throw new ServiceError('INTERNAL', `the relay of port ${port} did not start: ${result.output.trim()}`);
   return `http://${state.ip}:${relayPort}`;

@@ -211,6 +211,7 @@ export class BrowserService {
     const result = await this.backend.exec(sandbox.backend_id, {
       command: ['bash', '-c', LAUNCH_SCRIPT, 'launch'],
       timeout_ms: LAUNCH_TIMEOUT_MS,
+      keep_background: true,
     });
     if (result.exit_code === NO_CHROMIUM_EXIT) {
       throw new ServiceError(
