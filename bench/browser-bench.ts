@@ -13,9 +13,9 @@ const docker = async (...args: string[]) => (await run('docker', args)).stdout.t
 const SITE = 'http://127.0.0.1:8000/index.html';
 const PAGE =
   '<!doctype html><title>Bench</title><input id="who" aria-label="Name"><button onclick="document.title=\'clicked\'">Go</button>';
-const SERVE =
-  'mkdir -p /workspace/site && cd /workspace/site && cat >index.html; setsid python3 -m http.server 8000 --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & ' +
-  'for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:8000/ && exit 0; sleep 0.1; done; exit 1';
+/** The page's server is a detached command: an exec's processes end with it. */
+const SERVE = { command: ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1'], workdir: '/workspace/site' };
+const WAIT = 'for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:8000/ && exit 0; sleep 0.1; done; exit 1';
 /** Cold start of the same Chromium in the same kind of sandbox, without the service: start, load a blank page, exit. */
 const PLAIN_START = 'chromium --headless --no-sandbox --disable-gpu --user-data-dir=$(mktemp -d) --dump-dom about:blank >/dev/null 2>&1';
 
@@ -29,8 +29,12 @@ async function browserCall(api: Api, method: 'GET' | 'POST', path: string, body?
 
 /** Serves the bench page in a sandbox and starts its browser; the sandbox's bridge address. */
 async function servePage(api: Api, name: string): Promise<string> {
-  const served = await send('POST', `${api.url}/sandboxes/${name}/exec`, { command: ['bash', '-c', SERVE], stdin: PAGE });
-  if (served.status !== 200) throw new Error(`serving the bench page failed: ${served.body.toString('utf8')}`);
+  const page = await send('PUT', `${api.url}/sandboxes/${name}/files/workspace/site/index.html`, { content: PAGE });
+  const started = await send('POST', `${api.url}/sandboxes/${name}/exec/detach`, SERVE);
+  const served = await send('POST', `${api.url}/sandboxes/${name}/exec`, { command: ['bash', '-c', WAIT] });
+  if ([page, started, served].some((res) => res.status !== 200) || (json(served) as { data: { exit_code: number } }).data.exit_code !== 0) {
+    throw new Error(`serving the bench page failed: ${served.body.toString('utf8')}`);
+  }
   await browserCall(api, 'POST', `/sandboxes/${name}/browser/start`);
   const container = await docker('ps', '-q', '--filter', `label=sandboxd.name=${name}`);
   return docker('inspect', '-f', '{{.NetworkSettings.Networks.bridge.IPAddress}}', container);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BROWSER_IMAGE, ensureBrowserImage, SERVE_COMMAND, SITE, SITE_FILES } from '../helpers/browser-site.js';
+import { BROWSER_IMAGE, ensureBrowserImage, SERVE, SITE, SITE_FILES, WAIT_COMMAND } from '../helpers/browser-site.js';
 import { uniqueName } from '../helpers/docker-runtime.js';
 import { startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
 
@@ -24,7 +24,8 @@ describe('sandboxd mcp browser tools', () => {
     mcp = await startMcp(['--data-dir', dataDir]);
     await textOf('sandbox_create', { name, image: BROWSER_IMAGE });
     await textOf('sandbox_write_files', { name, files: SITE_FILES });
-    expect(await textOf('sandbox_exec', { name, command: SERVE_COMMAND })).toMatch(/^exit_code: 0/);
+    await textOf('sandbox_exec_detach', { name, ...SERVE });
+    expect(await textOf('sandbox_exec', { name, command: WAIT_COMMAND })).toMatch(/^exit_code: 0/);
   }, 600_000);
   afterAll(async () => {
     await mcp?.call('sandbox_remove', { name }).catch(() => undefined);

@@ -26,18 +26,19 @@ const NEXT_PAGE = `<!doctype html><html><head><title>Next</title></head><body><h
 /** The site's files, as `POST /sandboxes/{name}/files` (and `sandbox_write_files`) take them. */
 export const SITE_FILES = { '/workspace/site/index.html': FORM_PAGE, '/workspace/site/next.html': NEXT_PAGE };
 
-/** A command that serves the site on 127.0.0.1:8000 inside the sandbox, detached, and waits until it answers. */
-export const SERVE_COMMAND = [
-  'bash',
-  '-c',
-  'cd /workspace/site && setsid python3 -m http.server 8000 --bind 127.0.0.1 </dev/null >/tmp/site.log 2>&1 & ' +
-    'for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:8000/ && exit 0; sleep 0.1; done; exit 1',
-];
+/**
+ * The detached command (it must outlive its request: an exec's processes end with it) that serves
+ * the site on 127.0.0.1:8000 inside the sandbox, and the command that waits until it answers.
+ */
+export const SERVE = { command: ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1'], workdir: '/workspace/site' };
+export const WAIT_COMMAND = ['bash', '-c', 'for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:8000/ && exit 0; sleep 0.1; done; exit 1'];
 
 /** Writes the site into the sandbox and serves it, over the HTTP API at `baseUrl`. */
 export async function serveSite(baseUrl: string, name: string): Promise<void> {
   const files = await call(baseUrl, 'POST', `/sandboxes/${name}/files`, { files: SITE_FILES });
   expect(files.status, JSON.stringify(files.body)).toBe(200);
-  const served = await call(baseUrl, 'POST', `/sandboxes/${name}/exec`, { command: SERVE_COMMAND });
+  const started = await call(baseUrl, 'POST', `/sandboxes/${name}/exec/detach`, SERVE);
+  expect(started.status, JSON.stringify(started.body)).toBe(200);
+  const served = await call(baseUrl, 'POST', `/sandboxes/${name}/exec`, { command: WAIT_COMMAND });
   expect(served.body.data?.exit_code, JSON.stringify(served.body)).toBe(0);
 }
