@@ -139,4 +139,17 @@ export class UnsupportedError extends ServiceError {
   }
 }
 
+/**
+ * A worker (a long-lived process answering one line per call, see the `workers` capability)
+ * that exited or printed something other than its answer during a call; the worker is gone.
+ * `details.reason` is `exited` (with `exit_code`) or `garbage` (with the first bytes of the
+ * line), and `details.stderr` holds what it printed to stderr.
+ */
+export class WorkerFailed extends ServiceError {
+  constructor(message: string, details: { reason: 'exited' | 'garbage'; exit_code?: number; line?: string; stderr: string }) {
+    super('METHOD_FAILED', message, { details });
+    this.name = 'WorkerFailed';
+  }
+}
+
 export const isServiceError = (err: unknown): err is ServiceError => err instanceof ServiceError;

@@ -15,6 +15,10 @@ import type {
   DetachedLog,
   DetachedProcess,
   DetachedRequest,
+  WorkerRequest,
+  WorkerCall,
+  WorkerReply,
+  WorkerProcess,
 } from './types.js';
 
 export type * from './types.js';
@@ -65,12 +69,13 @@ export interface BackendCapabilities {
   detached?: DetachedCapability;
   browserRelay?: BrowserRelayCapability;
   reuse?: ReuseCapability;
+  workers?: WorkersCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers'] as const satisfies readonly CapabilityName[];
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */
 export interface SnapshotCapability {
@@ -150,6 +155,33 @@ export interface ReuseCapability {
    * is not, or the instance is not reusable: such an instance must not run anything again.
    */
   reset(id: string): Promise<void>;
+}
+
+/**
+ * Long-lived processes inside an instance that answer one line per call over their stdin and
+ * stdout (the persistent workers behind durable objects): a call costs a pipe round trip instead
+ * of an interpreter start. The instance supervises them; the server restarts one that failed.
+ */
+export interface WorkersCapability {
+  /**
+   * Starts worker `key` unless one with the same request already runs (a different request
+   * replaces it). Resolves once the process runs; `started` says whether a new one was started.
+   * NOT_FOUND / CONFLICT as `exec` for a missing or stopped instance.
+   */
+  ensureWorker(id: string, key: string, request: WorkerRequest): Promise<WorkerProcess>;
+  /**
+   * Writes `call.line` and a newline to the worker's stdin and resolves with the first line it
+   * prints to stdout that begins with `call.nonce` (calls to one worker run one at a time).
+   * Past `call.timeout_ms` the worker's process tree is killed and the call fails with TIMEOUT;
+   * a worker that exits, or prints a line to stdout that does not begin with the nonce, is
+   * killed and the call fails with `WorkerFailed` (errors.ts). Either way the next call needs `ensureWorker`.
+   * NOT_FOUND when no worker `key` runs.
+   */
+  callWorker(id: string, key: string, call: WorkerCall): Promise<WorkerReply>;
+  /** Kills worker `key`'s process tree; a missing worker is not an error. */
+  stopWorker(id: string, key: string): Promise<void>;
+  /** The workers the instance runs now (a restarted instance runs none). */
+  listWorkers(id: string): Promise<WorkerProcess[]>;
 }
 
 /** Whether `backend` declares capability `name`. */

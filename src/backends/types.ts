@@ -121,3 +121,33 @@ export interface DetachedLog {
 
 /** What `startDetached` runs: an exec request without stdin, timeout or output cap. */
 export type DetachedRequest = Pick<ExecRequest, 'command' | 'workdir' | 'env' | 'user'>;
+
+/** What a worker runs: an exec request without stdin, timeout or output cap. */
+export type WorkerRequest = Pick<ExecRequest, 'command' | 'workdir' | 'env' | 'user'>;
+
+/** A running worker, as its instance reports it. */
+export interface WorkerProcess {
+  key: string;
+  pid: number;
+  command: string[];
+  /** True when `ensureWorker` started this process just now (false: it was already running). */
+  started: boolean;
+  started_at: string;
+}
+
+/** One call to a worker: a line to its stdin, answered by a line on its stdout. */
+export interface WorkerCall {
+  /** Marks the answer: the worker's answer line begins with it. */
+  nonce: string;
+  /** One line of UTF-8 without a newline (the worker's request), up to 32 MiB. */
+  line: string;
+  timeout_ms: number;
+}
+
+export interface WorkerReply {
+  /** The answer line, nonce included, without its newline. */
+  line: string;
+  /** What the worker printed to stderr during the call (the last 64 KiB). */
+  stderr: string;
+  duration_ms: number;
+}

@@ -3,4 +3,5 @@
  * that every source of work due at a time (schedule firings, object alarms, orchestration
  * timers, retry back-offs) registers with. The sources keep their due times in the store.
  */
+export type { ObjectCaller, ObjectCallInput, ObjectCallSource } from './object-caller.js';
 export { DurableTimers, FIRST_RETRY_MS, MAX_WAIT_MS, type DurableTimersInput, type TimerSource, type Wake } from './durable-timers.js';
