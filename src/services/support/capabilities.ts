@@ -12,6 +12,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   detached: 'detached',
   browserRelay: 'browser_relay',
   reuse: 'reuse',
+  workers: 'workers',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -23,6 +24,7 @@ const OFFERS: Record<CapabilityName, string> = {
   detached: 'detached commands',
   browserRelay: 'browser automation',
   reuse: 'reusing an instance for run after run',
+  workers: 'persistent workers',
 };
 
 /**
