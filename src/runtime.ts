@@ -73,6 +73,8 @@ export async function startRuntime(
       poolSize: config.poolSize,
       poolSizes: config.poolSizes,
       poolMemoryMb: config.poolMemoryMb,
+      objectConcurrency: config.objectConcurrency,
+      objectMaxStorage: config.objectMaxStorage,
     },
     store,
     backend,
@@ -96,6 +98,7 @@ export async function startRuntime(
   const recover = async (): Promise<void> => {
     try {
       await services.recovery.reconcile();
+      await services.objects.recover();
       // Only now: recovery removes every pool instance it finds, as a crash's leftovers.
       services.pool.warm();
       services.runPool.warm();

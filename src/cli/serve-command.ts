@@ -25,6 +25,8 @@ export function serveCommand(): Command {
     .option('--image-detection <table>', 'program=image entries for runs that name no image, e.g. python=my/python:3')
     .option('--pool-size <n>', 'ready pool instances kept per (image, profile) for fast runs and creates, 0 = none (default 2)')
     .option('--pool-sizes <table>', 'image[@profile]=n entries, warmed at start, e.g. sandboxd/python:bookworm=4')
+    .option('--object-concurrency <n>', 'durable-object calls running at once, over all objects (default 16)')
+    .option('--object-max-storage <bytes>', "storage limit of an object whose class sets none (default 4194304, at most 16 MiB)")
     .option('--pool-memory-mb <mb>', 'memory limits that warm instances may hold in all; pools grow with demand up to it (default 8192)')
     .addOption(new Option('--backend <name>', 'isolation backend').choices(BACKEND_IDS))
     .option('--default-image <image>', 'image of sandboxes that name none')

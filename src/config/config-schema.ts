@@ -39,6 +39,8 @@ export const OPTIONS = {
   eventsHeartbeat: { toml: 'events.heartbeat_seconds', env: 'SERVICE_EVENTS_HEARTBEAT', flag: '--events-heartbeat' },
   otelEndpoint: { toml: 'events.otel_endpoint', env: 'SERVICE_OTEL_ENDPOINT', flag: '--otel-endpoint' },
   logLevel: { toml: 'server.log_level', env: 'SERVICE_LOG_LEVEL', flag: '--log-level' },
+  objectConcurrency: { toml: 'objects.concurrency', env: 'SERVICE_OBJECT_CONCURRENCY', flag: '--object-concurrency' },
+  objectMaxStorage: { toml: 'objects.max_storage_bytes', env: 'SERVICE_OBJECT_MAX_STORAGE', flag: '--object-max-storage' },
   secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
 } as const;
 
@@ -129,6 +131,10 @@ export const configSchema = z.object({
   eventsHeartbeat: z.coerce.number().positive().max(3600).default(15),
   otelEndpoint: url.optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Durable-object calls running at once, over all objects. */
+  objectConcurrency: z.coerce.number().int().min(1).max(1024).default(16),
+  /** Storage limit (bytes of JSON) of an object whose class sets none. */
+  objectMaxStorage: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(4 * 1024 * 1024),
   /**
    * The 32-byte key that encrypts secrets at rest, made absolute; absent: `<data-dir>/secret.key`,
    * made on first use. Kept apart from the data directory, a backup of that directory holds no key.

@@ -17,6 +17,7 @@ import { detachedRoutes } from './routes/detached-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
@@ -188,5 +189,6 @@ export async function buildApp({
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);
   await app.register(browserRoutes, context);
+  await app.register(objectRoutes, context);
   return app;
 }

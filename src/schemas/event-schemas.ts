@@ -16,6 +16,11 @@ export const EVENT_TYPES = [
   'snapshot.created',
   'snapshot.restored',
   'snapshot.deleted',
+  'object.created',
+  'object.woken',
+  'object.hibernated',
+  'object.deleted',
+  'object.alarm.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -45,7 +50,8 @@ export const sandboxEvent = z
     metadata: z.record(z.string(), z.unknown()).meta({
       description:
         'sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, ' +
-        'at most 4096 characters), duration_ms, success, exit_code, timed_out; other types: empty',
+        'at most 4096 characters), duration_ms, success, exit_code, timed_out; object.*: class, object_id, and object.woken cold_start_ms, ' +
+        'object.deleted status, object.alarm.failed method, fire_at, attempts, error; other types: empty',
     }),
   })
   .meta({ id: 'SandboxEvent' });

@@ -2,6 +2,7 @@ import type { Backend } from '../backends/backend.js';
 import type { AuditRepository } from '../state/audit-repository.js';
 import type { BrowserEventRepository } from '../state/browser-event-repository.js';
 import type { DetachedRepository } from '../state/detached-repository.js';
+import type { ObjectRepository } from '../state/object-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -34,6 +35,10 @@ export interface ServiceSettings {
   poolSizes?: PoolSize[];
   /** MiB of memory limits that warm instances may hold in all (pools grow into it); default 8192. */
   poolMemoryMb?: number;
+  /** Durable-object calls running at once, over all objects; default 16. */
+  objectConcurrency?: number;
+  /** Storage limit of an object whose class sets none; default 4 MiB. */
+  objectMaxStorage?: number;
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -46,6 +51,7 @@ export interface Repositories {
   audit: AuditRepository;
   detached: DetachedRepository;
   browserEvents: BrowserEventRepository;
+  objects: ObjectRepository;
 }
 
 /**

@@ -3,6 +3,7 @@ import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
 import { BrowserEventRepository } from '../state/browser-event-repository.js';
 import { DetachedRepository } from '../state/detached-repository.js';
+import { ObjectRepository } from '../state/object-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
@@ -12,6 +13,7 @@ import { BrowserService } from './browser/index.js';
 import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { DurableTimers } from './durable/index.js';
+import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
@@ -49,6 +51,10 @@ export class Services {
   readonly runPool: RunPool;
   /** The driver of work due at a time; the runtime starts it after recovery. */
   readonly timers: DurableTimers;
+  /** Durable-object classes. */
+  readonly objectClasses: ObjectClasses;
+  /** Durable objects and their calls. */
+  readonly objects: ObjectService;
   readonly secrets: SecretBox;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
@@ -66,6 +72,7 @@ export class Services {
       audit: new AuditRepository(store.db, store.statements),
       detached: new DetachedRepository(store.db),
       browserEvents: new BrowserEventRepository(store.db),
+      objects: new ObjectRepository(store.db),
     };
     this.repos = repos;
     this.settings = settings;
@@ -76,6 +83,7 @@ export class Services {
       logger,
       activeSandboxes: async () => (await repos.sandboxes.all()).filter((r) => r.status === 'running').length,
       warmPoolSize: () => this.pool.size,
+      activeObjects: () => repos.objects.countActive(),
     });
     this.backend = this.observability.backend;
     // Parts are built in dependency order; each takes the part of the context it names.
@@ -98,6 +106,17 @@ export class Services {
     this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });
     this.recovery = new RecoveryService({ ...ctx, ...part('recovery') });
     this.browser = new BrowserService(ctx);
+    this.objectClasses = new ObjectClasses({ ...ctx, repo: repos.objects, runs: this.runs, maxStorageBytes: settings.objectMaxStorage ?? 4 * 1024 * 1024 });
+    this.objects = new ObjectService({
+      ...ctx,
+      ...part('objects'),
+      repo: repos.objects,
+      classes: this.objectClasses,
+      metrics,
+      concurrency: settings.objectConcurrency ?? 16,
+    });
+    this.timers.register(new ObjectAlarms(repos.objects, this.objects, () => void this.timers.poke(), logger.child({ part: 'object-alarms' }), clock));
+    this.timers.register(new ObjectHibernation(repos.objects, this.objects));
     this.hostStats = new HostStats(store.dataDir);
   }
 
@@ -129,6 +148,7 @@ export class Services {
    */
   async close(): Promise<void> {
     await this.timers.close();
+    this.objects.close();
     await this.browser.close();
     await this.pool.close();
     await this.runPool.close();

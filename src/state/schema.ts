@@ -98,6 +98,91 @@ export interface DetachedOutputTable {
   start: number;
 }
 
+/** A registered durable-object class: its module source and the settings of its objects' sandboxes. */
+export interface ObjectClassTable {
+  name: string;
+  /** node | python */
+  runtime: string;
+  /** The module, as registered or as made from `handlers`. */
+  source: string;
+  /** JSON {name: "(input, state) => ..."} when registered in the handlers form; null otherwise. */
+  handlers: string | null;
+  image: string;
+  profile: string;
+  vcpus: number;
+  memory_mb: number;
+  timeout_ms: number;
+  idle_timeout_seconds: number;
+  max_storage_bytes: number;
+  /** JSON argv run once per sandbox and class version; null for none. */
+  setup: string | null;
+  /** JSON list of the module's callable methods, from the first describe; null until then. */
+  methods: string | null;
+  version: number;
+  sha256: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A durable object: its storage and single alarm live here, never in its sandbox. */
+export interface ObjectTable {
+  id: string;
+  class: string;
+  object_id: string;
+  /** active | hibernating */
+  status: string;
+  /** The sandbox its methods run in: its managed `obj-<hex>` sandbox, or a bound one. */
+  sandbox: string;
+  /** 1 when the object service made the sandbox (and stops and removes it); 0 when bound. */
+  sandbox_managed: number;
+  /** JSON object. */
+  storage: string;
+  storage_bytes: number;
+  idle_timeout_seconds: number;
+  /** The alarm's due time (RFC 3339); null when the object has no alarm. */
+  alarm_at: string | null;
+  alarm_method: string | null;
+  /** JSON. */
+  alarm_args: string | null;
+  /** Failed attempts of the current alarm. */
+  alarm_attempts: number;
+  /** When the alarm is next tried: `alarm_at`, or later after failures; indexed for the timers. */
+  alarm_retry_at: string | null;
+  last_alarm_error: string | null;
+  last_call_at: string | null;
+  call_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One call of an object's method, kept for its call log (the last 100 per object). */
+export interface ObjectCallTable {
+  /** UUIDv7: orders the log. */
+  call_id: string;
+  /** The object's id. */
+  object: string;
+  method: string;
+  /** http | alarm | schedule | orchestration | mcp */
+  source: string;
+  started_at: string;
+  duration_ms: number;
+  /** ok | threw | timeout | error */
+  outcome: string;
+  error: string | null;
+  cold_start: number;
+  idempotency_key: string | null;
+}
+
+/** The outcome of a call made with an Idempotency-Key, kept 24 hours. */
+export interface ObjectIdempotencyTable {
+  object: string;
+  key: string;
+  /** JSON of the result, when kept (up to 1 MiB). */
+  result: string | null;
+  result_kept: number;
+  created_at: string;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -110,5 +195,9 @@ export interface Database {
   browser_events: BrowserEventTable;
   detached_commands: DetachedCommandTable;
   detached_outputs: DetachedOutputTable;
+  object_classes: ObjectClassTable;
+  objects: ObjectTable;
+  object_calls: ObjectCallTable;
+  object_idempotency: ObjectIdempotencyTable;
   meta: MetaTable;
 }

@@ -10,6 +10,8 @@ export interface MetricSources {
   eventClients: () => number;
   /** Webhook deliveries waiting for a slot or a retry, and those in flight. */
   webhookQueue: () => { queued: number; inFlight: number };
+  /** Durable objects that are active. */
+  activeObjects: () => Promise<number>;
 }
 
 /** Seconds: an HTTP request or a fast exec is milliseconds; a cold create, seconds. */
@@ -85,6 +87,19 @@ export class Metrics {
     ['source'],
   );
 
+  readonly objectCalls = this.counter(
+    'sandboxd_object_calls_total',
+    'Durable-object method calls, by outcome: ok, threw (the method threw), timeout or error (the call could not run or its worker failed)',
+    ['outcome'],
+  );
+
+  readonly objectCallDuration = this.histogram(
+    'sandboxd_object_call_duration_seconds',
+    'Time of durable-object calls, by cold: true when the call woke the object or started its worker',
+    LATENCY_BUCKETS,
+    ['cold'],
+  );
+
   readonly uncaughtErrors = this.counter(
     'sandboxd_uncaught_errors_total',
     'Errors that escaped every handler (each one a bug), by kind: exception or rejection; the server logged them and kept serving',
@@ -104,6 +119,14 @@ export class Metrics {
       registers,
       async collect() {
         this.set(await sources.activeSandboxes());
+      },
+    });
+    new Gauge({
+      name: 'sandboxd_objects_active',
+      help: 'Durable objects that are active (not hibernating)',
+      registers,
+      async collect() {
+        this.set(await sources.activeObjects());
       },
     });
     new Gauge({

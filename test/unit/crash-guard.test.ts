@@ -11,7 +11,7 @@ const LOGGER = resolve(import.meta.dirname, '../../dist/src/telemetry/logger.js'
 
 const metrics = () =>
   new Metrics(
-    { activeSandboxes: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => ({ queued: 0, inFlight: 0 }) },
+    { activeSandboxes: async () => 0, activeObjects: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => ({ queued: 0, inFlight: 0 }) },
     { version: 'test', backend: 'fake' },
   );
 

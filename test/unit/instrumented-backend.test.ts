@@ -8,7 +8,7 @@ import { Tracing } from '../../src/telemetry/tracing.js';
 
 const metrics = () =>
   new Metrics(
-    { activeSandboxes: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => ({ queued: 0, inFlight: 0 }) },
+    { activeSandboxes: async () => 0, activeObjects: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => ({ queued: 0, inFlight: 0 }) },
     { version: 'test', backend: 'fake' },
   );
 

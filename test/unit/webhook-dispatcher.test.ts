@@ -34,7 +34,7 @@ const receivers: Receiver[] = [];
 
 function dispatch(urls: string[], options: Partial<WebhookOptions> = {}): WebhookDispatcher {
   metrics = new Metrics(
-    { activeSandboxes: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => dispatcher!.stats() },
+    { activeSandboxes: async () => 0, activeObjects: async () => 0, warmPoolSize: () => 0, eventClients: () => 0, webhookQueue: () => dispatcher!.stats() },
     { version: 'test', backend: 'fake' },
   );
   dispatcher = new WebhookDispatcher({ urls, secret: SECRET, metrics, logger: silentLogger(), retryBaseMs: 50, ...options });

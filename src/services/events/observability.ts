@@ -28,6 +28,8 @@ export interface ObservabilityInput {
   activeSandboxes: () => Promise<number>;
   /** Ready warm-pool instances, read at scrape time. */
   warmPoolSize: () => number;
+  /** Active durable objects, read at scrape time. */
+  activeObjects: () => Promise<number>;
 }
 
 /**
@@ -41,13 +43,14 @@ export class Observability {
   readonly tracing: Tracing | undefined;
   private readonly webhooks: WebhookDispatcher | undefined;
 
-  constructor({ backend, events, tracing, logger, activeSandboxes, warmPoolSize }: ObservabilityInput) {
+  constructor({ backend, events, tracing, logger, activeSandboxes, warmPoolSize, activeObjects }: ObservabilityInput) {
     this.tracing = tracing;
     this.bus = new EventBus({ enabled: events.enabled, backlog: events.backlog, logger: logger.child({ part: 'events' }) });
     this.metrics = new Metrics(
       {
         activeSandboxes,
         warmPoolSize,
+        activeObjects,
         eventClients: () => this.bus.clients,
         webhookQueue: () => this.webhooks?.stats() ?? { queued: 0, inFlight: 0 },
       },
