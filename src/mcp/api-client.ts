@@ -9,6 +9,8 @@ export interface ApiRequest {
   /** Query parameters; an array repeats the parameter. */
   query?: Record<string, string | string[]>;
   body?: unknown;
+  /** Extra request headers (e.g. Idempotency-Key). */
+  headers?: Record<string, string>;
 }
 
 /**

@@ -46,11 +46,12 @@ export function httpClient(baseUrl: string, { apiKey, ca }: HttpClientOptions = 
 /** One request with node:http(s), which, unlike fetch, takes the certificates to trust. */
 function send(
   url: URL,
-  { method, body }: ApiRequest,
+  { method, body, headers: extra }: ApiRequest,
   { apiKey, ca, signal }: HttpClientOptions & { signal?: AbortSignal | undefined },
 ): Promise<{ status: number; text: string }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers = {
+    ...extra,
     ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
     ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
   };

@@ -36,7 +36,7 @@ export function injectClient(app: Pick<FastifyInstance, 'inject' | 'addHook'>, t
         const response = await app.inject({
           method: request.method,
           url: urlOf(request),
-          headers: { [CALL_HEADER]: id, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+          headers: { ...request.headers, [CALL_HEADER]: id, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
           ...(request.body !== undefined ? { payload: request.body as object } : {}),
         });
         return unwrap(response.statusCode, response.body);

@@ -33,48 +33,50 @@ const idleTimeout = z
   .max(30 * 86_400, 'must be at most 2592000 (30 days)')
   .meta({ description: 'Seconds without a call after which the object hibernates (its managed sandbox stops); default 300' });
 
-export const defineClassBody = z
-  .strictObject({
-    name: className,
-    runtime,
-    source: z
-      .string({ error: 'must be a string' })
-      .min(1, 'must not be empty')
-      .max(MAX_CLASS_SOURCE_BYTES, 'must be at most 1 MiB')
-      .optional()
-      .meta({
-        description:
-          'The module: node, an ES module whose exported functions `(args, ctx)` are the methods, or whose default export is a class; python, a module of functions `(args, ctx)`',
-      }),
-    handlers: z
-      .record(methodName, z.string({ error: 'handler bodies must be strings' }).min(1).max(65_536))
-      .optional()
-      .meta({ description: 'node only, instead of source: {method: "(input, state) => result"}, where state is a mutable copy of the storage' }),
-    image: imageReference.optional().meta({ description: 'Image of the objects\' sandboxes; default sandboxd/node:bookworm or sandboxd/python:bookworm by runtime' }),
-    profile: profile.optional().meta({ description: 'Security profile of the objects\' sandboxes, default moderate' }),
-    vcpus: z.int({ error: 'must be an integer' }).min(1, 'must be at least 1').optional().meta({ description: 'default 1' }),
-    memory_mb: z.int({ error: 'must be an integer' }).min(32, 'must be at least 32').optional().meta({ description: 'default 256' }),
-    timeout_ms: z
-      .int({ error: 'must be an integer' })
-      .min(1, 'must be at least 1')
-      .max(MAX_OBJECT_TIMEOUT_MS, `must be at most ${MAX_OBJECT_TIMEOUT_MS}`)
-      .optional()
-      .meta({ description: `Longest a method call may run, default ${DEFAULT_OBJECT_TIMEOUT_MS}` }),
-    idle_timeout_seconds: idleTimeout.optional(),
-    max_storage_bytes: z
-      .int({ error: 'must be an integer' })
-      .min(1024, 'must be at least 1024')
-      .max(MAX_OBJECT_STORAGE_BYTES, `must be at most ${MAX_OBJECT_STORAGE_BYTES} (16 MiB)`)
-      .optional()
-      .meta({ description: "Largest storage (as JSON) of one object; default the server's --object-max-storage (4 MiB)" }),
-    setup: z
-      .array(z.string({ error: 'must be an array of strings' }), { error: 'must be an array of strings' })
-      .min(1, 'must not be empty')
-      .max(256)
-      .optional()
-      .meta({ description: 'A command run once per sandbox and class version in the class folder, e.g. ["npm","install","lodash"]' }),
-    validate: z.boolean({ error: 'must be true or false' }).optional().meta({ description: 'Check the source parses (in a sandbox of the class image), default true' }),
-  })
+/** The fields of a class definition; `defineClassBody` adds the checks across fields. */
+export const defineClassFields = z.strictObject({
+  name: className,
+  runtime,
+  source: z
+    .string({ error: 'must be a string' })
+    .min(1, 'must not be empty')
+    .max(MAX_CLASS_SOURCE_BYTES, 'must be at most 1 MiB')
+    .optional()
+    .meta({
+      description:
+        'The module: node, an ES module whose exported functions `(args, ctx)` are the methods, or whose default export is a class; python, a module of functions `(args, ctx)`',
+    }),
+  handlers: z
+    .record(methodName, z.string({ error: 'handler bodies must be strings' }).min(1).max(65_536))
+    .optional()
+    .meta({ description: 'node only, instead of source: {method: "(input, state) => result"}, where state is a mutable copy of the storage' }),
+  image: imageReference.optional().meta({ description: 'Image of the objects\' sandboxes; default sandboxd/node:bookworm or sandboxd/python:bookworm by runtime' }),
+  profile: profile.optional().meta({ description: 'Security profile of the objects\' sandboxes, default moderate' }),
+  vcpus: z.int({ error: 'must be an integer' }).min(1, 'must be at least 1').optional().meta({ description: 'default 1' }),
+  memory_mb: z.int({ error: 'must be an integer' }).min(32, 'must be at least 32').optional().meta({ description: 'default 256' }),
+  timeout_ms: z
+    .int({ error: 'must be an integer' })
+    .min(1, 'must be at least 1')
+    .max(MAX_OBJECT_TIMEOUT_MS, `must be at most ${MAX_OBJECT_TIMEOUT_MS}`)
+    .optional()
+    .meta({ description: `Longest a method call may run, default ${DEFAULT_OBJECT_TIMEOUT_MS}` }),
+  idle_timeout_seconds: idleTimeout.optional(),
+  max_storage_bytes: z
+    .int({ error: 'must be an integer' })
+    .min(1024, 'must be at least 1024')
+    .max(MAX_OBJECT_STORAGE_BYTES, `must be at most ${MAX_OBJECT_STORAGE_BYTES} (16 MiB)`)
+    .optional()
+    .meta({ description: "Largest storage (as JSON) of one object; default the server's --object-max-storage (4 MiB)" }),
+  setup: z
+    .array(z.string({ error: 'must be an array of strings' }), { error: 'must be an array of strings' })
+    .min(1, 'must not be empty')
+    .max(256)
+    .optional()
+    .meta({ description: 'A command run once per sandbox and class version in the class folder, e.g. ["npm","install","lodash"]' }),
+  validate: z.boolean({ error: 'must be true or false' }).optional().meta({ description: 'Check the source parses (in a sandbox of the class image), default true' }),
+});
+
+export const defineClassBody = defineClassFields
   .refine((body) => (body.source === undefined) !== (body.handlers === undefined), {
     message: 'give exactly one of source and handlers',
     path: ['source'],
