@@ -6,7 +6,7 @@ import type { Logger } from '../../../telemetry/logger.js';
 import type { ServiceContext } from '../../context.js';
 import type { SandboxRecord } from '../../../state/sandbox-repository.js';
 import { checkedReply } from './call-outcome.js';
-import { classDir, runnerAsset, versionDir, type RunnerAsset } from './runner-assets.js';
+import { classDir, runnerAsset, versionDir } from './runner-assets.js';
 
 /** The labels of an object's managed sandbox. */
 export const OBJECT_LABEL = 'sandboxd.object';
@@ -108,7 +108,7 @@ export class ObjectRuntime {
     const nonce = randomBytes(12).toString('hex');
     const line = JSON.stringify({ nonce, module: `${versionDir(klass.name, klass.version)}/${asset.module}`, ...request });
     const workers = this.backend.capabilities.workers;
-    if (!workers) return this.invokeProcess(prepared.backend_id, asset, nonce, line, timeoutMs, env);
+    if (!workers) return this.invokeProcess(prepared.backend_id, klass, nonce, line, timeoutMs, env);
     const key = `obj.${klass.name}.v${klass.version}`;
     const cacheKey = `${prepared.backend_id}/${key}`;
     let worker_started = false;
@@ -155,9 +155,11 @@ export class ObjectRuntime {
   }
 
   /** A call in a process of its own: the runner gets the one request on stdin and exits. */
-  private async invokeProcess(backendId: string, asset: RunnerAsset, nonce: string, line: string, timeoutMs: number, env: Record<string, string>): Promise<Invoked> {
+  private async invokeProcess(backendId: string, klass: ObjectClassRecord, nonce: string, line: string, timeoutMs: number, env: Record<string, string>): Promise<Invoked> {
+    const asset = runnerAsset(klass.runtime);
     const result = await this.backend.exec(backendId, {
       command: [...asset.interpreter, asset.path],
+      workdir: classDir(klass.name),
       env,
       stdin: Buffer.from(`${line}\n`),
       timeout_ms: timeoutMs,
