@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchBrowser } from './browser-bench.js';
 import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } from './core-bench.js';
+import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
@@ -48,6 +49,15 @@ async function withServer(args: string[], work: (server: Server) => Promise<void
   }
 }
 
+/** The durable-object figures (BENCH_ONLY=objects). */
+async function benchObjects(docker: Server, n: number): Promise<void> {
+  await benchObjectCalls(docker, n * 3, 'node');
+  await benchObjectCalls(docker, n * 3, 'python');
+  await benchObjectThroughput(docker, Number(process.env.BENCH_SECONDS ?? 10));
+  await benchObjectWake(docker, Math.max(5, Math.round(n / 2)));
+  await benchAlarmLag(docker, Number(process.env.BENCH_ALARMS ?? 200));
+}
+
 /**
  * `npm run bench`: real servers on temporary data directories; each figure is printed beside
  * the plain alternative measured in the same run, interleaved. Never part of npm test.
@@ -55,7 +65,8 @@ async function withServer(args: string[], work: (server: Server) => Promise<void
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 20);
   // BENCH_ONLY=core runs the core figures alone (runs, create, exec, files, API overhead);
-  // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone.
+  // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone,
+  // BENCH_ONLY=objects the durable-object figures alone.
   const only = process.env.BENCH_ONLY;
   const coreOnly = only === 'core';
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
@@ -64,6 +75,7 @@ async function main(): Promise<void> {
   const observed = await startServer(['--backend', 'fake', '--webhook-url', sink.url, '--otel-endpoint', sink.url]);
   try {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
+    if (only === 'objects') return await benchObjects(docker, n);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -84,6 +96,7 @@ async function main(): Promise<void> {
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
     await benchBrowser(docker, n);
+    await benchObjects(docker, n);
   } finally {
     await docker.stop();
     await fake.stop();
