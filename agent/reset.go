@@ -137,6 +137,7 @@ func (a *agent) reset() []string {
 		return []string{"processes still running: " + strings.Join(pids, ", ")}
 	}
 	a.detached = newDetachedTable()
+	a.workers.clear()
 	removeIPC(a.defaultUser)
 	for _, tree := range a.baseline.mounts {
 		tree.restore(a.defaultUser)
