@@ -77,10 +77,16 @@ func (w *worker) view() workerView {
 
 // kill SIGKILLs the worker's whole process tree (once) and closes its stdin, which ends a
 // write that is blocked on a worker that does not read.
-func (w *worker) kill() {
+func (w *worker) kill() { w.stop(true) }
+
+// stop marks the worker stopped (once) and closes its stdin; with killTree it also kills its
+// process tree (a reset kills every process itself, and must not leave a helper it forks behind).
+func (w *worker) stop(killTree bool) {
 	w.killOnce.Do(func() {
 		close(w.killed)
-		w.proc.killTree()
+		if killTree {
+			w.proc.killTree()
+		}
 		w.stdin.Close()
 	})
 }
@@ -277,14 +283,15 @@ func (t *workerTable) list() []workerView {
 	return out
 }
 
-// clear forgets every worker, killing any that still runs (a reset has killed them already).
-func (t *workerTable) clear() {
+// clear stops and forgets every worker; killTrees false leaves the killing to the caller (a
+// reset, which then kills every process of the sandbox).
+func (t *workerTable) clear(killTrees bool) {
 	t.mu.Lock()
 	items := t.items
 	t.items = map[string]*worker{}
 	t.mu.Unlock()
 	for _, w := range items {
-		w.kill()
+		w.stop(killTrees)
 	}
 }
 

@@ -348,7 +348,7 @@ func TestWorkerOutlivesExecsAndAClearKillsIt(t *testing.T) {
 	a := &agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
 	other := serveAgent(t, a)
 	second := ensureWorker(t, other, "long", shWorker(echoWorker))
-	a.workers.clear()
+	a.workers.clear(true)
 	eventually(t, "a cleared worker still runs", func() bool { return !running(second.Pid) })
 	if !running(started.Pid) {
 		t.Fatal("another agent's clear killed this agent's worker")
@@ -441,7 +441,7 @@ func TestWorkerRefusesBadRequests(t *testing.T) {
 func TestWorkerLimit(t *testing.T) {
 	a := &agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
 	c := serveAgent(t, a)
-	t.Cleanup(a.workers.clear)
+	t.Cleanup(func() { a.workers.clear(true) })
 	for i := 0; i < maxWorkers; i++ {
 		ensureWorker(t, c, fmt.Sprintf("w%d", i), spec{Argv: []string{"cat"}})
 	}
