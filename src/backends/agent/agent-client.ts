@@ -30,9 +30,15 @@ interface AgentRequest {
  */
 export class AgentClient {
   private readonly pool: Agent;
+  private readonly workerCallSlackMs: number;
 
-  constructor(private readonly transport: AgentTransport) {
+  /** `workerCallSlackMs`: how long past a worker call's own time limit the agent's answer is awaited. */
+  constructor(
+    private readonly transport: AgentTransport,
+    options: { workerCallSlackMs?: number } = {},
+  ) {
     this.pool = connectionPool(transport);
+    this.workerCallSlackMs = options.workerCallSlackMs ?? WORKER_CALL_SLACK_MS;
   }
 
   /** Runs a command; the same contract as the Engine API's `runExec`. */
@@ -149,7 +155,7 @@ export class AgentClient {
    */
   async callWorker(key: string, call: { nonce: string; line: string; timeout_ms: number }): Promise<AgentWorkerReply> {
     const query = `nonce=${encodeURIComponent(call.nonce)}&timeout_ms=${call.timeout_ms}`;
-    const signal = AbortSignal.timeout(call.timeout_ms + WORKER_CALL_SLACK_MS);
+    const signal = AbortSignal.timeout(call.timeout_ms + this.workerCallSlackMs);
     let response: IncomingMessage;
     let body: Buffer;
     try {
@@ -317,7 +323,7 @@ interface AgentWorkerError {
   stderr?: string;
 }
 
-/** How long past a call's own time limit the client waits for the agent's answer. */
+/** How long past a call's own time limit the client waits for the agent's answer by default. */
 const WORKER_CALL_SLACK_MS = 30_000;
 
 function workerPath(key: string): string {
