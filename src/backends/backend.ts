@@ -170,6 +170,7 @@ export interface WorkersCapability {
    * that is not one (worker-rules.ts) or an empty command; LIMIT_REACHED past 64 workers; a
    * worker that cannot start fails as a shell would, `WorkerFailed` with reason `exited` and
    * exit code 127 (no such program) or 126 (cannot run it, unknown user, missing workdir).
+   * UNSUPPORTED for an instance that cannot run workers (a Docker sandbox whose agent predates them).
    */
   ensureWorker(id: string, key: string, request: WorkerRequest): Promise<WorkerProcess>;
   /**

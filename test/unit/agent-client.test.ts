@@ -181,6 +181,7 @@ describe('AgentClient workers', () => {
       { status: 422, body: { error: 'node: command not found', exit_code: 127 } },
       { status: 429, body: { error: 'this sandbox runs 64 workers already: stop one first' } },
       { status: 500, body: { error: 'pipe2: too many open files' } },
+      { status: 404, body: '404 page not found' },
     ]);
     const client = new AgentClient(new UnixSocketTransport(async () => socket));
     const failure = (work: Promise<unknown>) => work.then(() => undefined, (err: unknown) => err);
@@ -200,6 +201,8 @@ describe('AgentClient workers', () => {
     expect(unstartable).toMatchObject({ details: { reason: 'exited', exit_code: 127, stderr: 'sandboxd-agent: node: command not found\n' } });
     expect(await failure(client.ensureWorker('k', { argv: ['cat'] }))).toMatchObject({ code: 'LIMIT_REACHED' });
     expect(await failure(client.listWorkers())).toMatchObject({ code: 'INTERNAL', message: expect.stringContaining('too many open files') });
+    // An agent without the routes (a sandbox made before workers existed).
+    expect(await failure(client.ensureWorker('k', { argv: ['cat'] }))).toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('recreate the sandbox') });
     client.close();
   });
 

@@ -139,6 +139,7 @@ export class AgentClient {
   async ensureWorker(key: string, request: AgentWorkerRequest): Promise<AgentWorker> {
     const response = await this.send({ method: 'PUT', path: workerPath(key), body: Buffer.from(JSON.stringify(request)) });
     if (response.statusCode === 200) return JSON.parse((await collect(response)).toString('utf8')) as AgentWorker;
+    if (response.statusCode === 404) throw await olderAgent(response);
     const answer = await errorBody(response);
     if (response.statusCode === 422) {
       const stderr = `sandboxd-agent: ${answer.error}\n`;
@@ -180,6 +181,7 @@ export class AgentClient {
   /** The running workers, by key. */
   async listWorkers(): Promise<AgentWorker[]> {
     const response = await this.send({ method: 'GET', path: '/v1/workers' });
+    if (response.statusCode === 404) throw await olderAgent(response);
     if (response.statusCode !== 200) throw workerError(response.statusCode, '', await errorBody(response));
     return JSON.parse((await collect(response)).toString('utf8')) as AgentWorker[];
   }
@@ -328,6 +330,12 @@ const WORKER_CALL_SLACK_MS = 30_000;
 
 function workerPath(key: string): string {
   return `/v1/workers/${encodeURIComponent(key)}`;
+}
+
+/** A 404 where the route must exist: the sandbox's agent predates workers. */
+async function olderAgent(response: IncomingMessage): Promise<ServiceError> {
+  response.resume();
+  return new ServiceError('UNSUPPORTED', 'persistent workers in a sandbox whose agent predates them (made by an older sandboxd): recreate the sandbox');
 }
 
 async function errorBody(response: IncomingMessage): Promise<AgentWorkerError> {
