@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // client talks HTTP to an agent serving on a fresh Unix socket.
 func startAgent(t *testing.T) *http.Client {
 	t.Helper()
-	return serveAgent(t, &agent{started: time.Now(), detached: newDetachedTable()})
+	return serveAgent(t, &agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()})
 }
 
 func serveAgent(t *testing.T, a *agent) *http.Client {
@@ -225,9 +225,9 @@ func fileRequest(t *testing.T, c *http.Client, method, path string, body []byte)
 // fileModes are the two ways the agent performs file operations: in child processes, and on
 // threads with the user's credentials where the kernel gives threads credentials of their own.
 func fileModes(t *testing.T) map[string]*agent {
-	modes := map[string]*agent{"child": {started: time.Now(), detached: newDetachedTable()}}
+	modes := map[string]*agent{"child": {started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}}
 	if perThreadCredentials() {
-		modes["thread"] = &agent{fileThreads: true, started: time.Now(), detached: newDetachedTable()}
+		modes["thread"] = &agent{fileThreads: true, started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
 	} else {
 		t.Log("no per-thread credentials here (not root, or gVisor): only the child mode is tested")
 	}
@@ -429,7 +429,7 @@ func TestDropCapsLeavesRootCommandsWithoutCapabilities(t *testing.T) {
 	capabilities := func(c *http.Client) string {
 		return execute(t, c, execRequest{spec: spec{Argv: []string{"grep", "^Cap[EP]", "/proc/self/status"}, User: "root"}}).stdout
 	}
-	dropping := serveAgent(t, &agent{dropCaps: true, started: time.Now(), detached: newDetachedTable()})
+	dropping := serveAgent(t, &agent{dropCaps: true, started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()})
 	if got := capabilities(dropping); got != "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n" {
 		t.Fatalf("with --drop-caps a root command kept capabilities:\n%s", got)
 	}

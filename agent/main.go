@@ -1,5 +1,5 @@
 // Command sandboxd-agent runs inside every sandbox as PID 1. It reaps zombies and serves exec,
-// files and detached processes over a Unix socket, so that the service reaches a sandbox in
+// files, detached processes and workers over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
 // Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N]
@@ -41,6 +41,7 @@ type agent struct {
 	fileThreads bool
 	started     time.Time
 	detached    *detachedTable
+	workers     *workerTable
 	// baseline is what POST /v1/reset returns a reusable sandbox to (nil: none recorded).
 	baseline *resetBaseline
 	resetMu  sync.Mutex
@@ -174,7 +175,7 @@ type workspaceSetup struct {
 // fails, and health says why (the backend refuses such an image at create). Otherwise it sets
 // up the workspace.
 func newAgent(user string, workspace workspaceSetup, dropCaps bool) *agent {
-	a := &agent{defaultUser: user, dropCaps: dropCaps, fileThreads: perThreadCredentials(), started: time.Now(), detached: newDetachedTable()}
+	a := &agent{defaultUser: user, dropCaps: dropCaps, fileThreads: perThreadCredentials(), started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
 	owner, err := resolveUser("", user)
 	if err != nil {
 		a.userError = err.Error()
@@ -194,6 +195,8 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/files", a.handleFiles)
 	mux.HandleFunc("/v1/detached", a.handleDetachedList)
 	mux.HandleFunc("/v1/detached/", a.handleDetachedItem)
+	mux.HandleFunc("/v1/workers", a.handleWorkerList)
+	mux.HandleFunc("/v1/workers/", a.handleWorkerItem)
 	mux.HandleFunc("/v1/baseline", post(a.handleBaseline))
 	mux.HandleFunc("/v1/reset", post(a.handleReset))
 	return mux
@@ -263,7 +266,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, value interface{}) error
 func writeJSON(w http.ResponseWriter, status int, value interface{}) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(value)
+	encoder := json.NewEncoder(w)
+	// A worker's answer line is passed on as it is: no \u003c for every '<' it holds.
+	encoder.SetEscapeHTML(false)
+	encoder.Encode(value)
 }
 
 func writeError(w http.ResponseWriter, status int, message string) {

@@ -132,6 +132,9 @@ func (a *agent) handleReset(w http.ResponseWriter, r *http.Request) {
 // pristine again).
 func (a *agent) reset() []string {
 	var leftovers []string
+	// Workers first: each is marked stopped without a kill of its own, which could fork a
+	// helper that the check below would find; killOthers ends them with everything else.
+	a.workers.clear(false)
 	if pids := killOthers(); len(pids) > 0 {
 		// Nothing else is checked while a process runs: it could undo what the reset does.
 		return []string{"processes still running: " + strings.Join(pids, ", ")}

@@ -166,16 +166,22 @@ export interface WorkersCapability {
   /**
    * Starts worker `key` unless one with the same request already runs (a different request
    * replaces it). Resolves once the process runs; `started` says whether a new one was started.
-   * NOT_FOUND / CONFLICT as `exec` for a missing or stopped instance.
+   * NOT_FOUND / CONFLICT as `exec` for a missing or stopped instance; BAD_REQUEST for a key
+   * that is not one (worker-rules.ts) or an empty command; LIMIT_REACHED past 64 workers; a
+   * worker that cannot start fails as a shell would, `WorkerFailed` with reason `exited` and
+   * exit code 127 (no such program) or 126 (cannot run it, unknown user, missing workdir).
+   * UNSUPPORTED for an instance that cannot run workers (a Docker sandbox whose agent predates them).
    */
   ensureWorker(id: string, key: string, request: WorkerRequest): Promise<WorkerProcess>;
   /**
    * Writes `call.line` and a newline to the worker's stdin and resolves with the first line it
    * prints to stdout that begins with `call.nonce` (calls to one worker run one at a time).
-   * Past `call.timeout_ms` the worker's process tree is killed and the call fails with TIMEOUT;
-   * a worker that exits, or prints a line to stdout that does not begin with the nonce, is
-   * killed and the call fails with `WorkerFailed` (errors.ts). Either way the next call needs `ensureWorker`.
-   * NOT_FOUND when no worker `key` runs.
+   * Past `call.timeout_ms` the worker's process tree is killed and the call fails with TIMEOUT
+   * (`details.stderr`); a worker that exits, or prints a line to stdout that does not begin
+   * with the nonce, is killed and the call fails with `WorkerFailed` (errors.ts). Either way
+   * the next call needs `ensureWorker`. NOT_FOUND when no worker `key` runs (one that ended
+   * between calls included); BAD_REQUEST for a bad nonce or timeout or a line holding a
+   * newline, PAYLOAD_TOO_LARGE for a line over 32 MiB (nothing reaches the worker).
    */
   callWorker(id: string, key: string, call: WorkerCall): Promise<WorkerReply>;
   /** Kills worker `key`'s process tree; a missing worker is not an error. */

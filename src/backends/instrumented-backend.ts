@@ -9,6 +9,7 @@ import type {
   PoolClaimCapability,
   ResizeCapability,
   SnapshotCapability,
+  WorkersCapability,
 } from './backend.js';
 
 /**
@@ -25,6 +26,7 @@ const OBSERVED = new Set<PropertyKey>([
   ...(['claim'] satisfies (keyof PoolClaimCapability)[]),
   ...(['startDetached', 'listDetached', 'detachedLogs', 'killDetached'] satisfies (keyof DetachedCapability)[]),
   ...(['relay'] satisfies (keyof BrowserRelayCapability)[]),
+  ...(['ensureWorker', 'callWorker', 'stopWorker', 'listWorkers'] satisfies (keyof WorkersCapability)[]),
 ]);
 
 /**

@@ -147,7 +147,11 @@ export interface WorkerCall {
 export interface WorkerReply {
   /** The answer line, nonce included, without its newline. */
   line: string;
-  /** What the worker printed to stderr during the call (the last 64 KiB). */
+  /**
+   * What the worker printed to stderr during the call (the last 64 KiB printed since the
+   * previous call ended; for the first call, since the worker started).
+   */
   stderr: string;
+  /** From the worker's turn for the call to its answer, measured inside the instance (fractional ms). */
   duration_ms: number;
 }

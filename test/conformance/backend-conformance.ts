@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAPABILITY_NAMES, type Backend, type CapabilityName, type ExecRequest, type InstanceState, type SandboxSpec } from '../../src/backends/backend.js';
-import { ServiceError } from '../../src/errors.js';
+import { ServiceError, WorkerFailed } from '../../src/errors.js';
 import { requireCapability } from '../../src/services/support/capabilities.js';
 
 /**
@@ -44,6 +44,31 @@ export const COMMANDS = {
   /** Runs until killed (or 30 s). */
   wait: () => ['sleep', '30'],
 } as const;
+
+/**
+ * The worker the suite runs. A real backend runs it in sh; the fake is scripted to answer as it
+ * would (`answerLikeTheWorker` in fake.test.ts). Each line is `NONCE REQUEST`, and REQUEST
+ * `exit N` exits with N; `garbage` prints a line without the nonce; `hang` never answers;
+ * `stderr TEXT` prints TEXT to stderr and answers `NONCE ok`; `env NAME` answers
+ * `NONCE <its value>`; anything else answers `NONCE echo:REQUEST`.
+ */
+export const WORKER = [
+  'sh',
+  '-c',
+  [
+    'while IFS= read -r l; do',
+    '  n=${l%% *}; r=${l#* }',
+    '  case "$r" in',
+    '    "exit "*) exit "${r#exit }" ;;',
+    '    garbage) echo "not an answer" ;;',
+    '    hang) sleep 30 ;;',
+    `    "stderr "*) printf '%s\\n' "\${r#stderr }" >&2; echo "$n ok" ;;`,
+    '    "env "*) echo "$n $(printenv "${r#env }")" ;;',
+    `    *) printf '%s echo:%s\\n' "$n" "$r" ;;`,
+    '  esac',
+    'done',
+  ].join('\n'),
+];
 
 /** The ServiceError code a promise rejects with, or 'resolved'. */
 export const codeOf = (promise: Promise<unknown>): Promise<string> =>
@@ -334,6 +359,127 @@ export function backendConformance(subject: ConformanceSubject): void {
           .toBe('killed');
         expect(await codeOf(detached.detachedLogs(shared.id, 'no-such-process', 'stdout'))).toBe('NOT_FOUND');
         expect(await codeOf(detached.killDetached(shared.id, 'no-such-process'))).toBe('NOT_FOUND');
+      });
+
+      describe('workers', () => {
+        const keyOf = (name: string) => `conf-${name}-${randomBytes(3).toString('hex')}`;
+        let nonces = 0;
+        /** One call to a worker: the request behind a fresh nonce; resolves with the reply and the nonce. */
+        const call = async (id: string, key: string, request: string, timeout_ms = 30_000) => {
+          const nonce = `nonce-${++nonces}`;
+          const reply = await backend.capabilities.workers!.callWorker(id, key, { nonce, line: `${nonce} ${request}`, timeout_ms });
+          return { ...reply, nonce };
+        };
+        const failureOf = (promise: Promise<unknown>) => promise.then(() => undefined, (err: unknown) => err as ServiceError);
+
+        it('ensure starts a worker once per request, and another request replaces it', async (context) => {
+          if (!has('workers')) return context.skip('the backend does not declare workers');
+          const workers = backend.capabilities.workers!;
+          const key = keyOf('ensure');
+          const first = await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          expect(first).toMatchObject({ key, command: WORKER, started: true });
+          expect(first.pid).toBeGreaterThan(0);
+          expect(Number.isNaN(Date.parse(first.started_at))).toBe(false);
+          const again = await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          expect(again).toMatchObject({ key, pid: first.pid, started: false, started_at: first.started_at });
+          const replaced = await workers.ensureWorker(shared.id, key, { command: [...WORKER], env: { CONF_WORKER: 'replaced' } });
+          expect(replaced.started).toBe(true);
+          expect(replaced.pid).not.toBe(first.pid);
+          const reply = await call(shared.id, key, 'env CONF_WORKER');
+          expect(reply.line).toBe(`${reply.nonce} replaced`);
+          await workers.stopWorker(shared.id, key);
+        });
+
+        it('a call round-trips one line, with what the worker printed to stderr meanwhile', async (context) => {
+          if (!has('workers')) return context.skip('the backend does not declare workers');
+          const key = keyOf('call');
+          await backend.capabilities.workers!.ensureWorker(shared.id, key, { command: [...WORKER] });
+          const echoed = await call(shared.id, key, 'hello, wörld ✓');
+          expect(echoed).toMatchObject({ line: `${echoed.nonce} echo:hello, wörld ✓`, stderr: '' });
+          expect(echoed.duration_ms).toBeGreaterThanOrEqual(0);
+          const logged = await call(shared.id, key, 'stderr into the log');
+          expect(logged).toMatchObject({ line: `${logged.nonce} ok`, stderr: 'into the log\n' });
+          const next = await call(shared.id, key, 'quiet');
+          expect(next).toMatchObject({ line: `${next.nonce} echo:quiet`, stderr: '' });
+          await backend.capabilities.workers!.stopWorker(shared.id, key);
+        });
+
+        it('a call past its timeout fails TIMEOUT and stops the worker; the next ensure starts another', async (context) => {
+          if (!has('workers')) return context.skip('the backend does not declare workers');
+          const workers = backend.capabilities.workers!;
+          const key = keyOf('timeout');
+          const first = await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          expect(await codeOf(call(shared.id, key, 'hang', 500))).toBe('TIMEOUT');
+          expect((await workers.listWorkers(shared.id)).some((worker) => worker.key === key)).toBe(false);
+          expect(await codeOf(call(shared.id, key, 'after'))).toBe('NOT_FOUND');
+          const second = await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          expect(second.started).toBe(true);
+          expect(second.pid).not.toBe(first.pid);
+          const reply = await call(shared.id, key, 'again');
+          expect(reply.line).toBe(`${reply.nonce} echo:again`);
+          await workers.stopWorker(shared.id, key);
+        });
+
+        it('garbage and an exit fail as WorkerFailed (METHOD_FAILED) and stop the worker', async (context) => {
+          if (!has('workers')) return context.skip('the backend does not declare workers');
+          const workers = backend.capabilities.workers!;
+          const key = keyOf('fail');
+          await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          const garbage = await failureOf(call(shared.id, key, 'garbage'));
+          expect(garbage).toBeInstanceOf(WorkerFailed);
+          expect(garbage).toMatchObject({ code: 'METHOD_FAILED', details: { reason: 'garbage', line: 'not an answer' } });
+          expect(await codeOf(call(shared.id, key, 'after'))).toBe('NOT_FOUND');
+          await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          const exited = await failureOf(call(shared.id, key, 'exit 3'));
+          expect(exited).toBeInstanceOf(WorkerFailed);
+          expect(exited).toMatchObject({ code: 'METHOD_FAILED', details: { reason: 'exited', exit_code: 3 } });
+          expect(await codeOf(call(shared.id, key, 'after'))).toBe('NOT_FOUND');
+        });
+
+        it('lists and stops workers; a stopped or restarted instance runs none', async (context) => {
+          if (!has('workers')) return context.skip('the backend does not declare workers');
+          const workers = backend.capabilities.workers!;
+          const state = await create();
+          const [a, b] = [keyOf('a'), keyOf('b')];
+          await workers.ensureWorker(state.id, a, { command: [...WORKER] });
+          await workers.ensureWorker(state.id, b, { command: [...WORKER] });
+          expect((await workers.listWorkers(state.id)).map((worker) => [worker.key, worker.started, worker.command])).toEqual(
+            [a, b].sort().map((key) => [key, false, WORKER]),
+          );
+          await workers.stopWorker(state.id, a);
+          await workers.stopWorker(state.id, a);
+          expect((await workers.listWorkers(state.id)).map((worker) => worker.key)).toEqual([b]);
+          expect(await codeOf(call(state.id, a, 'after'))).toBe('NOT_FOUND');
+          await backend.stop(state.id);
+          expect(await codeOf(workers.ensureWorker(state.id, a, { command: [...WORKER] }))).toBe('CONFLICT');
+          expect(await codeOf(workers.listWorkers(state.id))).toBe('CONFLICT');
+          await backend.start(state.id);
+          expect(await workers.listWorkers(state.id)).toEqual([]);
+          expect(await codeOf(call(state.id, b, 'after'))).toBe('NOT_FOUND');
+        });
+
+        it('refuses bad keys, commands and calls, and a missing instance', async (context) => {
+          if (!has('workers')) return context.skip('the backend does not declare workers');
+          const workers = backend.capabilities.workers!;
+          const key = keyOf('bad');
+          for (const bad of ['', '-dash', 'has space', 'a/b', 'k'.repeat(129)]) {
+            expect(await codeOf(workers.ensureWorker(shared.id, bad, { command: [...WORKER] })), bad).toBe('BAD_REQUEST');
+          }
+          expect(await codeOf(workers.ensureWorker(shared.id, key, { command: [] }))).toBe('BAD_REQUEST');
+          await workers.ensureWorker(shared.id, key, { command: [...WORKER] });
+          const callWith = (nonce: string, line: string, timeout_ms = 30_000) => workers.callWorker(shared.id, key, { nonce, line, timeout_ms });
+          expect(await codeOf(callWith('has space', 'x'))).toBe('BAD_REQUEST');
+          expect(await codeOf(callWith('', 'x'))).toBe('BAD_REQUEST');
+          expect(await codeOf(callWith('n', 'n one\nn two'))).toBe('BAD_REQUEST');
+          expect(await codeOf(callWith('n', 'n x', 0))).toBe('BAD_REQUEST');
+          expect(await codeOf(callWith('n', 'n x', 1.5))).toBe('BAD_REQUEST');
+          // The refusals reached no worker: it still answers.
+          expect((await call(shared.id, key, 'still here')).line).toMatch(/ echo:still here$/);
+          expect(await codeOf(workers.ensureWorker(MISSING_ID, key, { command: [...WORKER] }))).toBe('NOT_FOUND');
+          expect(await codeOf(call(MISSING_ID, key, 'x'))).toBe('NOT_FOUND');
+          expect(await codeOf(workers.listWorkers(MISSING_ID))).toBe('NOT_FOUND');
+          await workers.stopWorker(shared.id, key);
+        });
       });
 
       it('browserRelay: makes a port bound to the loopback reachable from the server', async (context) => {

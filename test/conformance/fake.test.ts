@@ -1,7 +1,7 @@
-import type { ExecRequest } from '../../src/backends/backend.js';
-import { FakeBackend, type FakeCapability, type FakeExecScript } from '../../src/backends/fake/fake-backend.js';
+import type { ExecRequest, WorkerCall, WorkerRequest } from '../../src/backends/backend.js';
+import { FakeBackend, type FakeCapability, type FakeExecScript, type FakeWorkerAnswer } from '../../src/backends/fake/fake-backend.js';
 import { DEFAULT_IMAGE } from '../../src/images/catalog.js';
-import { backendConformance, COMMANDS } from './backend-conformance.js';
+import { backendConformance, COMMANDS, WORKER } from './backend-conformance.js';
 
 /**
  * The fake's script for the suite's commands (COMMANDS), answered as a shell would run them;
@@ -23,11 +23,25 @@ function answerLikeAShell(request: ExecRequest, spec: { env: Record<string, stri
   return { chunks: [{ stream: 'stderr', text: `${program}: command not found\n` }], exit_code: 127 };
 }
 
+/** The fake's script for the suite's worker (WORKER), answered as the sh script would. */
+function answerLikeTheWorker(_key: string, request: WorkerRequest, call: WorkerCall): FakeWorkerAnswer {
+  if (JSON.stringify(request.command) !== JSON.stringify(WORKER)) return { exit_code: 127, stderr: `${request.command[0]}: not the suite's worker\n` };
+  const space = call.line.indexOf(' ');
+  const [nonce, rest] = space < 0 ? [call.line, call.line] : [call.line.slice(0, space), call.line.slice(space + 1)];
+  if (rest.startsWith('exit ')) return { exit_code: Number(rest.slice('exit '.length)) };
+  if (rest === 'garbage') return 'not an answer';
+  if (rest === 'hang') return { hang: true };
+  if (rest.startsWith('stderr ')) return { line: `${nonce} ok`, stderr: `${rest.slice('stderr '.length)}\n` };
+  if (rest.startsWith('env ')) return `${nonce} ${request.env?.[rest.slice('env '.length)] ?? ''}`;
+  return `${nonce} echo:${rest}`;
+}
+
 const fakeSubject = (title: string, capabilities: FakeCapability[]) => ({
   title,
   make: async () => {
     const fake = new FakeBackend({ capabilities });
     fake.onExec = answerLikeAShell;
+    fake.scriptWorker(answerLikeTheWorker);
     return fake;
   },
   image: DEFAULT_IMAGE,
@@ -37,5 +51,5 @@ const fakeSubject = (title: string, capabilities: FakeCapability[]) => ({
   cleanup: async () => undefined,
 });
 
-backendConformance(fakeSubject('fake, every capability it can have', ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'reuse']));
+backendConformance(fakeSubject('fake, every capability it can have', ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'reuse', 'workers']));
 backendConformance(fakeSubject('fake, no capability', []));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/backends/agent/agent-client.js';
 import { AgentUnreachable, UnixSocketTransport, type AgentTransport } from '../../src/backends/agent/agent-transport.js';
-import { ServiceError } from '../../src/errors.js';
+import { ServiceError, WorkerFailed } from '../../src/errors.js';
 
 /** One exec frame: type, big-endian length, payload (agent/README.md). */
 const frame = (type: number, payload: string) => {
@@ -122,5 +122,97 @@ describe('AgentClient reset', () => {
     const stuck = new AgentClient(new UnixSocketTransport(async () => silent));
     await expect(stuck.reset(50)).rejects.toThrow(/abort|timeout/i);
     stuck.close();
+  });
+});
+
+describe('AgentClient workers', () => {
+  /** A fake agent that answers every request with the next of `answers` (status and JSON body), and records what it was asked. */
+  async function scriptedAgent(answers: { status: number; body: unknown }[]): Promise<{ socket: string; seen: { method?: string; url?: string; body: string }[] }> {
+    dir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-client-'));
+    const socket = join(dir, 'agent.sock');
+    const seen: { method?: string; url?: string; body: string }[] = [];
+    server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        seen.push({ method: req.method, url: req.url, body: Buffer.concat(chunks).toString() });
+        const answer = answers.shift() ?? { status: 500, body: { error: 'no answer scripted' } };
+        res.writeHead(answer.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(answer.body));
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(socket, resolve));
+    return { socket, seen };
+  }
+
+  it('sends the wire shapes of agent/README.md and reads the answers', async () => {
+    const worker = { key: 'k:1', pid: 7, argv: ['cat'], started: true, started_at: '2026-01-01T00:00:00Z' };
+    const { socket, seen } = await scriptedAgent([
+      { status: 200, body: worker },
+      { status: 200, body: { line: 'n1 ok', stderr: 'log\n', duration_us: 1500 } },
+      { status: 200, body: [worker] },
+      { status: 200, body: { key: 'k:1' } },
+      { status: 404, body: { error: "worker 'k:1' is not running" } },
+    ]);
+    const client = new AgentClient(new UnixSocketTransport(async () => socket));
+    expect(await client.ensureWorker('k:1', { argv: ['cat'], env: ['A=1'], user: 'root' })).toEqual(worker);
+    expect(await client.callWorker('k:1', { nonce: 'n&1', line: 'n1 {"a":"é"}', timeout_ms: 500 })).toEqual({ line: 'n1 ok', stderr: 'log\n', duration_us: 1500 });
+    expect(await client.listWorkers()).toEqual([worker]);
+    await client.stopWorker('k:1');
+    await client.stopWorker('k:1');
+    client.close();
+    expect(seen).toEqual([
+      { method: 'PUT', url: '/v1/workers/k%3A1', body: JSON.stringify({ argv: ['cat'], env: ['A=1'], user: 'root' }) },
+      { method: 'POST', url: '/v1/workers/k%3A1/call?nonce=n%261&timeout_ms=500', body: 'n1 {"a":"é"}' },
+      { method: 'GET', url: '/v1/workers', body: '' },
+      { method: 'DELETE', url: '/v1/workers/k%3A1', body: '' },
+      { method: 'DELETE', url: '/v1/workers/k%3A1', body: '' },
+    ]);
+  });
+
+  it('maps the agent refusals to service errors: 404, timeout, exited, garbage, start failures, limits', async () => {
+    const { socket } = await scriptedAgent([
+      { status: 404, body: { error: "worker 'k' is not running" } },
+      { status: 504, body: { error: "worker 'k' did not answer within 500ms", reason: 'timeout', stderr: 'slow\n' } },
+      { status: 502, body: { error: "worker 'k' exited during the call (exit code 3)", reason: 'exited', exit_code: 3, stderr: 'boom\n' } },
+      { status: 502, body: { error: "worker 'k' printed a line that is not its answer", reason: 'garbage', line: 'junk', stderr: '' } },
+      { status: 413, body: { error: 'the line is over 33554432 bytes (32 MiB)' } },
+      { status: 400, body: { error: 'nonce: 1-128 printable ASCII characters without spaces' } },
+      { status: 422, body: { error: 'node: command not found', exit_code: 127 } },
+      { status: 429, body: { error: 'this sandbox runs 64 workers already: stop one first' } },
+      { status: 500, body: { error: 'pipe2: too many open files' } },
+      { status: 404, body: '404 page not found' },
+    ]);
+    const client = new AgentClient(new UnixSocketTransport(async () => socket));
+    const failure = (work: Promise<unknown>) => work.then(() => undefined, (err: unknown) => err);
+    const callOnce = () => failure(client.callWorker('k', { nonce: 'n', line: 'n x', timeout_ms: 500 }));
+    expect(await callOnce()).toMatchObject({ code: 'NOT_FOUND', message: "worker 'k' is not running" });
+    expect(await callOnce()).toMatchObject({ code: 'TIMEOUT', message: expect.stringContaining('the worker was stopped'), details: { stderr: 'slow\n' } });
+    const exited = await callOnce();
+    expect(exited).toBeInstanceOf(WorkerFailed);
+    expect(exited).toMatchObject({ code: 'METHOD_FAILED', details: { reason: 'exited', exit_code: 3, stderr: 'boom\n' } });
+    const garbage = await callOnce();
+    expect(garbage).toBeInstanceOf(WorkerFailed);
+    expect(garbage).toMatchObject({ code: 'METHOD_FAILED', details: { reason: 'garbage', line: 'junk', stderr: '' } });
+    expect(await callOnce()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(await callOnce()).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('nonce') });
+    const unstartable = await failure(client.ensureWorker('k', { argv: ['node'] }));
+    expect(unstartable).toBeInstanceOf(WorkerFailed);
+    expect(unstartable).toMatchObject({ details: { reason: 'exited', exit_code: 127, stderr: 'sandboxd-agent: node: command not found\n' } });
+    expect(await failure(client.ensureWorker('k', { argv: ['cat'] }))).toMatchObject({ code: 'LIMIT_REACHED' });
+    expect(await failure(client.listWorkers())).toMatchObject({ code: 'INTERNAL', message: expect.stringContaining('too many open files') });
+    // An agent without the routes (a sandbox made before workers existed).
+    expect(await failure(client.ensureWorker('k', { argv: ['cat'] }))).toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('recreate the sandbox') });
+    client.close();
+  });
+
+  it('gives up on an agent that does not answer well past the call time limit, as a TIMEOUT', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-client-'));
+    const socket = join(dir, 'agent.sock');
+    server = createServer((req) => req.resume());
+    await new Promise<void>((resolve) => server!.listen(socket, resolve));
+    const client = new AgentClient(new UnixSocketTransport(async () => socket), { workerCallSlackMs: 50 });
+    await expect(client.callWorker('k', { nonce: 'n', line: 'n x', timeout_ms: 10 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+    client.close();
   });
 });

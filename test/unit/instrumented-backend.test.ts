@@ -48,6 +48,9 @@ describe('instrumentBackend', () => {
     await backend.capabilities.resize!.resize(id, { vcpus: 2 });
     fake.omit('snapshots');
     expect(backend.capabilities.snapshots).toBeUndefined();
+    fake.declare('workers');
+    await backend.capabilities.workers!.ensureWorker(id, 'k', { command: ['w'] });
+    await backend.capabilities.workers!.callWorker(id, 'k', { nonce: 'n', line: 'x', timeout_ms: 1000 });
     const values = (await m.backendDuration.get()).values.filter((v) => v.metricName?.endsWith('_count'));
     expect(values.map((v) => [v.labels.operation, v.labels.outcome, v.value])).toEqual(
       expect.arrayContaining([
@@ -55,6 +58,8 @@ describe('instrumentBackend', () => {
         ['listImages', 'ok', 1],
         ['startDetached', 'error', 1],
         ['resize', 'ok', 1],
+        ['ensureWorker', 'ok', 1],
+        ['callWorker', 'ok', 1],
       ]),
     );
   });

@@ -1,7 +1,7 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { noSpace, ServiceError, badRequest, conflict, forbidden, notFound } from '../../errors.js';
+import { noSpace, ServiceError, WorkerFailed, badRequest, conflict, forbidden, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
@@ -30,9 +30,15 @@ interface AgentRequest {
  */
 export class AgentClient {
   private readonly pool: Agent;
+  private readonly workerCallSlackMs: number;
 
-  constructor(private readonly transport: AgentTransport) {
+  /** `workerCallSlackMs`: how long past a worker call's own time limit the agent's answer is awaited. */
+  constructor(
+    private readonly transport: AgentTransport,
+    options: { workerCallSlackMs?: number } = {},
+  ) {
     this.pool = connectionPool(transport);
+    this.workerCallSlackMs = options.workerCallSlackMs ?? WORKER_CALL_SLACK_MS;
   }
 
   /** Runs a command; the same contract as the Engine API's `runExec`. */
@@ -123,6 +129,61 @@ export class AgentClient {
 
   async killDetached(id: string): Promise<void> {
     await this.json('DELETE', `/v1/detached/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * Starts worker `key` unless one runs with the same request (agent/README.md, "Workers").
+   * A worker that cannot start fails as a shell would: `WorkerFailed`, reason `exited`, exit
+   * code 127 (no such program) or 126 (cannot run it, unknown user, missing directory).
+   */
+  async ensureWorker(key: string, request: AgentWorkerRequest): Promise<AgentWorker> {
+    const response = await this.send({ method: 'PUT', path: workerPath(key), body: Buffer.from(JSON.stringify(request)) });
+    if (response.statusCode === 200) return JSON.parse((await collect(response)).toString('utf8')) as AgentWorker;
+    if (response.statusCode === 404) throw await olderAgent(response);
+    const answer = await errorBody(response);
+    if (response.statusCode === 422) {
+      const stderr = `sandboxd-agent: ${answer.error}\n`;
+      throw new WorkerFailed(`worker '${key}' could not start: ${answer.error}`, { reason: 'exited', exit_code: answer.exit_code ?? 126, stderr });
+    }
+    throw workerError(response.statusCode, key, answer);
+  }
+
+  /**
+   * One call: the line to the worker's stdin, its answer line back. NOT_FOUND when the worker
+   * does not run, TIMEOUT past `timeout_ms`, `WorkerFailed` when it exited or printed garbage
+   * (the agent then has stopped it). The request itself is abandoned (which also stops the
+   * worker) only well past the agent's own time limit.
+   */
+  async callWorker(key: string, call: { nonce: string; line: string; timeout_ms: number }): Promise<AgentWorkerReply> {
+    const query = `nonce=${encodeURIComponent(call.nonce)}&timeout_ms=${call.timeout_ms}`;
+    const signal = AbortSignal.timeout(call.timeout_ms + this.workerCallSlackMs);
+    let response: IncomingMessage;
+    let body: Buffer;
+    try {
+      response = await this.send({ method: 'POST', path: `${workerPath(key)}/call?${query}`, body: Buffer.from(call.line, 'utf8'), signal });
+      body = await collect(response);
+    } catch (err) {
+      if (signal.aborted) throw new ServiceError('TIMEOUT', `worker '${key}' did not answer within ${call.timeout_ms} ms, nor did its sandbox's agent`);
+      if (err instanceof AgentUnreachable || err instanceof ServiceError) throw err;
+      throw new ServiceError('INTERNAL', `the sandbox agent closed the connection during a call to worker '${key}' (${(err as Error).message}): the sandbox may have stopped`);
+    }
+    if (response.statusCode === 200) return JSON.parse(body.toString('utf8')) as AgentWorkerReply;
+    throw workerError(response.statusCode, key, parseError(body, response.statusCode));
+  }
+
+  /** Kills worker `key`'s process tree; a worker that does not run is not an error. */
+  async stopWorker(key: string): Promise<void> {
+    const response = await this.send({ method: 'DELETE', path: workerPath(key) });
+    if (response.statusCode === 200 || response.statusCode === 404) return void response.resume();
+    throw workerError(response.statusCode, key, await errorBody(response));
+  }
+
+  /** The running workers, by key. */
+  async listWorkers(): Promise<AgentWorker[]> {
+    const response = await this.send({ method: 'GET', path: '/v1/workers' });
+    if (response.statusCode === 404) throw await olderAgent(response);
+    if (response.statusCode !== 200) throw workerError(response.statusCode, '', await errorBody(response));
+    return JSON.parse((await collect(response)).toString('utf8')) as AgentWorker[];
   }
 
   /**
@@ -229,6 +290,88 @@ export interface AgentHealth {
   /** Why the default user does not resolve in the sandbox (not in its /etc/passwd); absent when it does. */
   default_user_error?: string;
   uptime_seconds: number;
+}
+
+/** What `PUT /v1/workers/{key}` starts. */
+export interface AgentWorkerRequest {
+  argv: string[];
+  env?: string[];
+  cwd?: string;
+  user?: string;
+}
+
+/** A worker as the agent reports it; `started` only in the answer to a PUT. */
+export interface AgentWorker {
+  key: string;
+  pid: number;
+  argv: string[];
+  started?: boolean;
+  started_at: string;
+}
+
+/** The answer to one worker call. */
+export interface AgentWorkerReply {
+  line: string;
+  stderr: string;
+  duration_us: number;
+}
+
+/** An agent's refusal of a worker request (agent/README.md, "Workers"). */
+interface AgentWorkerError {
+  error: string;
+  reason?: 'exited' | 'garbage' | 'timeout';
+  exit_code?: number;
+  line?: string;
+  stderr?: string;
+}
+
+/** How long past a call's own time limit the client waits for the agent's answer by default. */
+const WORKER_CALL_SLACK_MS = 30_000;
+
+function workerPath(key: string): string {
+  return `/v1/workers/${encodeURIComponent(key)}`;
+}
+
+/** A 404 where the route must exist: the sandbox's agent predates workers. */
+async function olderAgent(response: IncomingMessage): Promise<ServiceError> {
+  response.resume();
+  return new ServiceError('UNSUPPORTED', 'persistent workers in a sandbox whose agent predates them (made by an older sandboxd): recreate the sandbox');
+}
+
+async function errorBody(response: IncomingMessage): Promise<AgentWorkerError> {
+  return parseError(await collect(response), response.statusCode);
+}
+
+function parseError(body: Buffer, status: number | undefined): AgentWorkerError {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as AgentWorkerError;
+    if (typeof parsed.error === 'string') return parsed;
+  } catch {
+    // The status alone says enough.
+  }
+  return { error: `HTTP ${status}` };
+}
+
+/** Maps the agent's refusal of a worker request to a service error. */
+function workerError(status: number | undefined, key: string, answer: AgentWorkerError): ServiceError {
+  const stderr = answer.stderr ?? '';
+  switch (status) {
+    case 400:
+      return badRequest(answer.error);
+    case 404:
+      return notFound(`worker '${key}' is not running`);
+    case 413:
+      return new ServiceError('PAYLOAD_TOO_LARGE', answer.error);
+    case 429:
+      return new ServiceError('LIMIT_REACHED', answer.error);
+    case 504:
+      return new ServiceError('TIMEOUT', `${answer.error}; the worker was stopped`, { details: { stderr } });
+    case 502:
+      if (answer.reason === 'garbage') return new WorkerFailed(`${answer.error}; the worker was stopped`, { reason: 'garbage', line: answer.line ?? '', stderr });
+      return new WorkerFailed(answer.error, { reason: 'exited', ...(answer.exit_code === undefined ? {} : { exit_code: answer.exit_code }), stderr });
+    default:
+      return new ServiceError('INTERNAL', `the sandbox agent failed: ${answer.error}`);
+  }
 }
 
 /** A detached command as the agent reports it. */

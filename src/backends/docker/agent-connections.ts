@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../../telemetry/logger.js';
-import type { DetachedProcess } from '../backend.js';
+import { UnsupportedError, conflict, notFound } from '../../errors.js';
+import type { DetachedProcess, InstanceState } from '../backend.js';
 import { AgentClient, type AgentDetached, type AgentHealth } from '../agent/agent-client.js';
 import { AgentUnreachable, UnixSocketTransport } from '../agent/agent-transport.js';
 import { agentMountsOf, type AgentSockets } from './agent-sockets.js';
@@ -131,4 +132,25 @@ export function detachedFrom(item: AgentDetached): DetachedProcess {
     started_at: new Date(item.started_at).toISOString(),
     ...(item.finished_at ? { finished_at: new Date(item.finished_at).toISOString() } : {}),
   };
+}
+
+/**
+ * An operation only the agent offers (the engine has no process table that outlives an exec).
+ * Where no agent answers: NOT_FOUND for a missing container, CONFLICT for a stopped one, and
+ * UNSUPPORTED (naming `what`) for one without the agent.
+ */
+export async function agentOnly<T>(
+  agents: AgentConnections,
+  target: { id: string; operation: (agent: AgentClient) => Promise<T>; inspect: (id: string) => Promise<InstanceState | null>; what: string },
+): Promise<T> {
+  const { id } = target;
+  try {
+    return await target.operation(agents.of(id));
+  } catch (err) {
+    if (!(err instanceof AgentUnreachable)) throw err;
+    const state = await target.inspect(id);
+    if (!state) throw notFound(`container '${id}' not found`);
+    if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
+    throw new UnsupportedError('docker', `${target.what} in a sandbox without the sandbox agent (made by an older sandboxd)`);
+  }
 }

@@ -48,12 +48,13 @@ import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
 import type { AgentClient } from '../agent/agent-client.js';
 import { AgentUnreachable } from '../agent/agent-transport.js';
-import { AgentConnections, detachedFrom, identityOf } from './agent-connections.js';
+import { AgentConnections, agentOnly, detachedFrom, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentMountsOf } from './agent-sockets.js';
 import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 import { DockerReuse } from './docker-reuse.js';
+import { DockerWorkers } from './docker-workers.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -85,7 +86,8 @@ const STOP_TIMEOUT_S = 5;
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
  * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
  * (~45 ms) only where no agent answers (a container made before the agent existed). It offers
- * every capability; the class is each capability object itself.
+ * every capability; the class is each capability object itself, but for reuse and workers,
+ * which live in docker-reuse.ts and docker-workers.ts.
  */
 export class DockerBackend
   implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
@@ -121,6 +123,7 @@ export class DockerBackend
     this.agents = new AgentConnections(this.docker, this.sockets, this.logger);
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
+    this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -403,20 +406,9 @@ export class DockerBackend
     }
   }
 
-  /**
-   * An operation only the agent offers (the engine has no process table that outlives an exec).
-   * A stopped sandbox is a CONFLICT, one without an agent UNSUPPORTED.
-   */
-  private async agentOnly<T>(id: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
-    try {
-      return await operation(this.agents.of(id));
-    } catch (err) {
-      if (!(err instanceof AgentUnreachable)) throw err;
-      const state = await this.inspect(id);
-      if (!state) throw notFound(`container '${id}' not found`);
-      if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
-      throw new UnsupportedError('docker', 'detached commands in a sandbox without the sandbox agent (made by an older sandboxd)');
-    }
+  /** An operation only the agent offers; see `agentOnly`. */
+  private agentOnly<T>(id: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+    return agentOnly(this.agents, { id, operation, inspect: (instance) => this.inspect(instance), what: 'detached commands' });
   }
 
   /**

@@ -21,9 +21,18 @@ import type {
   SavedImageKind,
   ReuseCapability,
   SnapshotCapability,
+  WorkerCall,
+  WorkerProcess,
+  WorkerReply,
+  WorkerRequest,
+  WorkersCapability,
 } from '../backend.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
+import { checkWorkerCall, checkWorkerKey, checkWorkerRequest } from '../worker-rules.js';
+import { FakeWorkers, type FakeWorker, type FakeWorkerHandler } from './fake-workers.js';
+
+export type { FakeWorkerAnswer, FakeWorkerHandler } from './fake-workers.js';
 
 interface FakeInstance {
   state: InstanceState;
@@ -32,6 +41,8 @@ interface FakeInstance {
   spec: SandboxSpec;
   files: Map<string, Buffer>;
   detached: FakeDetached[];
+  /** Its workers, by key; they end when it stops, restarts, is reset or removed. */
+  workers: Map<string, FakeWorker>;
 }
 
 interface FakeDetached {
@@ -64,7 +75,11 @@ type Operation =
   | 'removeImage'
   | 'startDetached'
   | 'listDetached'
-  | 'reset';
+  | 'reset'
+  | 'ensureWorker'
+  | 'callWorker'
+  | 'stopWorker'
+  | 'listWorkers';
 
 /** The capabilities the fake can have: all but the browser relay, which needs a real browser. */
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
@@ -76,11 +91,20 @@ const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive',
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
  * answers come from `onExec`, and `failNext` makes the next call of an operation throw.
  * Each capability but the browser relay (which needs a real browser) can be declared or
- * omitted, so that tests reach both the feature and its UNSUPPORTED answer. It is never
- * evidence that a real feature works.
+ * omitted, so that tests reach both the feature and its UNSUPPORTED answer. Workers answer
+ * through `scriptWorker` (an echo by default), and `workerStarts` counts the workers started.
+ * It is never evidence that a real feature works.
  */
 export class FakeBackend
-  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, ReuseCapability
+  implements
+    Backend,
+    SnapshotCapability,
+    ArchiveCapability,
+    ResizeCapability,
+    PoolClaimCapability,
+    DetachedCapability,
+    ReuseCapability,
+    WorkersCapability
 {
   readonly name = 'fake';
   /** What the fake declares now; change it with `declare` and `omit`. */
@@ -94,6 +118,7 @@ export class FakeBackend
     chunks: [{ stream: 'stdout', text: `${request.command.join(' ')}\n` }],
   });
   private readonly failures = new Map<Operation, Error>();
+  private readonly workers = new FakeWorkers();
   private nextId = 1;
   private nextProcess = 1;
 
@@ -142,7 +167,7 @@ export class FakeBackend
       runtime: 'fake',
       created_at: new Date().toISOString(),
     };
-    this.instances.set(id, { state, ip: state.ip!, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [] });
+    this.instances.set(id, { state, ip: state.ip!, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [], workers: new Map() });
     return { ...state };
   }
 
@@ -161,24 +186,29 @@ export class FakeBackend
     if (!instance.spec.reusable) throw conflict(`container ${id} is not reusable`);
     instance.files = new Map(this.savedImages.get(instance.spec.image)?.files);
     instance.detached = [];
+    this.workers.stopAll(instance.workers);
   }
 
   async start(id: string): Promise<InstanceState> {
     const instance = this.require('start', id);
     if (instance.state.status !== 'running') instance.detached = [];
+    this.workers.stopAll(instance.workers);
     instance.state.status = 'running';
     instance.state.ip = instance.ip;
     return { ...instance.state };
   }
 
   async stop(id: string): Promise<void> {
-    const { state } = this.require('stop', id);
+    const { state, workers } = this.require('stop', id);
+    this.workers.stopAll(workers);
     state.status = 'stopped';
     state.ip = undefined;
   }
 
   async remove(id: string): Promise<void> {
     this.record('remove', id);
+    const instance = this.instances.get(id);
+    if (instance) this.workers.stopAll(instance.workers);
     this.instances.delete(id);
   }
 
@@ -294,6 +324,53 @@ export class FakeBackend
     Object.assign(item.process, { status: exitCode === 0 ? 'completed' : 'failed', exit_code: exitCode, finished_at: new Date().toISOString() });
   }
 
+  /** Starts a scripted worker unless one runs with the same request; see `scriptWorker`. */
+  async ensureWorker(id: string, key: string, request: WorkerRequest): Promise<WorkerProcess> {
+    this.requireSupport('workers');
+    checkWorkerKey(key);
+    checkWorkerRequest(request);
+    return this.workers.ensure(this.running('ensureWorker', id).workers, id, key, request);
+  }
+
+  async callWorker(id: string, key: string, call: WorkerCall): Promise<WorkerReply> {
+    this.requireSupport('workers');
+    checkWorkerKey(key);
+    checkWorkerCall(call);
+    return this.workers.call(this.running('callWorker', id).workers, key, call);
+  }
+
+  async stopWorker(id: string, key: string): Promise<void> {
+    this.requireSupport('workers');
+    checkWorkerKey(key);
+    this.workers.stop(this.running('stopWorker', id).workers, key);
+  }
+
+  async listWorkers(id: string): Promise<WorkerProcess[]> {
+    this.requireSupport('workers');
+    return this.workers.list(this.running('listWorkers', id).workers);
+  }
+
+  /**
+   * How every worker answers from now on (default: the line itself, behind the nonce). The
+   * handler returns the line the worker prints, or `{line, stderr}`, `{hang: true}` (the call
+   * times out), `{exit_code}` (the worker exits); a line that does not begin with the nonce is
+   * garbage. Each failure stops the worker, as on a real backend.
+   */
+  scriptWorker(handler: FakeWorkerHandler): void {
+    this.workers.handler = handler;
+  }
+
+  /** Every worker started so far, in order (a reused worker is not started again). */
+  get workerStarts(): readonly { id: string; key: string; request: WorkerRequest }[] {
+    return this.workers.starts;
+  }
+
+  /** Ends worker `key` between calls, as a worker that died: its next call is NOT_FOUND. */
+  endWorker(id: string, key: string): void {
+    const instance = this.instances.get(id);
+    if (instance) this.workers.stop(instance.workers, key);
+  }
+
   async snapshot(id: string, tag: string, kind: SavedImageKind): Promise<void> {
     this.requireSupport('snapshots');
     const instance = this.require('snapshot', id);
@@ -306,6 +383,7 @@ export class FakeBackend
     const instance = this.require('archive', id);
     this.savedImages.set(tag, { kind: 'archive', files: new Map(instance.files) });
     this.images.add(tag);
+    this.workers.stopAll(instance.workers);
     this.instances.delete(id);
   }
 
