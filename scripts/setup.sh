@@ -173,7 +173,9 @@ else
 fi
 
 # --- node_modules: reinstall when missing or older than the lockfile. ----------------------
-if [ -f package-lock.json ]; then
+# A node_modules that is a symbolic link (a git worktree sharing another checkout's) belongs to
+# that checkout: npm ci would empty it through the link.
+if [ -f package-lock.json ] && [ ! -L node_modules ]; then
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     act "npm ci"
     npm ci --no-audit --no-fund --no-update-notifier --loglevel=error

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 import { EXIT, GARBAGE, HANG, scriptObjectRunner, type DoubleClasses } from '../helpers/object-runner-double.js';
@@ -35,8 +35,13 @@ afterEach(async () => {
   h = undefined;
 });
 
+/** How calls reach the runner: a process per call, or the persistent workers. */
+type Mode = 'process' | 'worker';
+let mode: Mode = 'process';
+
 async function setup(clock = manualClock(), classes = COUNTER) {
   h = await fakeHarness({ poolSize: 0 }, clock.clock, { enabled: true, backlog: 1000, webhookUrls: [] });
+  if (mode === 'worker') h.backend.declare('workers');
   const runner = scriptObjectRunner(h.backend, classes);
   const events: string[] = [];
   h.services.observability.bus.subscribe((p) => events.push(p.event.type));
@@ -47,7 +52,11 @@ async function setup(clock = manualClock(), classes = COUNTER) {
   return { h, runner, events, define, call, clock };
 }
 
-describe('durable objects over the fake backend', () => {
+describe.each(['process', 'worker'] as const)('durable objects over the fake backend (%s per call)', (each) => {
+  beforeEach(() => {
+    mode = each;
+  });
+
   it('auto-creates an object on its first call, wakes it, runs the method and keeps its storage', async () => {
     const { define, call, events, runner } = await setup();
     expect((await define()).statusCode).toBe(201);
@@ -65,6 +74,12 @@ describe('durable objects over the fake backend', () => {
     expect(events).toEqual(expect.arrayContaining(['object.created', 'object.woken']));
     // The first call of the version described the module; later calls went straight to the method.
     expect(runner.calls).toEqual(['__describe', 'increment', 'increment']);
+    // One worker served the describe and both calls, in the class folder, with the object's class in its environment.
+    if (mode === 'worker') {
+      expect(h!.backend.workerStarts).toHaveLength(1);
+      expect(h!.backend.workerStarts[0]!.key).toBe('obj.counter.v1');
+      expect(h!.backend.workerStarts[0]!.request).toMatchObject({ workdir: '/workspace/.sandboxd/objects/counter', env: { SANDBOXD_OBJECT_CLASS: 'counter' } });
+    }
     const klass = (await h!.app.inject({ url: '/objects/classes/counter' })).json().data;
     expect(klass.methods).toContain('increment');
     expect(klass.object_count).toBe(1);
@@ -122,6 +137,8 @@ describe('durable objects over the fake backend', () => {
     expect((await call('get')).json().data).toBe(1);
     const outcomes = (await h!.app.inject({ url: '/objects/counter/alice/calls?limit=3' })).json().data.map((c: { outcome: string }) => c.outcome);
     expect(outcomes).toEqual(['ok', 'timeout', 'error']);
+    // Each failed call took its worker down; the next call started a new one.
+    if (mode === 'worker') expect(h!.backend.workerStarts.length).toBe(5);
   });
 
   it('answers 404 for an unregistered class and an unknown method (without running anything once the methods are known)', async () => {

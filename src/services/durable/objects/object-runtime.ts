@@ -103,7 +103,10 @@ export class ObjectRuntime {
   }
 
   /** Sends one request to the class version's runner in the prepared sandbox. */
-  async invoke(prepared: Prepared, klass: ObjectClassRecord, request: RunnerRequest, timeoutMs: number, env: Record<string, string>): Promise<Invoked> {
+  async invoke(prepared: Prepared, klass: ObjectClassRecord, request: RunnerRequest, timeoutMs: number): Promise<Invoked> {
+    // The same for every call of the class version, so that one worker serves them all; the
+    // runner sets the object's id and the call's id per call.
+    const env = { SANDBOXD_OBJECT_CLASS: klass.name };
     const asset = runnerAsset(klass.runtime);
     const nonce = randomBytes(12).toString('hex');
     const line = JSON.stringify({ nonce, module: `${versionDir(klass.name, klass.version)}/${asset.module}`, ...request });

@@ -318,7 +318,6 @@ export class ObjectService implements ObjectCaller {
           call_id,
         },
         request.timeout_ms ?? klass.timeout_ms,
-        { SANDBOXD_OBJECT_ID: object.id, SANDBOXD_OBJECT_CLASS: object.class },
       );
       cold ||= invoked.worker_started;
     } catch (err) {
@@ -452,7 +451,6 @@ export class ObjectService implements ObjectCaller {
       klass,
       { method: '__describe', args: {}, storage: {}, alarm: null, object: { id: object.id, class: object.class, object_id: object.object_id }, now: isoNow(this.clock), call_id: '' },
       klass.timeout_ms,
-      {},
     );
     if (!described.reply.ok) {
       const { error } = described.reply;
