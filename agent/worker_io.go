@@ -67,9 +67,11 @@ func (s *stderrDrain) run() {
 		err := s.raw.Read(func(fd uintptr) bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			readable, eof := s.readAvailable(fd)
+			// Read all the pipe holds; then wait for more (false) until it ends. Returning true on an
+			// empty pipe would make Read return at once and this loop spin.
+			_, eof := s.readAvailable(fd)
 			ended = eof
-			return !readable || eof
+			return eof
 		})
 		if err != nil || ended {
 			return

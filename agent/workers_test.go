@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -469,4 +470,27 @@ func TestWorkerClientGoneKillsIt(t *testing.T) {
 	eventually(t, "a call whose client went away left its worker running", func() bool {
 		return !running(started.Pid) && countProcesses("sleep 4172") == 0
 	})
+}
+
+// An idle worker costs the agent no CPU: its stderr drain waits for the pipe rather than
+// polling it (a drain that returned on an empty pipe spun at several percent of a core).
+func TestIdleWorkerCostsNoCPU(t *testing.T) {
+	c := startAgent(t)
+	ensureWorker(t, c, "idle-1", shWorker(echoWorker))
+	ensureWorker(t, c, "idle-2", shWorker(echoWorker))
+	if status, _ := callWorker(t, c, "idle-1", "n", []byte("n x"), 5000); status != 200 {
+		t.Fatalf("call: %d", status)
+	}
+	cpu := func() time.Duration {
+		var usage syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
+	}
+	before := cpu()
+	time.Sleep(time.Second)
+	if used := cpu() - before; used > 150*time.Millisecond {
+		t.Fatalf("two idle workers cost the agent %v of CPU in one second", used)
+	}
 }
