@@ -27,6 +27,12 @@ async function defineClass(server: Server, name: string, runtime: 'node' | 'pyth
   await ok('POST', `${server.url}/objects/classes`, { name, runtime, source: runtime === 'node' ? NODE_SOURCE : PYTHON_SOURCE });
 }
 
+/** Deletes a class's objects (and so their sandboxes) and the class. */
+async function removeClass(server: Server, name: string): Promise<void> {
+  for (const object of await ok<{ id: string }[]>('GET', `${server.url}/objects?class=${name}&limit=1000`)) await ok('DELETE', `${server.url}/objects/${object.id}`);
+  await ok('DELETE', `${server.url}/objects/classes/${name}`);
+}
+
 /**
  * Warm calls through the API (a persistent worker answers) against a bare exec, through the
  * same API, of the same runner with the same request: the process-per-call cost it replaces.
@@ -59,6 +65,7 @@ export async function benchObjectCalls(server: Server, n: number, runtime: 'node
     () => ok('POST', `${server.url}/sandboxes/${object.sandbox}/exec`, { command, stdin: `${request}\n`, workdir: `/workspace/.sandboxd/objects/${klass}` }),
   );
   report(`object call, warm (${runtime})`, paired.ours, paired.plain, `exec of the runner, a process per call`);
+  await removeClass(server, klass);
 }
 
 /** Calls per second over `objects` objects from `clients` clients for `seconds`. */
@@ -85,6 +92,7 @@ export async function benchObjectThroughput(server: Server, seconds: number, obj
   process.stdout.write(
     `object calls, ${clients} clients over ${objects} objects: ${(calls / seconds).toFixed(0)} calls/s (p50 ${s.p50.toFixed(1)} ms, p95 ${s.p95.toFixed(1)} ms, ${failures} failed; target >= 200/s)\n`,
   );
+  await removeClass(server, klass);
 }
 
 /** Wake from hibernation (a stopped sandbox started, the worker started) against a sandbox start plus an exec. */
@@ -109,6 +117,7 @@ export async function benchObjectWake(server: Server, n: number): Promise<void> 
     );
   }
   await ok('DELETE', `${server.url}/sandboxes/${plainName}`);
+  await removeClass(server, klass);
   report('object wake from hibernation (target p50 <= 500 ms)', summarize(wakes), summarize(starts), 'sandbox start + exec of node');
 }
 
@@ -141,6 +150,7 @@ export async function benchAlarmLag(server: Server, firings: number): Promise<vo
   }
   const sorted = [...lags].sort((a, b) => a - b);
   const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? NaN;
+  await removeClass(server, klass);
   report(`alarm lag, ${lags.length} firings (p99 ${p99} ms; target < 1000)`, summarize(lags), summarize(timerLags), 'setTimeout in the client');
 }
 
