@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'snapshot.created',
   'snapshot.restored',
   'snapshot.deleted',
+  'schedule.run.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -45,7 +46,8 @@ export const sandboxEvent = z
     metadata: z.record(z.string(), z.unknown()).meta({
       description:
         'sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, ' +
-        'at most 4096 characters), duration_ms, success, exit_code, timed_out; other types: empty',
+        'at most 4096 characters), duration_ms, success, exit_code, timed_out; schedule.run.failed: run_id, scheduled_for, status ' +
+        '(failed or interrupted), error; other types: empty',
     }),
   })
   .meta({ id: 'SandboxEvent' });

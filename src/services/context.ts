@@ -3,6 +3,7 @@ import type { AuditRepository } from '../state/audit-repository.js';
 import type { BrowserEventRepository } from '../state/browser-event-repository.js';
 import type { DetachedRepository } from '../state/detached-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
+import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './commands/exec-service.js';
@@ -46,6 +47,7 @@ export interface Repositories {
   audit: AuditRepository;
   detached: DetachedRepository;
   browserEvents: BrowserEventRepository;
+  schedules: ScheduleRepository;
 }
 
 /**

@@ -4,6 +4,7 @@ import { AuditRepository } from '../state/audit-repository.js';
 import { BrowserEventRepository } from '../state/browser-event-repository.js';
 import { DetachedRepository } from '../state/detached-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
+import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -11,7 +12,8 @@ import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
 import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
-import { DurableTimers } from './durable/index.js';
+import { notFound } from '../errors.js';
+import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService, type ObjectCaller } from './durable/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
@@ -32,6 +34,16 @@ export interface ServicesInput {
   secrets?: SecretBox;
 }
 
+// replaced by the object service (issue 13)
+const NO_OBJECTS: ObjectCaller = {
+  async requireClass(name) {
+    throw notFound(`class '${name}' is not registered: POST /objects/classes first`);
+  },
+  async callObject(input) {
+    throw notFound(`class '${input.class}' is not registered: POST /objects/classes first`);
+  },
+};
+
 /** The service layer, wired once and shared by every face (HTTP, MCP). */
 export class Services {
   readonly sandboxes: SandboxService;
@@ -49,6 +61,8 @@ export class Services {
   readonly runPool: RunPool;
   /** The driver of work due at a time; the runtime starts it after recovery. */
   readonly timers: DurableTimers;
+  /** Cron and one-shot firings; its `firing` is a source of `timers`. */
+  readonly schedules: ScheduleService;
   readonly secrets: SecretBox;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
@@ -66,6 +80,7 @@ export class Services {
       audit: new AuditRepository(store.db, store.statements),
       detached: new DetachedRepository(store.db),
       browserEvents: new BrowserEventRepository(store.db),
+      schedules: new ScheduleRepository(store.db, store.statements),
     };
     this.repos = repos;
     this.settings = settings;
@@ -98,6 +113,15 @@ export class Services {
     this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });
     this.recovery = new RecoveryService({ ...ctx, ...part('recovery') });
     this.browser = new BrowserService(ctx);
+    this.schedules = new ScheduleService({
+      ...ctx,
+      ...part('schedules'),
+      runs: this.runs,
+      objects: NO_OBJECTS,
+      orchestrations: NO_ORCHESTRATIONS,
+      metrics,
+    });
+    this.timers.register(this.schedules.firing);
     this.hostStats = new HostStats(store.dataDir);
   }
 
@@ -129,6 +153,7 @@ export class Services {
    */
   async close(): Promise<void> {
     await this.timers.close();
+    this.schedules.close();
     await this.browser.close();
     await this.pool.close();
     await this.runPool.close();
