@@ -153,7 +153,7 @@ export class Services {
    */
   async close(): Promise<void> {
     await this.timers.close();
-    this.schedules.close();
+    await this.schedules.close();
     await this.browser.close();
     await this.pool.close();
     await this.runPool.close();

@@ -90,6 +90,16 @@ export class ScheduleRepository {
     await this.db.updateTable('schedules').set(codec.toColumns(fields)).where('id', '=', id).execute();
   }
 
+  /** Pauses a schedule whatever its state (a schedule the firing cannot plan). */
+  pause(id: string, now: string): void {
+    this.statements.get("UPDATE schedules SET status = 'paused', next_fire_at = NULL, updated_at = ? WHERE id = ?").run(now, id);
+  }
+
+  /** How many schedules there are. */
+  count(): number {
+    return (this.statements.get('SELECT COUNT(*) AS n FROM schedules').get() as { n: number }).n;
+  }
+
   /** Deletes a schedule and its runs in one transaction. */
   delete(id: string): void {
     this.statements.transaction(() => {

@@ -243,6 +243,29 @@ describe('firing', () => {
   });
 });
 
+describe('robustness', () => {
+  it('pauses a schedule whose stored cron cannot be read, and the others still fire', async () => {
+    await svc.create(counter({ name: 'broken' }));
+    await svc.create(counter({ name: 'fine' }));
+    h.store.statements.get("UPDATE schedules SET cron = 'not a cron' WHERE name = 'broken'").run();
+    await at('2026-01-01T00:01:00.000Z');
+    expect(await svc.get('broken')).toMatchObject({ status: 'paused', next_fire_at: null });
+    expect(await runsOf('fine')).toMatchObject([{ status: 'succeeded' }]);
+  });
+
+  it('refuses a schedule past the limit with 429', async () => {
+    const insert = h.store.statements.get(
+      "INSERT INTO schedules (id, name, timezone, method, status, overlap, misfire, created_at, updated_at) VALUES (?, ?, 'UTC', 'run', 'paused', 'skip', 'fire_once', '', '')",
+    );
+    h.store.statements.transaction(() => {
+      for (let i = 0; i < 10_000; i++) insert.run(`id-${i}`, `s-${i}`);
+    });
+    const res = await h.app.inject({ method: 'POST', url: '/schedules', payload: { name: 'one-more', method: 'run', cron: '@daily', args: { command: ['true'] } } });
+    expect(res.statusCode).toBe(429);
+    expect(res.json()).toMatchObject({ code: 'LIMIT_REACHED', error: 'at most 10000 schedules; delete some first' });
+  });
+});
+
 describe('at most once', () => {
   it('fires one occurrence once however many ticks or services race for it', async () => {
     const other = scheduleService();

@@ -40,7 +40,7 @@ export async function scheduleRoutes(app: App, { services }: RouteContext): Prom
           'at a crash is recorded interrupted and not fired again, except an object method, retried once with the same ' +
           'Idempotency-Key). Unknown class, definition or sandbox: 404; duplicate name: 409.',
         body: createScheduleBody,
-        response: { 201: envelope(schedule), ...errors(400, 403, 404, 409) },
+        response: { 201: envelope(schedule), ...errors(400, 403, 404, 409, 429) },
       },
     },
     async (request, reply) => reply.status(201).send(ok(await schedules.create(request.body))),

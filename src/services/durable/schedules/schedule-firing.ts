@@ -78,23 +78,26 @@ export class ScheduleFiring implements TimerSource {
     for (const schedule of this.repo.due(at.toISOString(), CLAIMS_PER_TICK)) this.claim(schedule, at);
   }
 
-  /** Claims one due schedule; a schedule that cannot be planned (a cron croner refuses now) is logged and paused. */
+  /**
+   * Claims one due schedule. A schedule that cannot be planned (a stored cron croner refuses
+   * now) or claimed is logged and paused, so that it never stops the others from firing.
+   */
   private claim(schedule: ScheduleRecord, now: Date): void {
-    let calculator: CronCalculator | undefined;
+    let plan: FiringPlan | undefined;
     try {
-      calculator = schedule.cron === null ? undefined : cronCalculator(schedule.cron, schedule.timezone);
+      const calculator: CronCalculator | undefined = schedule.cron === null ? undefined : cronCalculator(schedule.cron, schedule.timezone);
+      const inserted = this.repo.claim(schedule.id, schedule.next_fire_at!, (running) => (plan = planFiring(schedule, now, running, calculator)));
+      if (inserted.length === 0) return;
     } catch (err) {
-      this.logger.error({ err, schedule: schedule.name }, 'stored cron expression refused; pausing the schedule');
-      void this.repo.update(schedule.id, { status: 'paused', next_fire_at: null, updated_at: now.toISOString() });
+      this.logger.error({ err, schedule: schedule.name }, 'schedule could not be claimed; pausing it');
+      this.repo.pause(schedule.id, now.toISOString());
       return;
     }
-    let plan: FiringPlan | undefined;
-    const inserted = this.repo.claim(schedule.id, schedule.next_fire_at!, (running) => (plan = planFiring(schedule, now, running, calculator)));
-    if (inserted.length === 0 || !plan) return;
-    for (const run of plan.runs) if (run.status !== 'running') this.metrics.scheduleRuns.inc({ status: run.status });
-    if (!plan.fire) return;
-    this.metrics.scheduleLag.observe(Math.max(0, now.getTime() - Date.parse(plan.fire.scheduled_for)) / 1000);
-    this.dispatch(schedule, plan.fire);
+    for (const run of plan!.runs) if (run.status !== 'running') this.metrics.scheduleRuns.inc({ status: run.status });
+    const fire = plan!.fire;
+    if (!fire) return;
+    this.metrics.scheduleLag.observe(Math.max(0, now.getTime() - Date.parse(fire.scheduled_for)) / 1000);
+    this.dispatch(schedule, fire);
   }
 
   /**
@@ -156,9 +159,16 @@ export class ScheduleFiring implements TimerSource {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
-  /** No new runs start; runs in flight end on their own (a stop in between leaves them interrupted at the next start). */
-  close(): void {
+  /**
+   * No new runs start; runs in flight get `graceMs` to end and be recorded. One still running
+   * after it is found `running` at the next start and recorded interrupted.
+   */
+  async close(graceMs = 2000): Promise<void> {
     this.closed = true;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    await Promise.race([this.settled(), grace]);
+    clearTimeout(timer);
   }
 
   private end(run: RunRecord, status: RunEnd['status'], result: unknown, error: string | null): RunEnd {

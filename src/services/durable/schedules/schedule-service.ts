@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { badRequest, conflict, notFound } from '../../../errors.js';
+import { badRequest, conflict, notFound, ServiceError } from '../../../errors.js';
 import {
   schedule as scheduleSchema,
   scheduleRun,
@@ -39,6 +39,9 @@ interface Timing {
   timezone: string;
   end_at: string | null;
 }
+
+/** Schedules a server keeps at most. */
+export const MAX_SCHEDULES = 10_000;
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -106,6 +109,7 @@ export class ScheduleService {
     const fields = { method: input.method, args: input.args ?? {}, ...targetsOf(input) };
     checkTarget(fields, this.ports);
     if (await this.repo.byName(input.name)) throw conflict(`schedule '${input.name}' exists already`);
+    if (this.repo.count() >= MAX_SCHEDULES) throw new ServiceError('LIMIT_REACHED', `at most ${MAX_SCHEDULES} schedules; delete some first`);
     await checkReferences(fields, this.ports);
     const status = input.status ?? 'active';
     const stamp = now.toISOString();
@@ -232,9 +236,9 @@ export class ScheduleService {
     return this.firing.settled();
   }
 
-  /** Stops starting runs (the driver is closed first by the owner). */
-  close(): void {
-    this.firing.close();
+  /** Stops starting runs and gives those in flight a moment to be recorded (the owner closes the driver first). */
+  close(): Promise<void> {
+    return this.firing.close();
   }
 
   /** A one-shot time, not more than the grace in the past. */
