@@ -361,7 +361,10 @@ describe('targets and history', () => {
     expect(run).toMatchObject({ status: 'succeeded', scheduled_for: '2026-01-01T00:00:00.000Z', result: { count: 1 } });
     expect(await svc.get('tick')).toMatchObject({ status: 'paused', next_fire_at: null, fire_count: 0, last_run_status: 'succeeded' });
     const id = (await svc.get('tick')).id;
-    expect((await svc.trigger(id)).schedule_id).toBe(id);
+    const again = await svc.trigger(id);
+    expect(again).toMatchObject({ schedule_id: id, scheduled_for: run.scheduled_for, result: { count: 2 } });
+    // Two triggers are two calls, even at the same instant: each is keyed by its run.
+    expect(objects.calls.map((c) => c.idempotency_key)).toEqual([`schedule:${id}:trigger:${run.id}`, `schedule:${id}:trigger:${again.id}`]);
   });
 
   it('keeps the last 100 runs of a schedule, newest first, and deletes them with it', async () => {

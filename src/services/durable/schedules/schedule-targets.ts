@@ -87,9 +87,12 @@ export async function checkReferences(fields: TargetFields, ports: TargetPorts):
   if (kind === 'sandbox') await ports.sandboxes.require(fields.target_sandbox!);
 }
 
-/** The idempotency key of a run's object call: the same for a retry of the same occurrence. */
-export const idempotencyKey = (schedule: Pick<ScheduleRecord, 'id'>, run: Pick<RunRecord, 'scheduled_for'>) =>
-  `schedule:${schedule.id}:${run.scheduled_for}`;
+/**
+ * The idempotency key of a run's object call: `schedule:<id>:<scheduled_for>`, the same for a
+ * retry of the same occurrence; a trigger's run is keyed by its run id (two triggers are two calls).
+ */
+export const idempotencyKey = (schedule: Pick<ScheduleRecord, 'id'>, run: Pick<RunRecord, 'id' | 'scheduled_for' | 'manual'>) =>
+  run.manual ? `schedule:${schedule.id}:trigger:${run.id}` : `schedule:${schedule.id}:${run.scheduled_for}`;
 
 /**
  * Invokes a schedule's target for one run and says how it went; never throws. A command that
