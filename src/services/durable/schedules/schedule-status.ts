@@ -48,7 +48,7 @@ export function nextStatus(from: ScheduleStatus, on: ScheduleTrigger): ScheduleS
 /** Where `on` takes schedule `name`; CONFLICT when the transition is not in the table. */
 export function requireTransition(name: string, from: ScheduleStatus, on: ScheduleTrigger): ScheduleStatus {
   const to = nextStatus(from, on);
-  if (!to) throw conflict(`schedule '${name}' is ${from}: it cannot ${on === 'pause' ? 'be paused' : on === 'resume' ? 'be resumed' : on.replaceAll('_', ' ')}; create a new schedule`);
+  if (!to) throw conflict(`schedule '${name}' is ${from}: no transition on ${on}; create a new schedule`);
   return to;
 }
 
