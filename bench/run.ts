@@ -7,6 +7,7 @@ import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } f
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
+import { benchScheduleLag } from './schedule-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
 interface Server {
@@ -67,7 +68,9 @@ async function main(): Promise<void> {
   // BENCH_ONLY=core runs the core figures alone (runs, create, exec, files, API overhead);
   // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone,
   // BENCH_ONLY=objects the durable-object figures alone.
+  // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
   const only = process.env.BENCH_ONLY;
+  const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
   const fake = await startServer(['--backend', 'fake']);
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
   try {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
     if (only === 'objects') return await benchObjects(docker, n);
+    if (only === 'schedules') return await benchScheduleLag(fake, firings);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -93,6 +97,7 @@ async function main(): Promise<void> {
     await benchApiOverhead(fake, n * 20);
     if (coreOnly) return;
     await benchObservability(observed, fake, n * 20);
+    await benchScheduleLag(fake, firings);
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'moderate');
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
     await benchBrowser(docker, n);

@@ -21,6 +21,7 @@ import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
+import { scheduleRoutes } from './routes/schedule-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
 import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { zodValidatorCompiler } from './validation.js';
@@ -190,5 +191,6 @@ export async function buildApp({
   await app.register(snapshotRoutes, context);
   await app.register(browserRoutes, context);
   await app.register(objectRoutes, context);
+  await app.register(scheduleRoutes, context);
   return app;
 }

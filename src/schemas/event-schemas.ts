@@ -21,6 +21,7 @@ export const EVENT_TYPES = [
   'object.hibernated',
   'object.deleted',
   'object.alarm.failed',
+  'schedule.run.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -51,7 +52,8 @@ export const sandboxEvent = z
       description:
         'sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, ' +
         'at most 4096 characters), duration_ms, success, exit_code, timed_out; object.*: class, object_id, and object.woken cold_start_ms, ' +
-        'object.deleted status, object.alarm.failed method, fire_at, attempts, error; other types: empty',
+        'object.deleted status, object.alarm.failed method, fire_at, attempts, error; schedule.run.failed: run_id, scheduled_for, ' +
+        'status (failed or interrupted), error; other types: empty',
     }),
   })
   .meta({ id: 'SandboxEvent' });

@@ -4,6 +4,7 @@ import type { BrowserEventRepository } from '../state/browser-event-repository.j
 import type { DetachedRepository } from '../state/detached-repository.js';
 import type { ObjectRepository } from '../state/object-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
+import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './commands/exec-service.js';
@@ -52,6 +53,7 @@ export interface Repositories {
   detached: DetachedRepository;
   browserEvents: BrowserEventRepository;
   objects: ObjectRepository;
+  schedules: ScheduleRepository;
 }
 
 /**

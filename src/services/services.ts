@@ -5,6 +5,7 @@ import { BrowserEventRepository } from '../state/browser-event-repository.js';
 import { DetachedRepository } from '../state/detached-repository.js';
 import { ObjectRepository } from '../state/object-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
+import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -12,7 +13,7 @@ import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
 import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
-import { DurableTimers } from './durable/index.js';
+import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService } from './durable/index.js';
 import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
@@ -55,6 +56,8 @@ export class Services {
   readonly objectClasses: ObjectClasses;
   /** Durable objects and their calls. */
   readonly objects: ObjectService;
+  /** Cron and one-shot firings; its `firing` is a source of `timers`. */
+  readonly schedules: ScheduleService;
   readonly secrets: SecretBox;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
@@ -73,6 +76,7 @@ export class Services {
       detached: new DetachedRepository(store.db),
       browserEvents: new BrowserEventRepository(store.db),
       objects: new ObjectRepository(store.db),
+      schedules: new ScheduleRepository(store.db, store.statements),
     };
     this.repos = repos;
     this.settings = settings;
@@ -117,6 +121,15 @@ export class Services {
     });
     this.timers.register(new ObjectAlarms(repos.objects, this.objects, () => void this.timers.poke(), logger.child({ part: 'object-alarms' }), clock));
     this.timers.register(new ObjectHibernation(repos.objects, this.objects));
+    this.schedules = new ScheduleService({
+      ...ctx,
+      ...part('schedules'),
+      runs: this.runs,
+      objects: this.objects,
+      orchestrations: NO_ORCHESTRATIONS,
+      metrics,
+    });
+    this.timers.register(this.schedules.firing);
     this.hostStats = new HostStats(store.dataDir);
   }
 
@@ -149,6 +162,7 @@ export class Services {
   async close(): Promise<void> {
     await this.timers.close();
     this.objects.close();
+    await this.schedules.close();
     await this.browser.close();
     await this.pool.close();
     await this.runPool.close();

@@ -183,6 +183,58 @@ export interface ObjectIdempotencyTable {
   created_at: string;
 }
 
+/** A schedule: when it fires (cron or fire_at) and what it runs. Times are RFC 3339 UTC text. */
+export interface ScheduleTable {
+  id: string;
+  name: string;
+  cron: string | null;
+  fire_at: string | null;
+  /** IANA zone the cron expression is read in. */
+  timezone: string;
+  method: string;
+  /** JSON: the target's arguments. */
+  args: string;
+  target_class: string | null;
+  target_object_id: string | null;
+  target_orchestration: string | null;
+  target_sandbox: string | null;
+  /** active | paused | completed | failed */
+  status: string;
+  /** skip | allow */
+  overlap: string;
+  /** fire_once | skip */
+  misfire: string;
+  end_at: string | null;
+  /** The occurrence the next claim is for; null when nothing is due (paused, done). */
+  next_fire_at: string | null;
+  last_fired_at: string | null;
+  last_run_status: string | null;
+  fire_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One firing of a schedule (or a record of firings that were skipped or missed). */
+export interface ScheduleRunTable {
+  id: string;
+  schedule_id: string;
+  scheduled_for: string;
+  started_at: string;
+  finished_at: string | null;
+  /** running | succeeded | failed | skipped | missed | interrupted */
+  status: string;
+  missed_count: number;
+  duration_ms: number | null;
+  /** JSON: what the target returned, capped. */
+  result: string | null;
+  error: string | null;
+  orchestration_id: string | null;
+  /** 1; 2 once recovery retried an object-method run. */
+  attempt: number;
+  /** 1 for a run of POST /schedules/{id}/trigger. */
+  manual: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -199,5 +251,7 @@ export interface Database {
   objects: ObjectTable;
   object_calls: ObjectCallTable;
   object_idempotency: ObjectIdempotencyTable;
+  schedules: ScheduleTable;
+  schedule_runs: ScheduleRunTable;
   meta: MetaTable;
 }

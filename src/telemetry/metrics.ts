@@ -100,6 +100,18 @@ export class Metrics {
     ['cold'],
   );
 
+  readonly scheduleRuns = this.counter(
+    'sandboxd_schedule_runs_total',
+    'Schedule runs recorded, by status: succeeded, failed, skipped (overlap), missed (misfire skip), interrupted (server stopped)',
+    ['status'],
+  );
+
+  readonly scheduleLag = this.histogram(
+    'sandboxd_schedule_lag_seconds',
+    'Lag of schedule firings: when the run was claimed minus the occurrence it is for',
+    LATENCY_BUCKETS,
+  );
+
   readonly uncaughtErrors = this.counter(
     'sandboxd_uncaught_errors_total',
     'Errors that escaped every handler (each one a bug), by kind: exception or rejection; the server logged them and kept serving',

@@ -41,6 +41,10 @@ const TOOLS: Record<string, string[]> = {
   browser_screenshot: ['name'],
   browser_close: ['name'],
   browser_events: ['name'],
+  schedule_create: ['name', 'method'],
+  schedule_list: [],
+  schedule_delete: ['schedule'],
+  schedule_trigger: ['schedule'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

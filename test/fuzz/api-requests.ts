@@ -147,6 +147,20 @@ function poolFor(field: string, known: KnownNames): unknown[] {
       return ['d-1', 'nope', '../x'];
     case 'page':
       return ['main', 'p2', 'a b'];
+    case 'cron':
+      // Nothing more often than every 10 s: on Docker each firing of a run target is a container.
+      return ['* * * * *', '*/10 * * * * *', '*/5 * * * *', '@hourly', '@reboot', '0 0 30 2 *', '0 0 1 1 * 2030', '61 * * * *', 'L W # ?', '0 12 1 * +MON'];
+    case 'fire_at':
+    case 'end_at':
+      return [new Date(Date.now() + 3_600_000).toISOString(), '2020-01-01T00:00:00Z', '2026-02-30T00:00:00Z', 'tomorrow', '9999-12-31T23:59:59+14:00'];
+    case 'timezone':
+      return ['UTC', 'Europe/Berlin', 'America/New_York', 'Mars/Olympus', '+01:00', 'utc'];
+    case 'method':
+      return ['run', 'exec', 'start', 'increment', '_private'];
+    case 'target_sandbox':
+      return [...known.sandboxes, 'no-such-sandbox'];
+    case 'args':
+      return [{ command: ['true'] }, { command: ['echo', 'hi'], timeout_ms: 1000 }, {}, { cmd: 'x' }, { command: ['id'], sudo: true }];
     default:
       return [];
   }

@@ -36,6 +36,24 @@ describe('startRuntime', () => {
     expect(ticks).toBe(before);
   });
 
+  it('records a schedule run the last process left running as interrupted before the timers start', async () => {
+    const dataDir = tempDir();
+    const first = await startRuntime(configFor(dataDir), silentLogger(), { listen: false });
+    const created = await first.services.schedules.create({ name: 'job', method: 'run', cron: '@yearly', args: { command: ['true'] } });
+    await first.close();
+    // What a kill -9 during a run leaves: the claimed run still marked running.
+    const store = await openStore(dataDir);
+    store.statements
+      .get(
+        "INSERT INTO schedule_runs (id, schedule_id, scheduled_for, started_at, status, missed_count) VALUES ('r1', ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'running', 0)",
+      )
+      .run(created.id);
+    await store.close();
+    const second = await startRuntime(configFor(dataDir), silentLogger(), { listen: false });
+    expect(await second.services.schedules.runs('job', { limit: 10 })).toMatchObject([{ id: 'r1', status: 'interrupted' }]);
+    await second.close();
+  });
+
   it('refuses a key file open to others at start, and lets the data directory go', async () => {
     const dataDir = tempDir();
     const keyFile = join(tempDir(), 'sandboxd.key');

@@ -6,7 +6,18 @@ import { fileTools } from './file-tools.js';
 import { lifecycleTools } from './lifecycle-tools.js';
 import { objectTools } from './object-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
+import { scheduleTools } from './schedule-tools.js';
 import { snapshotTools } from './snapshot-tools.js';
 
 /** Every tool the MCP server offers, one family per file; a new family is one more entry. */
-export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [sandboxTools, execTools, detachedTools, fileTools, lifecycleTools, snapshotTools, browserTools, objectTools];
+export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
+  sandboxTools,
+  execTools,
+  detachedTools,
+  fileTools,
+  lifecycleTools,
+  snapshotTools,
+  browserTools,
+  objectTools,
+  scheduleTools,
+];

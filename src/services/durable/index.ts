@@ -4,4 +4,6 @@
  * timers, retry back-offs) registers with. The sources keep their due times in the store.
  */
 export type { ObjectCaller, ObjectCallInput, ObjectCallSource } from './object-caller.js';
+export { NO_ORCHESTRATIONS, type OrchestrationStarter } from './orchestration-starter.js';
+export { ScheduleService } from './schedules/index.js';
 export { DurableTimers, FIRST_RETRY_MS, MAX_WAIT_MS, type DurableTimersInput, type TimerSource, type Wake } from './durable-timers.js';

@@ -1,6 +1,6 @@
 import type { AuditEntry, AuditRepository } from '../../state/audit-repository.js';
 import { isoNow, type Clock } from '../support/clock.js';
-import type { EventBus, EventType } from './event-bus.js';
+import type { EventBus, EventResource, EventType } from './event-bus.js';
 import type { ServiceContext } from '../context.js';
 
 /** Audit event names written by the service. */
@@ -81,6 +81,14 @@ export class AuditService {
       labels: sandbox.labels ?? {},
       metadata: type === 'sandbox.exec.completed' ? execMetadata(details as ExecDetails) : { ...details },
     });
+  }
+
+  /**
+   * Publishes an event about something that is not a sandbox (a schedule, an object, ...):
+   * `sandbox` and `sandbox_uuid` are empty and `resource` says what it is about.
+   */
+  resourceEvent(type: EventType, resource: EventResource, metadata: Record<string, unknown> = {}): void {
+    this.events.publish({ type, timestamp: isoNow(this.clock), sandbox: '', sandbox_uuid: '', resource, labels: {}, metadata });
   }
 
   async entries(sandboxUuid: string): Promise<AuditEntry[]> {

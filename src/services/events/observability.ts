@@ -79,7 +79,7 @@ export class Observability {
   /** Lifecycle counters and command figures, from the events every path publishes. */
   private count({ event }: PublishedEvent): void {
     const { metrics } = this;
-    metrics.sandboxEvents.inc({ type: event.type });
+    if (!event.resource) metrics.sandboxEvents.inc({ type: event.type });
     const seconds = Number(event.metadata.duration_ms) / 1000;
     if (event.type === 'sandbox.created') metrics.sandboxCreateDuration.observe(seconds);
     if (event.type === 'sandbox.exec.completed') {

@@ -1,0 +1,25 @@
+import { notFound } from '../../errors.js';
+
+/**
+ * How schedules (and later other callers) reach orchestrations: a definition check at create and
+ * the start of an instance. The orchestration service implements it.
+ * TODO(issue 15): the orchestration service implements this, and a schedule's start is inserted
+ * in the claim transaction itself (exactly-once start), as the schedules section of
+ * docs/decisions.md says.
+ */
+export interface OrchestrationStarter {
+  /** NOT_FOUND (`orchestration definition 'x' not found`) unless definition `name` exists. */
+  requireDefinition(name: string): Promise<void>;
+  /** Starts an instance of definition `name` with `input`; resolves with its id. */
+  start(input: { definition: string; input: unknown; idempotency_key: string }): Promise<{ orchestration_id: string }>;
+}
+
+/** Until orchestrations exist (issue 15): no definition exists, so nothing can be started. */
+export const NO_ORCHESTRATIONS: OrchestrationStarter = {
+  async requireDefinition(name) {
+    throw notFound(`orchestration definition '${name}' not found`);
+  },
+  async start({ definition }) {
+    throw notFound(`orchestration definition '${definition}' not found`);
+  },
+};

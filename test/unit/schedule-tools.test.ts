@@ -1,0 +1,52 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient } from '../../src/mcp/inject-client.js';
+import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { texts } from '../helpers/mcp-process.js';
+
+/** The schedule tools through the in-process API (fake backend). */
+describe('schedule MCP tools', () => {
+  let harness: FakeHarness;
+  let mcp: SandboxdMcpServer;
+  let client: Client;
+  const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+
+  beforeAll(async () => {
+    harness = await fakeHarness();
+    await harness.services.sandboxes.create({ name: 'box' });
+    mcp = await createMcpServer({ api: injectClient(harness.app, 'test'), logger: silentLogger() });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcp.server.connect(serverSide);
+    client = new Client({ name: 'unit', version: '1' });
+    await client.connect(clientSide);
+  });
+  afterAll(async () => {
+    await client.close();
+    await mcp.close();
+    await harness.close();
+  });
+
+  it('creates, lists, triggers and deletes a schedule', async () => {
+    const created = await call('schedule_create', { name: 'job', method: 'exec', target_sandbox: 'box', args: { command: ['true'] }, cron: '@daily' });
+    expect(created.isError).toBeFalsy();
+    expect(JSON.parse(texts(created)[0]!)).toMatchObject({ name: 'job', cron: '@daily', status: 'active' });
+    expect(JSON.parse(texts(await call('schedule_list'))[0]!).map((s: { name: string }) => s.name)).toEqual(['job']);
+    expect(JSON.parse(texts(await call('schedule_list', { status: 'paused' }))[0]!)).toEqual([]);
+    expect(JSON.parse(texts(await call('schedule_trigger', { schedule: 'job' }))[0]!)).toMatchObject({ status: 'succeeded', result: { exit_code: 0 } });
+    expect(texts(await call('schedule_delete', { schedule: 'job' }))).toEqual(["schedule 'job' deleted"]);
+  });
+
+  it('answers bad input and unknown schedules with isError results that name the field', async () => {
+    const never = await call('schedule_create', { name: 'job', method: 'run', args: { command: ['true'] }, cron: '0 0 30 2 *' });
+    expect(never).toMatchObject({ isError: true, content: [{ type: 'text', text: 'cron: never fires' }] });
+    const missing = await call('schedule_trigger', { schedule: 'ghost' });
+    expect(missing).toMatchObject({ isError: true, content: [{ type: 'text', text: "schedule 'ghost' not found" }] });
+    const badName = await call('schedule_create', { name: 'Bad', method: 'run', cron: '* * * * *' });
+    expect(badName.isError).toBe(true);
+    expect(texts(badName)[0]).toMatch(/name/);
+  });
+});
