@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Backend } from '../../backends/backend.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Clock } from '../support/clock.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDisk } from '../sandboxes/sandbox-defaults.js';
 import type { ServiceContext } from '../context.js';
 import type { PoolKey, PooledInstance, TakenInstance } from './warm-pool.js';
 import { DEMAND_WINDOW_MS, POOL_IDLE_MS } from './warm-pool.js';
@@ -297,6 +297,7 @@ export class RunPool {
         image: key.image,
         profile: key.profile,
         ...DEFAULT_LIMITS,
+        ...defaultDisk(this.backend),
         env: {},
         role: 'pool',
         reusable: true,

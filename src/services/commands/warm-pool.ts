@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, Profile } from '../../backends/backend.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Clock } from '../support/clock.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDisk } from '../sandboxes/sandbox-defaults.js';
 import type { ServiceContext } from '../context.js';
 import type { PoolBudget } from './pool-budget.js';
 import { PoolKeys } from './pool-keys.js';
@@ -284,7 +284,7 @@ export class WarmPool {
     const uuid = uuidv7();
     this.held.add(uuid);
     try {
-      const state = await this.backend.create({ name, uuid, image: key.image, profile: key.profile, ...DEFAULT_LIMITS, env: {}, role: 'pool' });
+      const state = await this.backend.create({ name, uuid, image: key.image, profile: key.profile, ...DEFAULT_LIMITS, ...defaultDisk(this.backend), env: {}, role: 'pool' });
       return { name, uuid, key, state };
     } catch (err) {
       // A failed create removes what it made.
