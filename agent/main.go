@@ -2,7 +2,7 @@
 // files and detached processes over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N] [--memory-guard BYTES]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
@@ -96,7 +96,11 @@ func main() {
 	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
 	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
 	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
+	memoryReserve := flags.Uint64("memory-guard", 0, "kill the largest command when less than this many bytes of memory are free (gVisor; 0: no guard)")
 	flags.Parse(os.Args[2:])
+	if *memoryReserve > 0 {
+		_ = startMemoryGuard(*memoryReserve)
+	}
 	if *maxProcs > 0 {
 		if err := limitProcesses(*maxProcs); err != nil {
 			fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
