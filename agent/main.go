@@ -200,6 +200,7 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/detached/", a.handleDetachedItem)
 	mux.HandleFunc("/v1/baseline", post(a.handleBaseline))
 	mux.HandleFunc("/v1/reset", post(a.handleReset))
+	mux.HandleFunc("/v1/hostname", post(a.handleHostname))
 	return mux
 }
 

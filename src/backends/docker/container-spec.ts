@@ -280,6 +280,8 @@ function writablePaths(owner: UserIds, reusable?: { home?: string }): Record<str
 }
 
 /**
+ * A gVisor warm-pool instance's agent also holds gVisor's CAP_SYS_ADMIN until its claim, to set
+ * the sandbox's hostname (agent/hostname.go); what follows holds for it too.
  * A reusable sandbox (see ReuseCapability) keeps its profile but has a read-only root, so that
  * everything a run can change is in tmpfs mounts its agent restores. Under gVisor its agent
  * also holds CAP_SYS_ADMIN, to start each command in an IPC namespace of its own: gVisor does
@@ -290,6 +292,8 @@ function writablePaths(owner: UserIds, reusable?: { home?: string }): Record<str
  */
 function reusableSettings(spec: SandboxSpec, runtime: string): ProfileSettings {
   const profile = PROFILE_SETTINGS[spec.profile];
+  // A gVisor pool instance's agent sets the hostname at its claim, then drops it (agent/hostname.go).
+  if (!spec.reusable && spec.role === 'pool' && runtime === 'runsc') return { ...profile, capAdd: [...profile.capAdd, 'SYS_ADMIN'] };
   if (!spec.reusable) return profile;
   return { ...profile, readonlyRootfs: true, capAdd: runtime === 'runsc' ? [...profile.capAdd, 'SYS_ADMIN'] : profile.capAdd };
 }

@@ -177,8 +177,11 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
-      // The instance was made under its pool name; the sandbox's hostname is its own name.
-      if (!(await setHostname(await container.inspect(), hostnameOf(spec.name)))) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
+      // The instance was made under its pool name; the sandbox's hostname is its own name (set
+      // from the host under runc, by the agent under gVisor: docker-hostname.ts).
+      const info = await container.inspect();
+      const named = info.HostConfig.Runtime === 'runsc' ? await this.agents.of(id).setHostname(hostnameOf(spec.name)).then(() => true, () => false) : await setHostname(info, hostnameOf(spec.name));
+      if (!named) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
     }, id);
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
