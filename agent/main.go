@@ -96,7 +96,7 @@ func main() {
 	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
 	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
 	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
-	memoryReserve := flags.Uint64("memory-guard", 0, "kill the largest command when less than this many bytes of memory are free (gVisor; 0: no guard)")
+	memoryReserve := flags.Uint64("memory-guard", 0, "kill the largest command when less than a quarter of the memory (at least this many bytes, at most half) is free (gVisor; 0: no guard)")
 	flags.Parse(os.Args[2:])
 	if *memoryReserve > 0 {
 		_ = startMemoryGuard(*memoryReserve)

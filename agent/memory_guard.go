@@ -18,7 +18,10 @@ import (
 // OOM killer of its own, so the agent watches the sandbox's free memory (gVisor's /proc/meminfo,
 // which counts the memory of every process and tmpfs against the limit) and, when less than the
 // reserve is left, kills the command process with the largest resident set, as the kernel's OOM
-// killer would: that command fails (exit 137, oom_killed) and the sandbox lives.
+// killer would: that command fails (exit 137, oom_killed) and the sandbox lives. The reserve is
+// room for gVisor's own kernel, whose memory counts against the host's limit but not in MemFree:
+// a quarter of MemTotal, at least the flag's bytes, at most half of MemTotal (a sandbox may be
+// resized while stopped, and MemTotal follows its limit).
 const (
 	// memoryGuardPeriod is how often the guard reads the free memory while nothing is short. A
 	// command allocating as fast as it can takes ~1 s per GiB under gVisor here, so one period
@@ -42,16 +45,16 @@ var (
 )
 
 // startMemoryGuard runs the guard until stop is called (the agent never does): whenever less
-// than reserve bytes of the sandbox's memory are free, it kills the largest command process.
-func startMemoryGuard(reserve uint64) (stop func()) {
+// than the reserve (memoryReserve) is free, it kills the largest command process.
+func startMemoryGuard(leastReserve uint64) (stop func()) {
 	memoryGuarded.Store(true)
 	quit := make(chan struct{})
 	go func() {
 		for {
-			if free, ok := freeMemory(); ok && free < reserve {
+			if free, total, ok := freeMemory(); ok && free < memoryReserve(total, leastReserve) {
 				if pid := largestProcess(); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 					guardKills.Add(1)
-					waitGone(pid, reserve)
+					waitGone(pid, memoryReserve(total, leastReserve))
 					continue
 				}
 			}
@@ -68,12 +71,24 @@ func startMemoryGuard(reserve uint64) (stop func()) {
 	}
 }
 
+// memoryReserve is the free memory the guard keeps: a quarter of total, at least least, at most half.
+func memoryReserve(total, least uint64) uint64 {
+	reserve := total / 4
+	if reserve < least {
+		reserve = least
+	}
+	if reserve > total/2 {
+		reserve = total / 2
+	}
+	return reserve
+}
+
 // waitGone waits, at most memoryGuardSettle, until the killed process pid is gone (or a zombie)
 // or the free memory is back above the reserve.
 func waitGone(pid int, reserve uint64) {
 	deadline := time.Now().Add(memoryGuardSettle)
 	for time.Now().Before(deadline) {
-		if free, ok := freeMemory(); ok && free >= reserve {
+		if free, _, ok := freeMemory(); ok && free >= reserve {
 			return
 		}
 		stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
@@ -95,26 +110,31 @@ func processState(stat []byte) byte {
 	return stat[end+2]
 }
 
-// freeMemory is MemFree of /proc/meminfo in bytes.
-func freeMemory() (uint64, bool) {
+// freeMemory is MemFree and MemTotal of /proc/meminfo in bytes.
+func freeMemory() (free, total uint64, ok bool) {
 	data, err := os.ReadFile(meminfoFile)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
+	var seen int
 	scanner := bufio.NewScanner(bytes.NewReader(data))
-	for scanner.Scan() {
-		line := scanner.Text()
-		if !strings.HasPrefix(line, "MemFree:") {
+	for scanner.Scan() && seen < 2 {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) < 2 || (fields[0] != "MemFree:" && fields[0] != "MemTotal:") {
 			continue
 		}
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			return 0, false
-		}
 		kb, err := strconv.ParseUint(fields[1], 10, 64)
-		return kb * 1024, err == nil
+		if err != nil {
+			return 0, 0, false
+		}
+		if fields[0] == "MemFree:" {
+			free = kb * 1024
+		} else {
+			total = kb * 1024
+		}
+		seen++
 	}
-	return 0, false
+	return free, total, seen == 2
 }
 
 // largestProcess is the pid with the largest resident set, the agent (PID 1, and this process

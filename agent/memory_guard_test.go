@@ -26,8 +26,14 @@ func fakeProc(t *testing.T, freeKB string, rss map[string]string) string {
 
 func TestMemoryGuardReadsFreeMemoryAndPicksTheLargestCommand(t *testing.T) {
 	fakeProc(t, "1024", map[string]string{"1": "900000", "7": "10", "42": "5000", "43": "4999", "self": "1"})
-	if free, ok := freeMemory(); !ok || free != 1024*1024 {
-		t.Fatalf("free memory: %d %v", free, ok)
+	if free, total, ok := freeMemory(); !ok || free != 1024*1024 || total != 262144*1024 {
+		t.Fatalf("free memory: %d of %d %v", free, total, ok)
+	}
+	// A quarter, at least the least reserve, at most half.
+	for _, c := range [][3]uint64{{1024, 64, 256}, {256, 64, 64}, {100, 64, 50}} {
+		if got := memoryReserve(c[0], c[1]); got != c[2] {
+			t.Fatalf("reserve of %d (least %d): %d, want %d", c[0], c[1], got, c[2])
+		}
 	}
 	// PID 1 (the agent) is never taken, however large.
 	if pid := largestProcess(); pid != 42 {
@@ -53,7 +59,7 @@ func TestMemoryGuardKillsTheLargestProcessWhenMemoryRunsShort(t *testing.T) {
 	}
 	dir := fakeProc(t, "1000", map[string]string{"1": "99999", itoa(pid): "500"})
 	before := guardKills.Load()
-	stop := startMemoryGuard(4096 * 1024) // 4 MiB reserve, 1000 kB free: short
+	stop := startMemoryGuard(4096 * 1024) // a quarter of 256 MiB to keep, 1000 kB free: short
 	defer stop()
 	deadline := time.Now().Add(5 * time.Second)
 	for !ended() && time.Now().Before(deadline) {
@@ -65,7 +71,7 @@ func TestMemoryGuardKillsTheLargestProcessWhenMemoryRunsShort(t *testing.T) {
 	}
 	// Memory is back: the guard kills nothing more.
 	os.RemoveAll(filepath.Join(dir, itoa(pid)))
-	os.WriteFile(meminfoFile, []byte("MemFree:  900000 kB\n"), 0o644)
+	os.WriteFile(meminfoFile, []byte("MemTotal:  262144 kB\nMemFree:  200000 kB\n"), 0o644)
 	time.Sleep(50 * time.Millisecond)
 	if after, known := oomKills(); !known || after < before+1 || guardKills.Load() != before+1 {
 		t.Fatalf("oom kills: %d -> %d (%v)", before, after, known)

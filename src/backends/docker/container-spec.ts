@@ -88,15 +88,13 @@ export function runscMaxProcesses(pidsLimit: number, memoryMb: number): number {
 }
 
 /**
- * The free memory (MiB) below which the agent's memory guard kills a gVisor sandbox's largest
- * command (agent/memory_guard.go). The host's memory limit also counts gVisor's own kernel, which
- * grows with the processes it ran and which gVisor's free memory does not show, so the guard
- * leaves it a quarter of the memory, at least 64 MiB (measured with 256 MB: after 600 processes,
- * a hog killed at 32 MiB free still took the sandbox down; at 64 MiB it did not).
+ * The least free memory (MiB) the agent's memory guard keeps in a gVisor sandbox by killing its
+ * largest command (agent/memory_guard.go keeps a quarter of the memory, at least this, at most
+ * half). The host's memory limit also counts gVisor's own kernel, which grows with the processes
+ * it ran and which gVisor's free memory does not show (measured with 256 MB: after 600
+ * processes, a hog killed at 32 MiB free still took the sandbox down; at 64 MiB it did not).
  */
-export function runscMemoryReserveMb(memoryMb: number): number {
-  return Math.max(64, Math.floor(memoryMb / 4));
-}
+export const RUNSC_MEMORY_RESERVE_MB = 64;
 
 /** Numeric owner of the image's default user. */
 export interface UserIds {
@@ -198,7 +196,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       // Under gVisor the sandbox's processes are bounded inside it (see RUNSC_HOST_PIDS_PER_PROCESS).
       ...(ctx.runtime === 'runsc' ? ['--max-procs', String(runscMaxProcesses(ctx.pidsLimit, spec.memory_mb))] : []),
       // gVisor has no OOM killer of its own: the agent's guard fails the largest command instead.
-      ...(ctx.runtime === 'runsc' ? ['--memory-guard', String(runscMemoryReserveMb(spec.memory_mb) * 1024 * 1024)] : []),
+      ...(ctx.runtime === 'runsc' ? ['--memory-guard', String(RUNSC_MEMORY_RESERVE_MB * 1024 * 1024)] : []),
     ],
     Cmd: [],
     // The sandbox's name, not the container id (a claimed pool instance is renamed by its claim).
