@@ -141,8 +141,9 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	result.ExitCode = exitCode(wait)
 	if result.TimedOut {
 		result.ExitCode = 124
-	} else if wait.Signaled() && wait.Signal() == syscall.SIGKILL && oomKnown {
-		// SIGKILL while the sandbox's memory cgroup counted a new OOM kill: the kernel's OOM killer.
+	} else if (wait.Signaled() && wait.Signal() == syscall.SIGKILL || result.ExitCode == 137) && oomKnown {
+		// SIGKILL (or a shell's 137 for its child's) while an OOM killer counted a new kill: the
+		// kernel's in the sandbox's memory cgroup, or the agent's memory guard under gVisor.
 		after, _ := oomKills()
 		result.OOMKilled = after > oomBefore
 	}
@@ -155,9 +156,19 @@ var (
 	oomControlFile   = "/sys/fs/cgroup/memory/memory.oom_control"
 )
 
-// oomKills is how many processes the OOM killer has killed in the sandbox's memory cgroup (the
-// oom_kill line of memory.events or memory.oom_control); false where neither file says (gVisor).
+// oomKills is how many processes an OOM killer has killed in the sandbox: the kernel's in its
+// memory cgroup (the oom_kill line of memory.events or memory.oom_control) and the agent's memory
+// guard (memory_guard.go); false where neither the files say nor the guard runs.
 func oomKills() (int64, bool) {
+	kernel, known := cgroupOOMKills()
+	if memoryGuarded.Load() {
+		return kernel + guardKills.Load(), true
+	}
+	return kernel, known
+}
+
+// cgroupOOMKills is the kernel OOM killer's count in the sandbox's memory cgroup, where a file says (not under gVisor).
+func cgroupOOMKills() (int64, bool) {
 	for _, path := range []string{memoryEventsFile, oomControlFile} {
 		data, err := os.ReadFile(path)
 		if err != nil {

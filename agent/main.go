@@ -2,7 +2,7 @@
 // files, detached processes and workers over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N] [--memory-guard BYTES]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
@@ -97,7 +97,11 @@ func main() {
 	workspace := flags.String("workspace", "", "directory made for the default user if missing; commands start in it when the image names no working directory")
 	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
 	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
+	memoryReserve := flags.Uint64("memory-guard", 0, "kill the largest command when less than a quarter of the memory (at least this many bytes, at most half) is free (gVisor; 0: no guard)")
 	flags.Parse(os.Args[2:])
+	if *memoryReserve > 0 {
+		_ = startMemoryGuard(*memoryReserve)
+	}
 	if *maxProcs > 0 {
 		if err := limitProcesses(*maxProcs); err != nil {
 			fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
@@ -199,6 +203,7 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/workers/", a.handleWorkerItem)
 	mux.HandleFunc("/v1/baseline", post(a.handleBaseline))
 	mux.HandleFunc("/v1/reset", post(a.handleReset))
+	mux.HandleFunc("/v1/hostname", post(a.handleHostname))
 	return mux
 }
 

@@ -29,7 +29,8 @@ done
 # prometheus: its promtool checks the /metrics exposition in the tests. Only the tool is
 # wanted: it is installed without its recommends (node exporter and friends), and the
 # prometheus daemon that Debian enables on systemd hosts is disabled right after.
-PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus)
+# btrfs-progs: Docker's storage on btrfs, whose quotas enforce disk_mb (setup-storage.sh).
+PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus btrfs-progs)
 TOOL_ONLY_PACKAGES=(prometheus)
 # --network=none: gVisor's own netstack does not work on this kind of host.
 # --host-uds=create: the agent's socket, created inside the sandbox, must be visible to the host.
@@ -41,8 +42,14 @@ say() { [ "$QUIET" = 1 ] || echo "setup: $*"; }  # state that needs no action
 act() { echo "setup: $*"; }                        # a change, always shown
 die() { echo "setup: error: $*" >&2; exit 1; }
 has_systemd() { [ "$(ps -p 1 -o comm= 2>/dev/null)" = systemd ]; }
+wait_for_docker() {
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
+  die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"
+}
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/setup-storage.sh
+. scripts/setup-storage.sh
 
 if [ "$(id -u)" != 0 ]; then
   die "run as root (it installs Debian packages and configures dockerd): sudo bash scripts/setup.sh"
@@ -50,6 +57,20 @@ fi
 command -v node >/dev/null || die "Node.js >= 20.19 is required and not on PATH (Debian's nodejs is too old; install Node 20 or 22)"
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' ||
   die "Node.js >= 20.19 is required, found $(node --version)"
+
+# --- Docker's storage before dockerd first runs: installing docker.io starts it on systemd hosts,
+# and moving its data-root later needs a restart. ----------------------------------------------
+storage_done=0
+if ! command -v dockerd >/dev/null && [ "${SANDBOXD_SETUP_DISK_QUOTA:-}" != 0 ]; then
+  if ! command -v mkfs.btrfs >/dev/null; then
+    act "installing btrfs-progs (Docker's storage goes on btrfs before Docker is installed)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq btrfs-progs >/dev/null
+  fi
+  mkdir -p "$(dirname "$DAEMON_JSON")"
+  setup_storage "$DAEMON_JSON"
+  storage_done=1
+fi
 
 # --- Debian packages: install only what is missing, refreshing the index once. -------------
 missing=()
@@ -124,11 +145,10 @@ daemon_change="$(DAEMON_JSON="$DAEMON_JSON" RUNSC_PATH="$runsc_path" RUNSC_ARGS=
 ')"
 if [ "$daemon_change" = changed ]; then act "registered the runsc runtime in $DAEMON_JSON"; else say "$DAEMON_JSON has runsc"; fi
 
+# --- Docker's storage: btrfs with quotas, so that disk_mb is enforced (setup-storage.sh). -------
+[ "$storage_done" = 1 ] || setup_storage "$DAEMON_JSON"
+
 # --- dockerd: running, and aware of runsc. -------------------------------------------------
-wait_for_docker() {
-  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
-  die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"
-}
 # dockerd must list runsc with exactly the flags daemon.json gives it.
 runsc_registered() {
   docker info --format '{{json .Runtimes.runsc}}' 2>/dev/null | node -e '

@@ -70,12 +70,23 @@ export interface BackendCapabilities {
   browserRelay?: BrowserRelayCapability;
   reuse?: ReuseCapability;
   workers?: WorkersCapability;
+  diskQuota?: DiskQuotaCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota'] as const satisfies readonly CapabilityName[];
+
+/**
+ * A bound on what an instance writes: `create` honours `SandboxSpec.disk_mb` over every writable
+ * path of the instance (its writable layer and its tmpfs mounts), and a write past it fails
+ * inside the instance (EDQUOT or ENOSPC) while the instance lives on.
+ */
+export interface DiskQuotaCapability {
+  /** Size of the storage instances write to, in MiB: the most disk_mb one instance may be given. */
+  readonly storageMb: number;
+}
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */
 export interface SnapshotCapability {

@@ -16,6 +16,11 @@ export interface SandboxSpec {
   image: string;
   vcpus: number;
   memory_mb: number;
+  /**
+   * What the instance may write in MiB, over all its writable paths together; only for a
+   * backend that declares `diskQuota` (absent: no bound but the storage's own size).
+   */
+  disk_mb?: number;
   profile: Profile;
   /** Environment of every process in the sandbox (never the server's own environment). */
   env: Record<string, string>;

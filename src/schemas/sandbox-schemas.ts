@@ -1,8 +1,15 @@
 import { z } from 'zod';
+import { DEFAULT_DISK_MB, MAX_DISK_MB, MIN_DISK_MB } from '../domain/disk.js';
 import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
 export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
+
+/** disk_mb in a request (docs/decisions.md, "Disk quota"). */
+export const diskMb = z
+  .int({ error: 'must be an integer' })
+  .min(MIN_DISK_MB, `must be at least ${MIN_DISK_MB}`)
+  .max(MAX_DISK_MB, `must be at most ${MAX_DISK_MB}`);
 
 export const createSandboxBody = z
   .strictObject({
@@ -10,6 +17,9 @@ export const createSandboxBody = z
     image: imageReference.optional().meta({ description: 'Container image; the server default when omitted' }),
     vcpus: z.int({ error: 'must be an integer' }).min(1, 'must be at least 1').optional().meta({ description: 'CPU cores, default 1' }),
     memory_mb: z.int({ error: 'must be an integer' }).min(32, 'must be at least 32').optional().meta({ description: 'Memory limit in MiB, default 512' }),
+    disk_mb: diskMb.optional().meta({
+      description: `What the sandbox may write in MiB, over all its writable paths together (/workspace, /tmp, the root where writable); default ${DEFAULT_DISK_MB} (or the engine's storage size where smaller). A write past it fails inside the sandbox with EDQUOT or ENOSPC. At most the engine's storage size; 422 UNSUPPORTED where the engine's storage cannot bound it`,
+    }),
     profile: profile.optional().meta({ description: 'Security profile, default moderate' }),
     labels: labels.optional(),
     description: z.string().max(1024).optional(),
@@ -68,6 +78,7 @@ export const sandboxDetail = sandboxSummary
   .extend({
     vcpus: z.int(),
     memory_mb: z.int(),
+    disk_mb: z.int().optional().meta({ description: 'What the sandbox may write in MiB over all its writable paths; absent: no bound (its engine has no disk quota, or it was made before disk_mb)' }),
     profile: profile,
     lifecycle: lifecycle.optional(),
     created_at: timestamp,

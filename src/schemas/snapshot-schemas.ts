@@ -23,6 +23,7 @@ export const snapshot = z
     base_image: z.string(),
     vcpus: z.int(),
     memory_mb: z.int(),
+    disk_mb: z.int().optional().meta({ description: "The sandbox's disk_mb, which a restore gives back" }),
     profile,
     created_at: timestamp,
   })

@@ -255,4 +255,12 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.createIndex('schedule_runs_status').on('schedule_runs').column('status').execute();
     },
   },
+  '0010_disk_quota': {
+    async up(db: Kysely<unknown>) {
+      // What a sandbox may write in MiB (disk_mb); null for one made without a bound (before this
+      // column, or on a backend without diskQuota). A snapshot keeps its sandbox's, for a restore.
+      await db.schema.alterTable('sandboxes').addColumn('disk_mb', 'integer').execute();
+      await db.schema.alterTable('snapshots').addColumn('disk_mb', 'integer').execute();
+    },
+  },
 };

@@ -16,6 +16,8 @@ export interface SandboxTable {
   image: string;
   vcpus: number;
   memory_mb: number;
+  /** What the sandbox may write in MiB; null: no bound (made before disk_mb, or on a backend without a quota). */
+  disk_mb: number | null;
   profile: string;
   labels: string;
   description: string | null;
@@ -46,6 +48,8 @@ export interface SnapshotTable {
   base_image: string;
   vcpus: number;
   memory_mb: number;
+  /** The sandbox's disk_mb when the snapshot was taken (null: it had none). */
+  disk_mb: number | null;
   profile: string;
   env: string;
   created_at: string;

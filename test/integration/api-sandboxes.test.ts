@@ -35,11 +35,23 @@ describe('hostname', () => {
     }
   });
 
-  it("is the name of a restrictive (gVisor) sandbox made directly", async () => {
-    const name = uniqueName('host-gv');
-    expect((await api('POST', '/sandboxes', { name, profile: 'restrictive' })).status).toBe(201);
-    expect((await api('POST', `/sandboxes/${name}/exec`, { command: ['hostname'] })).body.data.output).toBe(`${name}\n`);
-    await api('DELETE', `/sandboxes/${name}`);
+  it('is the name of a restrictive (gVisor) sandbox, made directly or claimed from the pool, whose agent then holds no CAP_SYS_ADMIN', async () => {
+    // The first is made directly and fills the pool of its key; the second claims from it.
+    const names = [uniqueName('host-gv'), uniqueName('host-gv')];
+    for (const name of names) {
+      expect((await api('POST', '/sandboxes', { name, profile: 'restrictive' })).status).toBe(201);
+      await rt.services.pool.settled();
+    }
+    // The second was a pool instance (its container keeps the pool name as a label).
+    const second = (await api('GET', `/sandboxes/${names[1]}`)).body.data.uuid as string;
+    expect((await containerOf(second))?.Labels['sandboxd.name']).toMatch(/^pool-/);
+    for (const name of names) {
+      expect((await api('POST', `/sandboxes/${name}/exec`, { command: ['hostname'] })).body.data.output, name).toBe(`${name}\n`);
+      // CAP_SYS_ADMIN (bit 21), which a gVisor pool instance's agent holds until its claim, is gone.
+      const status = (await api('POST', `/sandboxes/${name}/exec`, { command: ['grep', 'CapEff', '/proc/1/status'] })).body.data.output as string;
+      expect(BigInt(`0x${status.split(/\s+/)[1]}`) & (1n << 21n), name).toBe(0n);
+      await api('DELETE', `/sandboxes/${name}`);
+    }
   });
 });
 

@@ -199,6 +199,17 @@ export class AgentClient {
   }
 
   /**
+   * Sets the sandbox's hostname from inside (a claimed gVisor pool instance, whose UTS namespace
+   * the host cannot enter; agent/hostname.go); the agent then gives up the capability it took.
+   * CONFLICT when the agent cannot (it was not made for a claim).
+   */
+  async setHostname(name: string): Promise<void> {
+    const response = await this.send({ method: 'POST', path: '/v1/hostname', body: Buffer.from(JSON.stringify({ name })) });
+    if (response.statusCode !== 200) throw await agentError(response, undefined, 'hostname');
+    response.resume();
+  }
+
+  /**
    * Brings the sandbox back to its baseline; CONFLICT, naming what is left over, when it cannot.
    * A reset that takes longer than `timeoutMs` fails (the caller destroys the sandbox).
    */

@@ -18,6 +18,8 @@ export interface ContainerIdentity {
   runtime?: string;
   vcpus: number;
   memoryMb: number;
+  /** Its disk_mb; undefined where it was made without one. */
+  diskMb?: number;
   /** Host paths of the agent binary and socket directory it mounts; none without an agent. */
   binary?: string;
   socketDir?: string;
@@ -31,6 +33,7 @@ export function identityOf(labels: Record<string, string>, host: Docker.HostConf
     runtime: host.Runtime,
     vcpus: (host.NanoCpus ?? 0) / 1e9,
     memoryMb: (host.Memory ?? 0) / 1024 / 1024,
+    ...(labels[LABEL.diskMb] ? { diskMb: Number(labels[LABEL.diskMb]) } : {}),
     ...agentMountsOf(host.Binds),
   };
 }

@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
 import { hostnameOf } from './docker-hostname.js';
+import { imageAllowanceMb } from './docker-storage.js';
 
 /** Labels every container of this service carries; reconciliation finds its containers by them. */
 export const LABEL = {
@@ -15,6 +16,8 @@ export const LABEL = {
   runtime: 'sandboxd.runtime',
   /** The image's default user: the container itself runs its agent as root. */
   user: 'sandboxd.user',
+  /** The sandbox's disk_mb, absent without one (a claim must not change it). */
+  diskMb: 'sandboxd.disk_mb',
 } as const;
 
 /** Where a sandbox's work tree lives, in every profile. */
@@ -84,6 +87,15 @@ export function runscMaxProcesses(pidsLimit: number, memoryMb: number): number {
   return Math.max(16, Math.min(pidsLimit, Math.floor(memoryMb / 2)));
 }
 
+/**
+ * The least free memory (MiB) the agent's memory guard keeps in a gVisor sandbox by killing its
+ * largest command (agent/memory_guard.go keeps a quarter of the memory, at least this, at most
+ * half). The host's memory limit also counts gVisor's own kernel, which grows with the processes
+ * it ran and which gVisor's free memory does not show (measured with 256 MB: after 600
+ * processes, a hog killed at 32 MiB free still took the sandbox down; at 64 MiB it did not).
+ */
+export const RUNSC_MEMORY_RESERVE_MB = 64;
+
 /** Numeric owner of the image's default user. */
 export interface UserIds {
   uid: number;
@@ -117,6 +129,8 @@ export interface ContainerContext {
   agent: { binary: string; socketDir: string };
   /** The image's HOME (its Env), which a reusable sandbox gets as a tmpfs. */
   home?: string;
+  /** The image's size in bytes (its blocks count against a bounded writable layer). */
+  imageSizeBytes?: number;
 }
 
 /** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
@@ -140,6 +154,8 @@ export function instanceFilter(instanceId: string): string[] {
 export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.ContainerCreateOptions {
   const profile = reusableSettings(spec, ctx.runtime);
   const memoryBytes = spec.memory_mb * 1024 * 1024;
+  const tmpfsPaths = profile.readonlyRootfs ? writablePaths(ctx.workspaceOwner, spec.reusable ? { home: ctx.home } : undefined) : {};
+  const budget = writableBudget(spec, profile.readonlyRootfs, Object.keys(tmpfsPaths).length, ctx.imageSizeBytes ?? 0);
   const hostConfig: Docker.HostConfig = {
     Runtime: ctx.runtime,
     NetworkMode: profile.network,
@@ -155,7 +171,11 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
     MemorySwap: memoryBytes,
     PidsLimit: ctx.runtime === 'runsc' ? ctx.pidsLimit * RUNSC_HOST_PIDS_PER_PROCESS : ctx.pidsLimit,
   };
-  if (profile.readonlyRootfs) hostConfig.Tmpfs = writableTmpfs(spec.memory_mb, ctx.workspaceOwner, spec.reusable ? { home: ctx.home } : undefined);
+  if (profile.readonlyRootfs) {
+    hostConfig.Tmpfs = Object.fromEntries(Object.entries(tmpfsPaths).map(([path, options]) => [path, `rw,exec,nosuid,nodev,size=${budget.tmpfsMb}m,${options}`]));
+  }
+  if (budget.shmMb !== undefined) hostConfig.ShmSize = budget.shmMb * 1024 * 1024;
+  if (budget.layerMb !== undefined) hostConfig.StorageOpt = { size: `${budget.layerMb}m` };
   return {
     name: containerName(spec),
     Image: spec.image,
@@ -175,6 +195,8 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       ...(profile.capAdd.length > 0 ? ['--drop-caps'] : []),
       // Under gVisor the sandbox's processes are bounded inside it (see RUNSC_HOST_PIDS_PER_PROCESS).
       ...(ctx.runtime === 'runsc' ? ['--max-procs', String(runscMaxProcesses(ctx.pidsLimit, spec.memory_mb))] : []),
+      // gVisor has no OOM killer of its own: the agent's guard fails the largest command instead.
+      ...(ctx.runtime === 'runsc' ? ['--memory-guard', String(RUNSC_MEMORY_RESERVE_MB * 1024 * 1024)] : []),
     ],
     Cmd: [],
     // The sandbox's name, not the container id (a claimed pool instance is renamed by its claim).
@@ -190,37 +212,74 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       [LABEL.profile]: spec.profile,
       [LABEL.runtime]: ctx.runtime,
       [LABEL.user]: ctx.defaultUser,
+      ...(spec.disk_mb !== undefined ? { [LABEL.diskMb]: String(spec.disk_mb) } : {}),
     },
     HostConfig: hostConfig,
   };
 }
 
+/** Docker's own size of a container's /dev/shm (MiB), kept where no disk_mb asks for less. */
+const DEFAULT_SHM_MB = 64;
+
+/** How a sandbox's memory and disk_mb bound each of its writable paths (MiB). */
+export interface WritableBudget {
+  /** Each tmpfs mount of a read-only sandbox. */
+  tmpfsMb: number;
+  /** /dev/shm (a tmpfs in every sandbox); undefined: the engine's default. */
+  shmMb?: number;
+  /** The writable layer's limit (--storage-opt size), image blocks included; undefined: none. */
+  layerMb?: number;
+}
+
 /**
- * The writable places of a read-only sandbox (/tmp and /workspace, and for a reusable one also
- * /var/tmp and the image's HOME, hiding what the image has there), each a quarter of the sandbox's memory: tmpfs
- * pages are charged to its memory limit, and a tmpfs as large as the limit let a command that
- * filled it take the whole sandbox (under gVisor the host kills the sandbox's kernel, and with it
- * every file); a full quarter is ENOSPC for the writer alone, with memory left for the rest.
- * They allow exec (agents run what they build); /workspace belongs to the default user so that
- * tools that check ownership (git's safe.directory) accept it.
+ * The bounds of a sandbox's writable paths. Each tmpfs is at most a quarter of the sandbox's
+ * memory: tmpfs pages are charged to its memory limit, and a tmpfs as large as the limit let a
+ * command that filled it take the whole sandbox (under gVisor the host kills the sandbox's
+ * kernel, and with it every file); a full quarter is ENOSPC for the writer alone, with memory
+ * left for the rest. With a disk_mb, everything writable together stays within it: a read-only
+ * sandbox's tmpfs mounts and /dev/shm share it equally; a writable root gets what /dev/shm (at
+ * most an eighth) leaves, on top of its image's own blocks (`imageAllowanceMb`).
  */
-function writableTmpfs(memoryMb: number, owner: UserIds, reusable?: { home?: string }): Record<string, string> {
-  const base = `rw,exec,nosuid,nodev,size=${Math.floor(memoryMb / 4)}m`;
+export function writableBudget(
+  spec: Pick<SandboxSpec, 'memory_mb' | 'disk_mb'>,
+  readOnly: boolean,
+  tmpfsCount: number,
+  imageSizeBytes: number,
+): WritableBudget {
+  const quarter = Math.floor(spec.memory_mb / 4);
+  const disk = spec.disk_mb;
+  if (disk === undefined) return { tmpfsMb: quarter };
+  const tmpfsMb = Math.max(1, Math.min(quarter, Math.floor(disk / (tmpfsCount + 1))));
+  const shmMb = Math.max(1, Math.min(DEFAULT_SHM_MB, readOnly ? tmpfsMb : Math.floor(disk / 8)));
+  // A read-only root takes no write, but its layer is bounded all the same.
+  const layerMb = imageAllowanceMb(imageSizeBytes) + (readOnly ? 0 : disk - shmMb);
+  return { tmpfsMb, shmMb, layerMb };
+}
+
+/**
+ * The writable places of a read-only sandbox and their mount options but size (/tmp and
+ * /workspace, and for a reusable one also /var/tmp and the image's HOME, hiding what the image
+ * has there). They allow exec (agents run what they build); /workspace belongs to the default
+ * user so that tools that check ownership (git's safe.directory) accept it.
+ */
+function writablePaths(owner: UserIds, reusable?: { home?: string }): Record<string, string> {
   const mounts: Record<string, string> = {
-    '/tmp': `${base},mode=1777`,
-    [WORKSPACE]: `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`,
+    '/tmp': 'mode=1777',
+    [WORKSPACE]: `mode=0755,uid=${owner.uid},gid=${owner.gid}`,
   };
   if (!reusable) return mounts;
   // A reusable sandbox: every place programs expect to write is a tmpfs its reset restores.
-  mounts['/var/tmp'] = `${base},mode=1777`;
+  mounts['/var/tmp'] = 'mode=1777';
   const home = reusable.home;
   if (home?.startsWith('/') && home !== '/' && !Object.keys(mounts).some((path) => home === path || home.startsWith(`${path}/`))) {
-    mounts[home] = `${base},mode=0755,uid=${owner.uid},gid=${owner.gid}`;
+    mounts[home] = `mode=0755,uid=${owner.uid},gid=${owner.gid}`;
   }
   return mounts;
 }
 
 /**
+ * A gVisor warm-pool instance's agent also holds gVisor's CAP_SYS_ADMIN until its claim, to set
+ * the sandbox's hostname (agent/hostname.go); what follows holds for it too.
  * A reusable sandbox (see ReuseCapability) keeps its profile but has a read-only root, so that
  * everything a run can change is in tmpfs mounts its agent restores. Under gVisor its agent
  * also holds CAP_SYS_ADMIN, to start each command in an IPC namespace of its own: gVisor does
@@ -231,6 +290,8 @@ function writableTmpfs(memoryMb: number, owner: UserIds, reusable?: { home?: str
  */
 function reusableSettings(spec: SandboxSpec, runtime: string): ProfileSettings {
   const profile = PROFILE_SETTINGS[spec.profile];
+  // A gVisor pool instance's agent sets the hostname at its claim, then drops it (agent/hostname.go).
+  if (!spec.reusable && spec.role === 'pool' && runtime === 'runsc') return { ...profile, capAdd: [...profile.capAdd, 'SYS_ADMIN'] };
   if (!spec.reusable) return profile;
   return { ...profile, readonlyRootfs: true, capAdd: runtime === 'runsc' ? [...profile.capAdd, 'SYS_ADMIN'] : profile.capAdd };
 }

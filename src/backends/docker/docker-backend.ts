@@ -27,7 +27,6 @@ import { OutputCollector } from '../output-collector.js';
 import {
   LABEL,
   PROFILE_SETTINGS,
-  WORKSPACE,
   containerName,
   createOptions,
   instanceFilter,
@@ -35,7 +34,6 @@ import {
   instanceFromSummary,
   isRootUser,
   UNPRIVILEGED,
-  type UserIds,
 } from './container-spec.js';
 import { createDockerClient } from './docker-client.js';
 import { createError, dockerMessage, dockerStatus, ignoreStatus, isNotFound, unreachableOr } from './docker-errors.js';
@@ -51,10 +49,12 @@ import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, agentOnly, detachedFrom, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentMountsOf } from './agent-sockets.js';
 import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
+import { copyIntoCreated, copyIntoRunning } from './docker-source-copy.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
+import { diskQuotaOf, type EngineStorageInfo } from './docker-storage.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -134,7 +134,7 @@ export class DockerBackend
   async ping(): Promise<void> {
     await this.engine(async () => {
       await this.docker.ping();
-      await this.detectRuntimes();
+      await this.detectEngine();
     });
   }
 
@@ -164,6 +164,8 @@ export class DockerBackend
   async claim(id: string, spec: SandboxSpec): Promise<void> {
     const identity = await this.agents.identityOf(id);
     if (!identity || identity.uuid !== spec.uuid) throw badRequest(`container '${id}' is not the pool container of ${spec.uuid}`);
+    // A disk bound is set at create (the writable layer's quota, the tmpfs sizes): no claim changes it.
+    if (spec.disk_mb !== identity.diskMb) throw new UnsupportedError('docker', `changing the disk_mb of a pooled sandbox`);
     const limitsChange = spec.vcpus !== identity.vcpus || spec.memory_mb !== identity.memoryMb;
     if (limitsChange && (identity.runtime === 'runsc' || PROFILE_SETTINGS[spec.profile].readonlyRootfs)) {
       throw new UnsupportedError('docker', `changing the limits of a pooled ${spec.profile} sandbox`);
@@ -178,8 +180,11 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
-      // The instance was made under its pool name; the sandbox's hostname is its own name.
-      if (!(await setHostname(await container.inspect(), hostnameOf(spec.name)))) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
+      // The instance was made under its pool name; the sandbox's hostname is its own name (set
+      // from the host under runc, by the agent under gVisor: docker-hostname.ts).
+      const info = await container.inspect();
+      const named = info.HostConfig.Runtime === 'runsc' ? await this.agents.of(id).setHostname(hostnameOf(spec.name)).then(() => true, () => false) : await setHostname(info, hostnameOf(spec.name));
+      if (!named) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
     }, id);
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
@@ -266,10 +271,12 @@ export class DockerBackend
     });
   }
 
+  /** Also learns the engine's facts (runtimes, disk quota): recovery lists before any create. */
   async list(): Promise<InstanceState[]> {
-    const rows = await this.engine(() =>
-      this.docker.listContainers({ all: true, filters: { label: instanceFilter(this.options.instanceId) } }),
-    );
+    const rows = await this.engine(async () => {
+      await this.detectEngine();
+      return this.docker.listContainers({ all: true, filters: { label: instanceFilter(this.options.instanceId) } });
+    });
     const instances = rows.map(instanceFromSummary);
     // Reconciliation starts here: socket directories of containers that no longer exist go.
     await this.sockets.removeOrphans(new Set(instances.map((instance) => instance.uuid)));
@@ -428,11 +435,15 @@ export class DockerBackend
     }
   }
 
-  private detectRuntimes(): Promise<string[]> {
+  /** The engine's runtimes and whether its storage bounds a container's writes (`diskQuota`), asked once. */
+  private detectEngine(): Promise<string[]> {
     this.detecting ??= this.docker.info().then(
-      (info: { Runtimes?: Record<string, unknown> }) => {
+      async (info: EngineStorageInfo & { Runtimes?: Record<string, unknown> }) => {
         // Containerd's shim names are not runtimes a sandbox can ask for.
         this.engineRuntimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
+        const quota = await diskQuotaOf(info);
+        if (quota) this.capabilities.diskQuota = quota;
+        else delete this.capabilities.diskQuota;
         return this.engineRuntimes;
       },
       (err: unknown) => {
@@ -447,7 +458,7 @@ export class DockerBackend
     if (!PROFILE_SETTINGS[profile].restrictiveRuntime) return 'runc';
     const wanted = this.options.restrictiveRuntime ?? 'auto';
     if (wanted === 'runc') return 'runc';
-    const available = (await this.detectRuntimes()).includes('runsc');
+    const available = (await this.detectEngine()).includes('runsc');
     if (available) return 'runsc';
     if (wanted === 'runsc') {
       throw new ServiceError(
@@ -465,6 +476,8 @@ export class DockerBackend
     source: ClonedSource | undefined,
   ): Promise<InstanceState> {
     const runtime = await this.runtimeFor(spec.profile);
+    await this.detectEngine();
+    if (spec.disk_mb !== undefined && !this.capabilities.diskQuota) throw new UnsupportedError('docker', "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')");
     const readOnly = PROFILE_SETTINGS[spec.profile].readonlyRootfs || spec.reusable === true;
     // The default user's ids (a named user costs one probe of the image, then they are cached).
     const imageUser = await this.images.defaultUser(image);
@@ -482,6 +495,7 @@ export class DockerBackend
       claimWorkspace: rootDefault,
       agent: { binary, socketDir: socketDir.dir },
       home: image.Config.Env?.find((entry) => entry.startsWith('HOME='))?.slice('HOME='.length),
+      imageSizeBytes: image.Size,
     });
     let container: Docker.Container | undefined;
     try {
@@ -499,7 +513,7 @@ export class DockerBackend
       }
       // Before any command runs: from now on no command can write to a host path.
       if (health) await this.sockets.seal(socketDir.dir);
-      if (source && readOnly) await this.copyIntoRunning(container, source, owner);
+      if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
       const state = instanceFromInspect(await container.inspect());
@@ -518,34 +532,6 @@ export class DockerBackend
       socketDir.done();
     }
   }
-
-  /** A tmpfs /workspace exists only once the container runs: unpack through exec as its user. */
-  private async copyIntoRunning(container: Docker.Container, source: ClonedSource, owner: UserIds): Promise<void> {
-    const { stream, done } = source.archive(owner);
-    const stderr: Buffer[] = [];
-    try {
-      // Through the engine, which takes a streamed stdin; as the owner, not the agent's root.
-      const outcome = await runExec(
-        container,
-        {
-          cmd: ['tar', '-x', '--no-same-owner', '--strip-components=1', '-C', WORKSPACE, '-f', '-'],
-          user: `${owner.uid}:${owner.gid}`,
-          stdin: stream,
-          onFrame: (kind, data) => void (kind === 'stderr' && stderr.push(data)),
-        },
-        this.logger,
-      );
-      if (outcome.exitCode === 127) throw new UnsupportedError('docker', `a source in a sandbox with a tmpfs ${WORKSPACE} (restrictive) whose image has no tar`);
-      if (outcome.exitCode !== 0) {
-        const reason = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0];
-        throw new ServiceError('INTERNAL', `copying the source into ${WORKSPACE} failed: ${reason || outcome.exitCode}`);
-      }
-      await done;
-    } finally {
-      // If the extraction stopped reading, the host tar would block on its pipe forever.
-      stream.destroy();
-    }
-  }
 }
 
 /** The engine's fields for new limits; an absent one stays as it is. */
@@ -557,17 +543,6 @@ function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number;
 /** Whether a container runs the sandbox agent (containers made before it did not). */
 function hasAgent(info: Docker.ContainerInspectInfo): boolean {
   return (info.Mounts ?? []).some((mount) => mount.Destination === AGENT_IN_SANDBOX.dir);
-}
-
-/** A writable root filesystem takes an archive before start: no tool is needed in the image. */
-async function copyIntoCreated(container: Docker.Container, source: ClonedSource, owner: UserIds): Promise<void> {
-  const { stream, done } = source.archive(owner);
-  try {
-    await container.putArchive(stream, { path: '/' });
-    await done;
-  } finally {
-    stream.destroy();
-  }
 }
 
 /** The socket of a `unix://` DOCKER_HOST; other schemes are not supported by this backend. */

@@ -16,7 +16,8 @@ export function hostnameOf(name: string): string {
  * so not even a privileged Engine exec can), so the server enters the container's UTS namespace
  * from the host and runs the agent binary's `sethostname` there: it needs the server to run as
  * root beside the engine. A gVisor sandbox keeps its own UTS namespace inside its kernel, which
- * the host cannot enter. Resolves with whether it worked.
+ * the host cannot enter: its agent sets the name instead (agent/hostname.go, the agent client's
+ * `setHostname`). Resolves with whether it worked.
  */
 export async function setHostname(info: Docker.ContainerInspectInfo, hostname: string): Promise<boolean> {
   if (info.HostConfig.Runtime === 'runsc' || !info.State.Pid) return false;

@@ -107,6 +107,8 @@ export class FakeBackend
     WorkersCapability
 {
   readonly name = 'fake';
+  /** The storage size a declared `diskQuota` reports (MiB). */
+  storageMb = 20_480;
   /** What the fake declares now; change it with `declare` and `omit`. */
   readonly capabilities: BackendCapabilities = {};
   readonly instances = new Map<string, FakeInstance>();
@@ -175,6 +177,8 @@ export class FakeBackend
     const instance = this.require('claim', id);
     if (instance.state.status !== 'running') throw conflict(`container ${id} is not running`);
     if (instance.state.role !== 'pool' || instance.spec.uuid !== spec.uuid) throw badRequest(`container ${id} is not a pool instance for ${spec.uuid}`);
+    // As Docker: a disk bound is set at create only.
+    if (spec.disk_mb !== instance.spec.disk_mb) throw new UnsupportedError(this.name, 'changing the disk_mb of a pool instance');
     instance.state.name = spec.name;
     instance.spec = { ...instance.spec, name: spec.name, vcpus: spec.vcpus, memory_mb: spec.memory_mb };
   }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { v7 as uuidv7 } from 'uuid';
 import type { Backend } from '../../backends/backend.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Clock } from '../support/clock.js';
@@ -7,6 +6,7 @@ import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.j
 import type { ServiceContext } from '../context.js';
 import type { PoolKey, PooledInstance, TakenInstance } from './warm-pool.js';
 import { DEMAND_WINDOW_MS, POOL_IDLE_MS } from './warm-pool.js';
+import { PoolContainers } from './pool-containers.js';
 import { PoolKeys } from './pool-keys.js';
 
 /** Most instances made at once: the engine keeps serving requests meanwhile. */
@@ -53,8 +53,8 @@ export class RunPool {
   private readonly keys = new Map<string, KeyRuns>();
   /** Which keys have a pool: only images that exist, at most MAX_ON_DEMAND_KEYS on demand. */
   private readonly admission: PoolKeys<KeyRuns>;
-  private readonly pending = new Set<Promise<unknown>>();
-  private readonly held = new Set<string>();
+  /** Its containers: made, destroyed, held until destroyed. */
+  private readonly containers: PoolContainers;
   private making = 0;
   private closed = false;
 
@@ -70,6 +70,7 @@ export class RunPool {
     this.logger = ctx.logger;
     ctx.poolBudget.track(() => this.keptCount() * DEFAULT_LIMITS.memory_mb);
     this.admission = new PoolKeys(this.keys, this.backend, this.logger);
+    this.containers = new PoolContainers(this.backend, this.logger, 'run instance');
   }
 
   /** Whether fast runs use this pool: the backend can reset an instance. */
@@ -128,7 +129,7 @@ export class RunPool {
 
   /** Whether the instance is this pool's (idle, in use or being made). */
   holds(uuid: string): boolean {
-    return this.held.has(uuid);
+    return this.containers.holds(uuid);
   }
 
   /** After a run: the instance is reset in the background and then idle again, or destroyed. */
@@ -191,7 +192,7 @@ export class RunPool {
 
   /** Resolves once no instance is being made, reset or removed. */
   async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    await this.containers.settled();
   }
 
   /** Stops making instances and removes every idle one; those in use go when released. */
@@ -287,39 +288,16 @@ export class RunPool {
     }
   }
 
-  private async make(key: PoolKey, name: string): Promise<RunInstance> {
-    const uuid = uuidv7();
-    this.held.add(uuid);
-    try {
-      const state = await this.backend.create({
-        name,
-        uuid,
-        image: key.image,
-        profile: key.profile,
-        ...DEFAULT_LIMITS,
-        env: {},
-        role: 'pool',
-        reusable: true,
-      });
-      return { name, uuid, key, state, runs: 0 };
-    } catch (err) {
-      this.held.delete(uuid);
-      throw err;
-    }
+  private make(key: PoolKey, name: string): Promise<RunInstance> {
+    return this.containers.make(key, name, true, { runs: 0 });
   }
 
   private discard(instance: PooledInstance): void {
-    this.track(
-      this.backend
-        .remove(instance.state.id)
-        .catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'run instance not removed; the sweep will'))
-        .finally(() => this.held.delete(instance.uuid)),
-    );
+    this.containers.discard(instance);
   }
 
   private track(work: Promise<unknown>): void {
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
+    this.containers.track(work);
   }
 }
 

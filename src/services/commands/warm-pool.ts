@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, Profile } from '../../backends/backend.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Clock } from '../support/clock.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
 import type { ServiceContext } from '../context.js';
 import type { PoolBudget } from './pool-budget.js';
+import { PoolContainers } from './pool-containers.js';
 import { PoolKeys } from './pool-keys.js';
 
 /** What a pooled instance is interchangeable by. */
@@ -90,9 +90,8 @@ export class WarmPool {
   private readonly pools = new Map<string, KeyPool>();
   /** Which keys have a pool: only images that exist, at most MAX_ON_DEMAND_KEYS on demand. */
   private readonly keys: PoolKeys<KeyPool>;
-  private readonly pending = new Set<Promise<unknown>>();
-  /** Uuids of every instance this pool made that is not destroyed nor handed over to a sandbox. */
-  private readonly held = new Set<string>();
+  /** Its containers: made, destroyed, held until destroyed or handed over to a sandbox. */
+  private readonly containers: PoolContainers;
   private filling = 0;
   private closed = false;
 
@@ -110,6 +109,7 @@ export class WarmPool {
     this.budget = ctx.poolBudget;
     this.budget.track(() => this.heldMb());
     this.keys = new PoolKeys(this.pools, this.backend, this.logger);
+    this.containers = new PoolContainers(this.backend, this.logger, 'pool instance');
   }
 
   /** Starts filling the default image's pool and every configured key's. */
@@ -157,12 +157,12 @@ export class WarmPool {
 
   /** Whether the instance is this pool's (ready, being made, taken and not yet destroyed or handed over). */
   holds(uuid: string): boolean {
-    return this.held.has(uuid);
+    return this.containers.holds(uuid);
   }
 
   /** A claimed instance is a sandbox now (the store knows it): the pool lets go of it. */
   handOver(instance: PooledInstance): void {
-    this.held.delete(instance.uuid);
+    this.containers.release(instance.uuid);
   }
 
   /** Gives back a taken instance that was not used (it is still pristine). */
@@ -177,12 +177,7 @@ export class WarmPool {
    * the engine failed to remove is left to the sweep (RecoveryService.sweep).
    */
   discard(instance: PooledInstance): void {
-    this.track(
-      this.backend
-        .remove(instance.state.id)
-        .catch((err: Error) => this.logger.warn({ err, container: instance.state.id }, 'pool instance not removed; the sweep will'))
-        .finally(() => this.held.delete(instance.uuid)),
-    );
+    this.containers.discard(instance);
   }
 
   /**
@@ -203,7 +198,7 @@ export class WarmPool {
 
   /** Resolves once no instance is being made or removed. */
   async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    await this.containers.settled();
   }
 
   /** Stops filling and removes every instance, also those still being made. */
@@ -280,17 +275,8 @@ export class WarmPool {
     );
   }
 
-  private async make(key: PoolKey, name: string): Promise<PooledInstance> {
-    const uuid = uuidv7();
-    this.held.add(uuid);
-    try {
-      const state = await this.backend.create({ name, uuid, image: key.image, profile: key.profile, ...DEFAULT_LIMITS, env: {}, role: 'pool' });
-      return { name, uuid, key, state };
-    } catch (err) {
-      // A failed create removes what it made.
-      this.held.delete(uuid);
-      throw err;
-    }
+  private make(key: PoolKey, name: string): Promise<PooledInstance> {
+    return this.containers.make(key, name, false, {});
   }
 
   /** On-demand keys (not pinned). */
@@ -317,8 +303,7 @@ export class WarmPool {
   }
 
   private track(work: Promise<unknown>): void {
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
+    this.containers.track(work);
   }
 }
 

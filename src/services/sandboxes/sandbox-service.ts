@@ -11,7 +11,8 @@ import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE } from './sandbox-defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from './sandbox-defaults.js';
+import { requireCapability } from '../support/capabilities.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext, ServiceSettings } from '../context.js';
@@ -92,6 +93,7 @@ export class SandboxService {
     const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
     const memoryMb = input.memory_mb ?? DEFAULT_LIMITS.memory_mb;
     this.checkResources(vcpus, memoryMb);
+    const diskMb = this.diskOf(input.disk_mb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
 
@@ -105,6 +107,7 @@ export class SandboxService {
       image: input.image ?? this.options.defaultImage,
       vcpus,
       memory_mb: memoryMb,
+      disk_mb: diskMb ?? null,
       profile: input.profile ?? DEFAULT_PROFILE,
       labels: input.labels ?? {},
       description: input.description ?? null,
@@ -149,6 +152,7 @@ export class SandboxService {
         profile: created.profile,
         vcpus,
         memory_mb: memoryMb,
+        ...(diskMb !== undefined ? { disk_mb: diskMb } : {}),
         pooled: pooled !== undefined,
         duration_ms: Math.round(performance.now() - startedAt),
       });
@@ -321,6 +325,17 @@ export class SandboxService {
     if (memoryMb !== undefined && memoryMb > this.hostMemoryMb) throw badRequest(`memory_mb: at most ${this.hostMemoryMb} on this host`);
   }
 
+  /**
+   * The disk_mb a new sandbox gets: the request's, checked against the engine's storage, or the
+   * default; undefined where the backend bounds no disk (then a requested one is UNSUPPORTED).
+   */
+  private diskOf(requested: number | undefined): number | undefined {
+    if (requested === undefined) return defaultDiskMb(this.backend);
+    const storageMb = requireCapability(this.backend, 'diskQuota').storageMb;
+    if (requested > storageMb) throw badRequest(`disk_mb: at most ${storageMb} (the size of the engine's storage)`);
+    return requested;
+  }
+
   private async checkLimit(): Promise<void> {
     const max = this.options.maxSandboxes;
     if (max > 0 && (await this.repo.count()) > max) {
@@ -379,6 +394,7 @@ export function specOf(record: SandboxRecord): SandboxSpec {
     image: record.root_image ?? record.image,
     vcpus: record.vcpus,
     memory_mb: record.memory_mb,
+    ...(record.disk_mb !== null ? { disk_mb: record.disk_mb } : {}),
     profile: record.profile,
     env: record.env,
     ...(record.source_url ? { source: { url: record.source_url, ...(record.source_ref ? { ref: record.source_ref } : {}) } } : {}),

@@ -13,6 +13,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   browserRelay: 'browser_relay',
   reuse: 'reuse',
   workers: 'workers',
+  diskQuota: 'disk_quota',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -25,6 +26,7 @@ const OFFERS: Record<CapabilityName, string> = {
   browserRelay: 'browser automation',
   reuse: 'reusing an instance for run after run',
   workers: 'persistent workers',
+  diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
 };
 
 /**
