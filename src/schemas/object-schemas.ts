@@ -249,4 +249,3 @@ export type ListObjectsQuery = z.infer<typeof listObjectsQuery>;
 export type SetAlarmInput = z.infer<typeof setAlarmBody>;
 export type AlarmReply = z.infer<typeof alarmReply>;
 export type CallLogEntry = z.infer<typeof callLogEntry>;
-export type VerboseCallResult = z.infer<typeof verboseCallResult>;

@@ -7,4 +7,3 @@ export { ObjectClasses, RUNTIME_IMAGES, moduleOfHandlers, type DefinedClass } fr
 export { ObjectService, MAX_QUEUED_CALLS, nameOf, type CallOutcome, type CallRequest } from './object-service.js';
 export { ObjectAlarms, ObjectHibernation, ALARM_RETRIES } from './object-timers.js';
 export { ObjectRuntime, OBJECT_LABEL, OBJECT_CLASS_LABEL } from './object-runtime.js';
-export { runnerAsset, OBJECTS_DIR } from './runner-assets.js';

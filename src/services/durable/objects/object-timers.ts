@@ -48,11 +48,6 @@ export class ObjectAlarms implements TimerSource {
     }
   }
 
-  /** Resolves when no alarm is being fired (tests). */
-  get idle(): boolean {
-    return this.firing.size === 0;
-  }
-
   private async fire(object: ObjectRecord): Promise<void> {
     const alarmAt = object.alarm_at!;
     try {
