@@ -159,14 +159,7 @@ export async function objectRoutes(app: App, { services }: RouteContext): Promis
         response: { 200: envelope(z.union([alarmReply, z.unknown()])), ...errors(400, 404, 409, 413, 422, 429, 503, 504) },
       },
     },
-    async (request) => {
-      const { class: className, object_id } = request.params;
-      const body = request.body;
-      if (!body || Object.keys(body).length === 0) {
-        return ok((await objects.call({ class: className, object_id, method: 'alarm', args: {}, source: 'http' })).result);
-      }
-      return ok(await objects.setAlarm(className, object_id, body));
-    },
+    async (request) => ok(await objects.alarmRequest(request.params.class, request.params.object_id, request.body ?? undefined)),
   );
 
   app.get(

@@ -197,6 +197,15 @@ export class ObjectService implements ObjectCaller {
   }
 
   /**
+   * POST .../alarm: no body or `{}` runs the method `alarm` now (its result is the answer);
+   * otherwise the body sets the alarm (see `setAlarm`).
+   */
+  async alarmRequest(className: string, objectId: string, body: SetAlarmInput | undefined): Promise<unknown> {
+    if (!body || Object.keys(body).length === 0) return (await this.call({ class: className, object_id: objectId, method: 'alarm', args: {}, source: 'http' })).result;
+    return this.setAlarm(className, objectId, body);
+  }
+
+  /**
    * Sets (replaces) the object's one alarm, making the object if needed without waking it. A
    * time in the past fires at once; more than a year ahead is 400.
    */
