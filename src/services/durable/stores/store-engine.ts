@@ -111,6 +111,12 @@ export interface StoreEngine {
   prepare(target: StoreTarget, validate: boolean): Promise<void>;
   /** After the record is gone: embedded kinds delete their files; external kinds touch nothing remote. */
   destroy(target: StoreTarget): Promise<void>;
+  /**
+   * Command kinds: whether this command changes data (`SET`, `ENQUEUE`, `DEQUEUE`, `DEL`, ...).
+   * A store with `config.read_only: true` answers such a command 403 FORBIDDEN before the engine
+   * sees it. An unknown command counts as a write (the engine then refuses it by name).
+   */
+  commandWrites?(command: unknown[]): boolean;
   /** Stops background work (worker processes, sweeps) at server close. */
   shutdown?(): Promise<void>;
 }
