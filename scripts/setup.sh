@@ -29,8 +29,7 @@ done
 # prometheus: its promtool checks the /metrics exposition in the tests. Only the tool is
 # wanted: it is installed without its recommends (node exporter and friends), and the
 # prometheus daemon that Debian enables on systemd hosts is disabled right after.
-# btrfs-progs: Docker's storage on btrfs, whose quotas enforce disk_mb (setup-storage.sh).
-PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus btrfs-progs)
+PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus)
 TOOL_ONLY_PACKAGES=(prometheus)
 # --network=none: gVisor's own netstack does not work on this kind of host.
 # --host-uds=create: the agent's socket, created inside the sandbox, must be visible to the host.
@@ -45,6 +44,19 @@ has_systemd() { [ "$(ps -p 1 -o comm= 2>/dev/null)" = systemd ]; }
 wait_for_docker() {
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
   die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"
+}
+# Debian's bookworm-backports in apt's sources (from the mirror apt already uses), index fresh.
+ensure_backports() {
+  local backports=/etc/apt/sources.list.d/bookworm-backports.sources mirror
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    # The mirror this machine's apt already uses for bookworm (deb822 or one-line sources).
+    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
+    [ -n "$mirror" ] || die "no Debian mirror found in apt's sources for bookworm-backports; add bookworm-backports to them and rerun"
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$mirror" >"$backports"
+    act "added Debian's bookworm-backports ($mirror) to apt's sources ($backports)"
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
 }
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -62,11 +74,7 @@ node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(
 # and moving its data-root later needs a restart. ----------------------------------------------
 storage_done=0
 if ! command -v dockerd >/dev/null && [ "${SANDBOXD_SETUP_DISK_QUOTA:-}" != 0 ]; then
-  if ! command -v mkfs.btrfs >/dev/null; then
-    act "installing btrfs-progs (Docker's storage goes on btrfs before Docker is installed)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq btrfs-progs >/dev/null
-  fi
+  ensure_btrfs_progs
   mkdir -p "$(dirname "$DAEMON_JSON")"
   setup_storage "$DAEMON_JSON"
   storage_done=1
@@ -105,17 +113,8 @@ if [ "$(runsc_date || echo 0)" -lt "$RUNSC_MIN_DATE" ]; then
   . /etc/os-release
   [ "${VERSION_CODENAME:-}" = bookworm ] ||
     die "runsc $(runsc_date) rejects coreutils' statx; install a runsc of ${RUNSC_MIN_DATE} or later (gVisor) and rerun"
-  backports=/etc/apt/sources.list.d/bookworm-backports.sources
-  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    # The mirror this machine's apt already uses for bookworm (deb822 or one-line sources).
-    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
-    [ -n "$mirror" ] || die "no Debian mirror found in apt's sources for bookworm-backports; add bookworm-backports to them and rerun"
-    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$mirror" >"$backports"
-    act "added Debian's bookworm-backports ($mirror) to apt's sources ($backports)"
-  fi
+  ensure_backports
   act "installing runsc from bookworm-backports (found $(runsc_date), need ${RUNSC_MIN_DATE} or later)"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
 else
   say "runsc $(runsc_date) accepts coreutils' statx"
@@ -146,7 +145,10 @@ daemon_change="$(DAEMON_JSON="$DAEMON_JSON" RUNSC_PATH="$runsc_path" RUNSC_ARGS=
 if [ "$daemon_change" = changed ]; then act "registered the runsc runtime in $DAEMON_JSON"; else say "$DAEMON_JSON has runsc"; fi
 
 # --- Docker's storage: btrfs with quotas, so that disk_mb is enforced (setup-storage.sh). -------
-[ "$storage_done" = 1 ] || setup_storage "$DAEMON_JSON"
+if [ "$storage_done" != 1 ]; then
+  [ "${SANDBOXD_SETUP_DISK_QUOTA:-}" = 0 ] || ensure_btrfs_progs
+  setup_storage "$DAEMON_JSON"
+fi
 
 # --- dockerd: running, and aware of runsc. -------------------------------------------------
 # dockerd must list runsc with exactly the flags daemon.json gives it.

@@ -1,6 +1,9 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writableBudget } from '../../src/backends/docker/container-spec.js';
-import { imageAllowanceMb } from '../../src/backends/docker/docker-storage.js';
+import { btrfsQuotaMode, imageAllowanceMb, mountDevice } from '../../src/backends/docker/docker-storage.js';
 import { DEFAULT_DISK_MB, MAX_DISK_MB } from '../../src/domain/disk.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
@@ -106,12 +109,52 @@ describe('writableBudget (Docker)', () => {
     expect(writableBudget({ memory_mb: 512, disk_mb: DEFAULT_DISK_MB }, true, 2, 0)).toMatchObject({ tmpfsMb: 128, shmMb: 64 });
   });
 
-  it('gives a writable root what /dev/shm leaves, on top of its image', () => {
-    const image = 200 * 1024 * 1024;
+  it('gives a writable root what /dev/shm leaves, on top of its image where the limit counts it', () => {
+    const image = imageAllowanceMb(200 * 1024 * 1024);
+    expect(image).toBeGreaterThan(200);
     const budget = writableBudget({ memory_mb: 512, disk_mb: 96 }, false, 0, image);
     expect(budget.shmMb).toBe(12);
-    expect(budget.layerMb).toBe(imageAllowanceMb(image) + 96 - 12);
-    expect(imageAllowanceMb(image)).toBeGreaterThan(200);
+    expect(budget.layerMb).toBe(image + 96 - 12);
     expect(writableBudget({ memory_mb: 512, disk_mb: DEFAULT_DISK_MB }, false, 0, image).shmMb).toBe(64);
+    // Simple quotas count only writes: the layer gets exactly what /dev/shm leaves.
+    expect(writableBudget({ memory_mb: 512, disk_mb: 96 }, false, 0, 0).layerMb).toBe(96 - 12);
+    // A read-only root's layer is bounded too, to a small floor.
+    expect(writableBudget({ memory_mb: 512, disk_mb: 96 }, true, 2, 0).layerMb).toBe(8);
+  });
+});
+
+describe('btrfs quota mode (Docker)', () => {
+  const mountinfo = [
+    '22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/vda1 rw',
+    '80 22 0:45 / /var/lib/sandboxd-docker rw,relatime shared:40 - btrfs /dev/loop0 rw,space_cache=v2',
+    '81 80 0:46 / /var/lib/sandboxd-docker/btrfs/subvolumes/abc rw - btrfs /dev/loop0 rw',
+    '90 22 0:47 / /var/lib/other\\040root rw - btrfs /dev/loop3 rw',
+  ].join('\n');
+
+  it('finds the device of the btrfs mount holding a path, the longest mount point first', () => {
+    expect(mountDevice(mountinfo, '/var/lib/sandboxd-docker')).toBe('/dev/loop0');
+    expect(mountDevice(mountinfo, '/var/lib/sandboxd-docker/image')).toBe('/dev/loop0');
+    expect(mountDevice(mountinfo, '/var/lib/other root/x')).toBe('/dev/loop3');
+    // A prefix of a name is not a parent, and ext4 is not btrfs.
+    expect(mountDevice(mountinfo, '/var/lib/sandboxd-docker2')).toBeUndefined();
+    expect(mountDevice(mountinfo, '/var/lib/docker')).toBeUndefined();
+  });
+
+  it('reads the mode the kernel reports for that device, undefined where there is none', async () => {
+    const sys = mkdtempSync(join(tmpdir(), 'sysfs-btrfs-'));
+    const info = join(sys, 'mountinfo');
+    writeFileSync(info, mountinfo);
+    for (const [fsid, device, mode] of [['a1', 'loop3', 'qgroup'], ['b2', 'loop0', 'squota']] as const) {
+      mkdirSync(join(sys, fsid, 'devices', device), { recursive: true });
+      mkdirSync(join(sys, fsid, 'qgroups'));
+      writeFileSync(join(sys, fsid, 'qgroups', 'mode'), `${mode}\n`);
+    }
+    try {
+      expect(await btrfsQuotaMode('/var/lib/sandboxd-docker', sys, info)).toBe('squota');
+      expect(await btrfsQuotaMode('/var/lib/other root', sys, info)).toBe('qgroup');
+      expect(await btrfsQuotaMode('/srv', sys, info)).toBeUndefined();
+    } finally {
+      rmSync(sys, { recursive: true, force: true });
+    }
   });
 });

@@ -114,7 +114,8 @@ describe.skipIf(!canMount)('ensure_storage_root on a scratch image (root only)',
     const first = bash('ensure_storage_root', env);
     expect(first.status, first.stdout).toBe(0);
     expect(first.stdout).toMatch(/act: making a 1 GiB sparse btrfs image/);
-    expect(first.stdout).toMatch(/act: enabling btrfs quotas/);
+    expect(first.stdout).toMatch(/act: enabling btrfs simple quotas/);
+    expect(bash('storage_quota_mode', env).stdout.trim()).toBe('squota');
     expect(statSync(env.SANDBOXD_STORAGE_IMAGE).size).toBe(1024 ** 3);
     expect(execFileSync('findmnt', ['-n', '-o', 'FSTYPE', env.SANDBOXD_STORAGE_ROOT], { encoding: 'utf8' }).trim()).toBe('btrfs');
     expect(bash('ensure_storage_root', env).stdout).not.toContain('act:');
@@ -123,6 +124,15 @@ describe.skipIf(!canMount)('ensure_storage_root on a scratch image (root only)',
     expect(again.stdout).toContain('act: mounting');
     expect(again.stdout).not.toMatch(/making|enabling/);
     expect(bash('storage_mounted', env).stdout.trim()).toBe('1');
+  });
+
+  it('switches a file system with full qgroup accounting to simple quotas', () => {
+    execFileSync('btrfs', ['quota', 'disable', env.SANDBOXD_STORAGE_ROOT]);
+    execFileSync('btrfs', ['quota', 'enable', env.SANDBOXD_STORAGE_ROOT]);
+    expect(bash('storage_quota_mode', env).stdout.trim()).toBe('qgroup');
+    const out = bash('ensure_storage_root', env);
+    expect(out.stdout).toContain('act: switching btrfs quotas');
+    expect(bash('storage_quota_mode', env).stdout.trim()).toBe('squota');
   });
 
   it('makes no image where the disk has less free space than a data-root needs', () => {

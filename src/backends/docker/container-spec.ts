@@ -2,7 +2,6 @@ import type Docker from 'dockerode';
 import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
 import { hostnameOf } from './docker-hostname.js';
-import { imageAllowanceMb } from './docker-storage.js';
 
 /** Labels every container of this service carries; reconciliation finds its containers by them. */
 export const LABEL = {
@@ -129,8 +128,8 @@ export interface ContainerContext {
   agent: { binary: string; socketDir: string };
   /** The image's HOME (its Env), which a reusable sandbox gets as a tmpfs. */
   home?: string;
-  /** The image's size in bytes (its blocks count against a bounded writable layer). */
-  imageSizeBytes?: number;
+  /** MiB of the image's own blocks that a bounded writable layer's limit counts (`imageAllowanceMb`; 0 where only writes count). */
+  imageAllowanceMb?: number;
 }
 
 /** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
@@ -155,7 +154,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
   const profile = reusableSettings(spec, ctx.runtime);
   const memoryBytes = spec.memory_mb * 1024 * 1024;
   const tmpfsPaths = profile.readonlyRootfs ? writablePaths(ctx.workspaceOwner, spec.reusable ? { home: ctx.home } : undefined) : {};
-  const budget = writableBudget(spec, profile.readonlyRootfs, Object.keys(tmpfsPaths).length, ctx.imageSizeBytes ?? 0);
+  const budget = writableBudget(spec, profile.readonlyRootfs, Object.keys(tmpfsPaths).length, ctx.imageAllowanceMb ?? 0);
   const hostConfig: Docker.HostConfig = {
     Runtime: ctx.runtime,
     NetworkMode: profile.network,
@@ -222,12 +221,15 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
 const DEFAULT_SHM_MB = 64;
 
 /** How a sandbox's memory and disk_mb bound each of its writable paths (MiB). */
+/** The least limit a writable layer gets: the engine writes a few files of its own there (/etc/hostname's mount point, ...). */
+const LAYER_FLOOR_MB = 8;
+
 export interface WritableBudget {
   /** Each tmpfs mount of a read-only sandbox. */
   tmpfsMb: number;
   /** /dev/shm (a tmpfs in every sandbox); undefined: the engine's default. */
   shmMb?: number;
-  /** The writable layer's limit (--storage-opt size), image blocks included; undefined: none. */
+  /** The writable layer's limit (--storage-opt size), image blocks included where they count; undefined: none. */
   layerMb?: number;
 }
 
@@ -238,21 +240,22 @@ export interface WritableBudget {
  * kernel, and with it every file); a full quarter is ENOSPC for the writer alone, with memory
  * left for the rest. With a disk_mb, everything writable together stays within it: a read-only
  * sandbox's tmpfs mounts and /dev/shm share it equally; a writable root gets what /dev/shm (at
- * most an eighth) leaves, on top of its image's own blocks (`imageAllowanceMb`).
+ * most an eighth) leaves, on top of the image's own blocks where the engine's limit counts them
+ * (`imageAllowanceMb`). A read-only root takes no write, but its layer is bounded all the same, to
+ * LAYER_FLOOR_MB where only writes count.
  */
 export function writableBudget(
   spec: Pick<SandboxSpec, 'memory_mb' | 'disk_mb'>,
   readOnly: boolean,
   tmpfsCount: number,
-  imageSizeBytes: number,
+  imageAllowanceMb: number,
 ): WritableBudget {
   const quarter = Math.floor(spec.memory_mb / 4);
   const disk = spec.disk_mb;
   if (disk === undefined) return { tmpfsMb: quarter };
   const tmpfsMb = Math.max(1, Math.min(quarter, Math.floor(disk / (tmpfsCount + 1))));
   const shmMb = Math.max(1, Math.min(DEFAULT_SHM_MB, readOnly ? tmpfsMb : Math.floor(disk / 8)));
-  // A read-only root takes no write, but its layer is bounded all the same.
-  const layerMb = imageAllowanceMb(imageSizeBytes) + (readOnly ? 0 : disk - shmMb);
+  const layerMb = Math.max(LAYER_FLOOR_MB, imageAllowanceMb + (readOnly ? 0 : disk - shmMb));
   return { tmpfsMb, shmMb, layerMb };
 }
 

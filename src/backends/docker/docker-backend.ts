@@ -54,7 +54,7 @@ import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
-import { diskQuotaOf, type EngineStorageInfo } from './docker-storage.js';
+import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -108,6 +108,8 @@ export class DockerBackend
   private readonly snapshots: DockerSnapshots;
   /** Runtimes the engine offers; `runc` until `detectRuntimes` has asked the engine. */
   private engineRuntimes: string[] = ['runc'];
+  /** The storage's quota limit counts a container's image blocks too (`EngineQuota.countsImage`). */
+  private quotaCountsImage = true;
   private detecting?: Promise<string[]>;
   private readonly sockets: AgentSockets;
   private readonly agents: AgentConnections;
@@ -442,7 +444,8 @@ export class DockerBackend
         // Containerd's shim names are not runtimes a sandbox can ask for.
         this.engineRuntimes = Object.keys(info.Runtimes ?? { runc: {} }).filter((name) => !name.startsWith('io.containerd.'));
         const quota = await diskQuotaOf(info);
-        if (quota) this.capabilities.diskQuota = quota;
+        this.quotaCountsImage = quota?.countsImage ?? true;
+        if (quota) this.capabilities.diskQuota = quota.capability;
         else delete this.capabilities.diskQuota;
         return this.engineRuntimes;
       },
@@ -495,7 +498,7 @@ export class DockerBackend
       claimWorkspace: rootDefault,
       agent: { binary, socketDir: socketDir.dir },
       home: image.Config.Env?.find((entry) => entry.startsWith('HOME='))?.slice('HOME='.length),
-      imageSizeBytes: image.Size,
+      imageAllowanceMb: this.quotaCountsImage ? imageAllowanceMb(image.Size) : 0,
     });
     let container: Docker.Container | undefined;
     try {
