@@ -15,6 +15,15 @@ interface Server {
   stop(): Promise<void>;
 }
 
+/** Servers still running: a bench stopped by a signal stops them too, rather than leave them serving. */
+const running = new Set<ChildProcess>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill('SIGTERM');
+    process.exit(130);
+  });
+}
+
 /** A `sandboxd serve` child on a temporary data directory and a free port. */
 async function startServer(extraArgs: string[] = []): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-bench-'));
@@ -24,6 +33,8 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
     [cli, 'serve', '--data-dir', dataDir, '--port', '0', '--log-level', 'warn', ...extraArgs],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const serverFile = join(dataDir, 'server.json');
   const deadline = Date.now() + 60_000;
   while (!existsSync(serverFile)) {
