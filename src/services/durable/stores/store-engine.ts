@@ -11,9 +11,10 @@
  * PAYLOAD_TOO_LARGE (a full store). Nothing an engine throws may carry a credential.
  */
 
+import type { StoreKind } from '../../../domain/store-kinds.js';
+
 /** Every kind a store can have; the first three live on the host, the rest are external servers. */
-export const STORE_KINDS = ['sqlite', 'kv', 'queue', 'postgres', 'mysql', 'redis'] as const;
-export type StoreKind = (typeof STORE_KINDS)[number];
+export { STORE_KINDS, type StoreKind } from '../../../domain/store-kinds.js';
 
 /** The three operations of the API; an engine supports `query` + `execute`, or `command`. */
 export type StoreOp = 'query' | 'execute' | 'command';
