@@ -116,7 +116,11 @@ export class StoreService {
     const target = this.baseTarget(record);
     if (validate) Object.assign(target, await this.connectionOf(record, credentials.password, 'create'));
     if (isEmbedded(record.kind)) mkdirSync(this.input.storesDir, { recursive: true });
-    await engine.prepare(target, validate);
+    try {
+      await engine.prepare(target, validate);
+    } catch (err) {
+      throw scrubbed(err, target.password);
+    }
     try {
       await this.repo.insert(record);
     } catch (err) {
