@@ -27,16 +27,9 @@ const sql = z
   .meta({ description: "One statement in the engine's dialect; placeholders are the engine's own (sqlite ?, ?NNN, :name; postgres $1; mysql ?)" });
 
 const params = z
-  .union(
-    [
-      z.array(z.unknown()).max(MAX_PARAMS, `at most ${MAX_PARAMS} parameters`),
-      z
-        .record(z.string(), z.unknown())
-        .refine((named) => Object.keys(named).length <= MAX_PARAMS, `at most ${MAX_PARAMS} parameters`),
-    ],
-    { error: 'must be an array (positional) or an object (named: sqlite only)' },
-  )
-  .meta({ description: 'Bound parameters, never spliced into the SQL: an array, or an object for :name/@name/$name (sqlite only)' });
+  .union([z.array(z.unknown()), z.record(z.string(), z.unknown())], { error: 'must be an array (positional) or an object (named: sqlite only)' })
+  .refine((given) => (Array.isArray(given) ? given.length : Object.keys(given).length) <= MAX_PARAMS, `at most ${MAX_PARAMS} parameters`)
+  .meta({ description: `Bound parameters, never spliced into the SQL: an array, or an object for :name/@name/$name (sqlite only); at most ${MAX_PARAMS}` });
 
 const maxRows = z
   .int({ error: 'must be an integer' })
