@@ -35,6 +35,19 @@ describe('store MCP tools', () => {
     await harness.close();
   });
 
+  it('lists the six store tools with their required arguments', async () => {
+    const { tools } = await client.listTools();
+    const required = Object.fromEntries(tools.filter((t) => t.name.startsWith('store_')).map((t) => [t.name, t.inputSchema.required ?? []]));
+    expect(required).toEqual({
+      store_create: ['name', 'kind'],
+      store_list: [],
+      store_query: ['store', 'sql'],
+      store_execute: ['store'],
+      store_command: ['store', 'command'],
+      store_delete: ['store'],
+    });
+  });
+
   it('creates, lists, queries, executes, runs commands and deletes', async () => {
     expect(await json('store_create', { name: 'db', kind: 'sqlite' })).toMatchObject({ name: 'db', kind: 'sqlite', sandbox: null });
     expect(await json('store_create', { name: 'cache', kind: 'kv', config: { read_only: false } })).toMatchObject({ name: 'cache', config: { read_only: false } });
