@@ -352,6 +352,20 @@ describe('store service: sandbox binding and handles', () => {
     ]);
   });
 
+  it('deletes at start the stores of a sandbox whose removal a stopped server left to recovery', async () => {
+    await stores().create({ name: 'orphan', kind: 'kv', sandbox: 'box' });
+    await stores().create({ name: 'kept', kind: 'kv', sandbox: 'box' });
+    await h.services.sandboxes.create({ name: 'gone' });
+    await stores().create({ name: 'orphan2', kind: 'sqlite', sandbox: 'gone' });
+    const gone = await h.services.sandboxes.require('gone');
+    // What recovery does with a sandbox left `removing`: the record is deleted, no hook runs.
+    await h.store.db.deleteFrom('sandboxes').where('uuid', '=', gone.uuid).execute();
+    expect(await stores().recover()).toBe(1);
+    expect((await stores().list()).map((s) => s.name)).toEqual(['kept', 'orphan']);
+    expect(events.at(-1)).toMatchObject({ type: 'store.deleted', resource: { name: 'orphan2' }, metadata: { reason: 'sandbox deleted' } });
+    expect(await stores().recover()).toBe(0);
+  });
+
   it('shares one handle per store, closes it after 5 minutes idle and at shutdown', async () => {
     await stores().create({ name: 'db', kind: 'sqlite' });
     await stores().create({ name: 'cache', kind: 'kv' });

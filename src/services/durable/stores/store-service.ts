@@ -37,7 +37,7 @@ export interface StoreMetrics {
 }
 
 export interface StoreServiceInput extends Pick<ServiceContext, 'clock' | 'logger' | 'bus' | 'sandboxes' | 'secrets' | 'settings'> {
-  repos: Pick<Repositories, 'stores'>;
+  repos: Pick<Repositories, 'stores' | 'sandboxes'>;
   /** One engine per kind this server offers; a kind without one is refused at create. */
   engines: readonly StoreEngine[];
   metrics: StoreMetrics;
@@ -234,6 +234,20 @@ export class StoreService {
       }
       return commandResultOf(await required(handle, 'command')({ command: body.command, timeoutMs: body.timeout_ms ?? this.timeoutMs }));
     });
+  }
+
+  /**
+   * At start: deletes the stores whose sandbox is gone although no removal hook ran (a server
+   * stopped in the middle of removing it, which recovery then finished). Returns how many.
+   */
+  async recover(): Promise<number> {
+    let removed = 0;
+    for (const record of await this.repo.list()) {
+      if (record.sandbox_uuid === null || (await this.input.repos.sandboxes.byUuid(record.sandbox_uuid))) continue;
+      await this.forget(record, 'sandbox deleted');
+      removed++;
+    }
+    return removed;
   }
 
   /** Closes every open handle and stops the engines' background work (server shutdown). */
