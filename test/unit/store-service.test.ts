@@ -112,6 +112,18 @@ describe('store service: create, read, list, delete', () => {
     expect((await stores().list()).map((s) => s.name)).toEqual(['taken']);
   });
 
+  it('answers 422 for a kept store whose kind this server has no engine for, and still deletes it', async () => {
+    const stamp = '2026-01-01T00:00:00.000Z';
+    await h.store.db
+      .insertInto('stores')
+      .values({ id: 'r-1', name: 'legacy', kind: 'redis', sandbox: null, sandbox_uuid: null, config: '{}', secret: null, status: 'ok', created_at: stamp, updated_at: stamp })
+      .execute();
+    expect(await failure(stores().command('legacy', { command: ['PING'] }))).toBe("UNSUPPORTED store 'legacy' is a redis store, and this server has no redis engine");
+    expect(await failure(stores().update('legacy', { config: {} }))).toBe("UNSUPPORTED store 'legacy' is a redis store, and this server has no redis engine");
+    expect((await stores().get('legacy')).status).toBe('ok');
+    expect(await stores().remove('legacy')).toBe("store 'legacy' deleted");
+  });
+
   it('checks reachability at create unless told not to, and keeps the status of an external store from its last use', async () => {
     expect(await failure(stores().create({ name: 'pg', kind: 'postgres', config: { host: 'unreachable.test' } }))).toBe(
       'BAD_REQUEST config: cannot connect to postgres at unreachable.test:5432: ECONNREFUSED (create with validate: false to skip this check)',

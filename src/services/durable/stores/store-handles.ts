@@ -81,9 +81,14 @@ export class StoreHandles implements TimerSource {
     return this.cache.size;
   }
 
+  /**
+   * The earliest idle deadline of the handles not in use (one in use is read again on the
+   * driver's next wake, at most 30 s later, rather than being due over and over while it runs).
+   */
   nextDue(): Date | null {
     let earliest: number | undefined;
     for (const entry of this.cache.values()) {
+      if (entry.inUse > 0) continue;
       const due = entry.lastUsed + HANDLE_IDLE_MS;
       if (earliest === undefined || due < earliest) earliest = due;
     }

@@ -158,7 +158,7 @@ export class StoreService {
    */
   async update(idOrName: string, patch: PatchStoreInput): Promise<StoreBody> {
     const current = await this.require(idOrName);
-    const engine = this.engineFor(current.kind);
+    const engine = this.engineOf(current);
     const given = splitCredentials(current.kind, patch.config);
     const merged = mergePatch(current.config, patch.config);
     // A store has one source of its password: giving one replaces the other.
@@ -267,7 +267,7 @@ export class StoreService {
     let outcome = 'ok';
     let reached = false;
     try {
-      const engine = this.engineFor(record.kind);
+      const engine = this.engineOf(record);
       if (!engine.ops.includes(op)) throw wrongOp(record, op, engine);
       return await this.handles.use(
         record.id,
@@ -295,6 +295,13 @@ export class StoreService {
       const known = this.kinds;
       throw badRequest(`kind: this server has no ${kind} stores (kinds: ${known.length > 0 ? known.join(', ') : 'none'})`);
     }
+    return engine;
+  }
+
+  /** The engine of a kept store; 422 when this server runs without one for its kind (it can only be deleted). */
+  private engineOf(record: StoreRecord): StoreEngine {
+    const engine = this.engines.get(record.kind);
+    if (!engine) throw new ServiceError('UNSUPPORTED', `store '${record.name}' is a ${record.kind} store, and this server has no ${record.kind} engine`);
     return engine;
   }
 
