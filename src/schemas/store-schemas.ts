@@ -18,7 +18,12 @@ export const storeKind = z.enum(STORE_KINDS, { error: `must be one of ${STORE_KI
   description: 'sqlite, kv, queue (on the host, or sqlite inside a bound sandbox with config.path); postgres, mysql, redis (external servers)',
 });
 
-const config = z.record(z.string(), z.unknown(), { error: 'must be a JSON object' });
+/** JSON of a store's config: settings, a CA certificate or two, never data. */
+export const MAX_CONFIG_BYTES = 64 * 1024;
+
+const config = z
+  .record(z.string(), z.unknown(), { error: 'must be a JSON object' })
+  .refine((value) => Buffer.byteLength(JSON.stringify(value), 'utf8') <= MAX_CONFIG_BYTES, 'must be at most 64 KiB of JSON');
 
 const sql = z
   .string({ error: 'must be a string' })

@@ -93,6 +93,8 @@ describe('store routes', () => {
       ['POST', '/stores', { name: 'x', kind: 'mysql' }, /^kind: this server has no mysql stores \(kinds: sqlite, kv, postgres\)/],
       ['POST', '/stores', { name: 'x', kind: 'sqlite', config: [] }, /^config: must be a JSON object/],
       ['POST', '/stores', { name: 'x', kind: 'sqlite', validate: 'no' }, /^validate: must be true or false/],
+      ['POST', '/stores', { name: 'x', kind: 'sqlite', config: { path: 'x'.repeat(65 * 1024) } }, /^config: must be at most 64 KiB of JSON/],
+      ['PATCH', '/stores/lim', { config: { path: 'x'.repeat(65 * 1024) } }, /^config: must be at most 64 KiB of JSON/],
       ['POST', '/stores', { name: 'x', kind: 'sqlite', extra: 1 }, /unknown field 'extra'/],
       ['POST', '/stores', { kind: 'sqlite' }, /^name: is required/],
       ['PATCH', '/stores/lim', {}, /^config: is required/],
