@@ -26,7 +26,7 @@ import type { Repositories, ServiceContext } from '../../context.js';
 import type { EventType } from '../../events/event-bus.js';
 import { isoNow, type Clock } from '../../support/clock.js';
 import { configView, engineConfigOf, hostOf, passwordFromEnv, scrubbed, splitCredentials, type Credentials } from './store-credentials.js';
-import type { StoreEngine, StoreHandle, StoreKind, StoreOp, StoreTarget } from './store-engine.js';
+import { STORE_KINDS, type StoreEngine, type StoreHandle, type StoreKind, type StoreOp, type StoreTarget } from './store-engine.js';
 import { StoreHandles } from './store-handles.js';
 import { checkPlacement, isEmbedded, sandboxAddress } from './store-placement.js';
 import { commandResultOf, queryRows, statementBodies } from './store-results.js';
@@ -87,7 +87,7 @@ export class StoreService {
 
   /** The kinds this server offers, in the API's order. */
   get kinds(): StoreKind[] {
-    return [...this.engines.keys()];
+    return STORE_KINDS.filter((kind) => this.engines.has(kind));
   }
 
   /** POST /stores. */
