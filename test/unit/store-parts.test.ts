@@ -46,7 +46,7 @@ describe('store parts', () => {
     let closed = 0;
     const handle: StoreHandle = { close: async () => void closed++ };
     let finish!: () => void;
-    const running = handles.use('s', async () => handle, () => new Promise<void>((resolve) => (finish = resolve)));
+    const running = handles.use({ id: 's', name: 'db' }, async () => handle, () => new Promise<void>((resolve) => (finish = resolve)));
     await Promise.resolve();
     expect(pokes).toBe(1);
     expect(handles.nextDue()).toBeNull();
@@ -59,5 +59,19 @@ describe('store parts', () => {
     clock.advance(HANDLE_IDLE_MS / 1000);
     await handles.tick(clock.clock());
     expect([closed, handles.size]).toEqual([1, 0]);
+  });
+
+  it('refuses to open the handle of a retired store, and closes a handle that was opening', async () => {
+    const handles = new StoreHandles(manualClock().clock, silentLogger(), () => undefined);
+    let closed = 0;
+    let opened!: (handle: StoreHandle) => void;
+    const running = handles.use({ id: 's', name: 'db' }, () => new Promise<StoreHandle>((resolve) => (opened = resolve)), async () => 'done');
+    const retiring = handles.retire('s');
+    opened({ close: async () => void closed++ });
+    await retiring;
+    expect(closed).toBe(1);
+    expect(await running).toBe('done');
+    await expect(handles.use({ id: 's', name: 'db' }, async () => ({ close: async () => undefined }), async () => 'again')).rejects.toThrow("store 'db' not found");
+    expect(handles.size).toBe(0);
   });
 });

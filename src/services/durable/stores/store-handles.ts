@@ -1,3 +1,4 @@
+import { notFound } from '../../../errors.js';
 import type { Logger } from '../../../telemetry/logger.js';
 import type { Clock } from '../../support/clock.js';
 import type { TimerSource } from '../durable-timers.js';
@@ -25,6 +26,12 @@ interface Cached {
 export class StoreHandles implements TimerSource {
   readonly name = 'store-handles';
   private readonly cache = new Map<string, Cached>();
+  /**
+   * Ids of deleted stores. A call that found its store just before the delete must not open a
+   * handle after it (an embedded engine would make the file again); ids are never reused, and a
+   * process sees few deletes, so the set is kept for the process's life.
+   */
+  private readonly retired = new Set<string>();
 
   constructor(
     private readonly clock: Clock,
@@ -33,8 +40,13 @@ export class StoreHandles implements TimerSource {
     private readonly poke: () => void,
   ) {}
 
-  /** Runs `work` on the store's handle, opened by `open` when none is cached (one open for concurrent first calls). */
-  async use<T>(id: string, open: () => Promise<StoreHandle>, work: (handle: StoreHandle) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` on the store's handle, opened by `open` when none is cached (one open for
+   * concurrent first calls). NOT_FOUND once the store is retired.
+   */
+  async use<T>(store: { id: string; name: string }, open: () => Promise<StoreHandle>, work: (handle: StoreHandle) => Promise<T>): Promise<T> {
+    const id = store.id;
+    if (this.retired.has(id)) throw notFound(`store '${store.name}' not found`);
     let entry = this.cache.get(id);
     if (!entry) {
       const created: Cached = { opening: open(), inUse: 0, lastUsed: this.clock().getTime() };
@@ -67,6 +79,12 @@ export class StoreHandles implements TimerSource {
     if (!entry) return;
     this.cache.delete(id);
     await closeQuietly(entry, this.logger, id);
+  }
+
+  /** Closes the handle of a store being deleted and refuses to open it again; resolves once it is closed. */
+  async retire(id: string): Promise<void> {
+    this.retired.add(id);
+    await this.close(id);
   }
 
   /** Closes every handle (server shutdown). */

@@ -270,7 +270,7 @@ export class StoreService {
       const engine = this.engineOf(record);
       if (!engine.ops.includes(op)) throw wrongOp(record, op, engine);
       return await this.handles.use(
-        record.id,
+        record,
         async () => engine.open({ ...this.baseTarget(record), ...(await this.connectionOf(record, undefined, 'open')) }),
         (handle) => {
           reached = true;
@@ -365,7 +365,7 @@ export class StoreService {
 
   /** Closes the store's handle, deletes its record, lets the engine remove its own, and says so on the bus. */
   private async forget(record: StoreRecord, reason: string): Promise<void> {
-    await this.handles.close(record.id);
+    await this.handles.retire(record.id);
     if (!(await this.repo.delete(record.id))) return;
     const engine = this.engines.get(record.kind);
     try {
