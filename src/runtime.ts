@@ -75,6 +75,9 @@ export async function startRuntime(
       poolMemoryMb: config.poolMemoryMb,
       objectConcurrency: config.objectConcurrency,
       objectMaxStorage: config.objectMaxStorage,
+      storeWorkers: config.storeWorkers,
+      storeTimeoutMs: config.storeTimeout,
+      storeAllowedHosts: config.storeAllowedHosts,
     },
     store,
     backend,
@@ -111,6 +114,8 @@ export async function startRuntime(
   await recover();
   // Schedule runs the last process had in flight: interrupted (or an object call retried), before any new firing.
   await services.schedules.recover();
+  // Stores whose sandbox a stopped server was removing: recovery finished the removal without them.
+  await services.stores.recover();
   // After recovery, like the loops: due work may act on sandboxes, which recovery settles first.
   void services.timers.start();
   const loops = [

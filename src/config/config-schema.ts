@@ -41,6 +41,9 @@ export const OPTIONS = {
   logLevel: { toml: 'server.log_level', env: 'SERVICE_LOG_LEVEL', flag: '--log-level' },
   objectConcurrency: { toml: 'objects.concurrency', env: 'SERVICE_OBJECT_CONCURRENCY', flag: '--object-concurrency' },
   objectMaxStorage: { toml: 'objects.max_storage_bytes', env: 'SERVICE_OBJECT_MAX_STORAGE', flag: '--object-max-storage' },
+  storeWorkers: { toml: 'stores.workers', env: 'SERVICE_STORE_WORKERS', flag: '--store-workers' },
+  storeTimeout: { toml: 'stores.timeout_ms', env: 'SERVICE_STORE_TIMEOUT', flag: '--store-timeout' },
+  storeAllowedHosts: { toml: 'stores.allowed_hosts', env: 'SERVICE_STORE_ALLOWED_HOSTS', flag: '--store-allowed-hosts' },
   secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
 } as const;
 
@@ -48,6 +51,9 @@ export type OptionName = keyof typeof OPTIONS;
 
 /** A host name, an IPv4 or IPv6 address (bracketed or not), optionally with a /prefix. */
 const SOURCE_HOST_ENTRY = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?)(?:\/\d{1,3})?$/;
+
+/** A host name or address with `*` and `?` wildcards. */
+const STORE_HOST_GLOB = /^[A-Za-z0-9.:*?_\[\]-]+$/;
 
 const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
@@ -135,6 +141,26 @@ export const configSchema = z.object({
   objectConcurrency: z.coerce.number().int().min(1).max(1024).default(16),
   /** Storage limit (bytes of JSON) of an object whose class sets none. */
   objectMaxStorage: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(4 * 1024 * 1024),
+  /** Child processes that run the SQL of host sqlite stores (a runaway statement is killed with its process). */
+  storeWorkers: z.coerce.number().int().min(1).max(64).default(2),
+  /** Default timeout_ms of store query, execute and command; a request may ask for up to 60000. */
+  storeTimeout: z.coerce.number().int().min(1).max(60_000).default(10_000),
+  /**
+   * Globs (`*`, `?`) of the hosts postgres, mysql and redis stores may connect to: a TOML list, or
+   * a comma-separated list. Default `*` (anywhere); `[]` or '' allows none but a bound sandbox's address.
+   */
+  storeAllowedHosts: z
+    .union([z.array(z.string()), z.string()])
+    .transform((input, ctx) => {
+      const entries = (Array.isArray(input) ? input : input.split(',')).map((entry) => entry.trim()).filter(Boolean);
+      const bad = entries.find((entry) => !STORE_HOST_GLOB.test(entry));
+      if (bad) {
+        ctx.addIssue({ code: 'custom', message: `'${bad}' is not a host glob: use db.internal,*.example.com,10.0.0.*` });
+        return z.NEVER;
+      }
+      return entries;
+    })
+    .default(['*']),
   /**
    * The 32-byte key that encrypts secrets at rest, made absolute; absent: `<data-dir>/secret.key`,
    * made on first use. Kept apart from the data directory, a backup of that directory holds no key.

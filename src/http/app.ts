@@ -22,6 +22,7 @@ import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
+import { storeRoutes } from './routes/store-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
 import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { zodValidatorCompiler } from './validation.js';
@@ -192,5 +193,6 @@ export async function buildApp({
   await app.register(browserRoutes, context);
   await app.register(objectRoutes, context);
   await app.register(scheduleRoutes, context);
+  await app.register(storeRoutes, context);
   return app;
 }

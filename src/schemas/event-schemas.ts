@@ -22,6 +22,8 @@ export const EVENT_TYPES = [
   'object.deleted',
   'object.alarm.failed',
   'schedule.run.failed',
+  'store.created',
+  'store.deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -6,6 +6,7 @@ import type { ObjectRepository } from '../state/object-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
+import type { StoreRepository } from '../state/store-repository.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ExecService } from './commands/exec-service.js';
 import type { PoolSize, WarmPool } from './commands/warm-pool.js';
@@ -40,6 +41,12 @@ export interface ServiceSettings {
   objectConcurrency?: number;
   /** Storage limit of an object whose class sets none; default 4 MiB. */
   objectMaxStorage?: number;
+  /** Child processes that run host SQLite store SQL (read where the sqlite engine is built); default 2. */
+  storeWorkers?: number;
+  /** Default timeout_ms of store query, execute and command; default 10000. */
+  storeTimeoutMs?: number;
+  /** Globs of the hosts external stores may connect to; default ['*']. */
+  storeAllowedHosts?: string[];
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -54,6 +61,7 @@ export interface Repositories {
   browserEvents: BrowserEventRepository;
   objects: ObjectRepository;
   schedules: ScheduleRepository;
+  stores: StoreRepository;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Backend } from '../backends/backend.js';
+import { join } from 'node:path';
 import { VERSION } from '../paths.js';
 import { AuditRepository } from '../state/audit-repository.js';
 import { BrowserEventRepository } from '../state/browser-event-repository.js';
@@ -7,6 +8,7 @@ import { ObjectRepository } from '../state/object-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
+import { StoreRepository } from '../state/store-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -15,6 +17,7 @@ import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService } from './durable/index.js';
 import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
+import { StoreService, type StoreEngine } from './durable/stores/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
@@ -33,6 +36,8 @@ export interface ServicesInput {
   tracing?: Tracing;
   /** The box for secrets at rest; default `<data-dir>/secret.key`, made on first use. */
   secrets?: SecretBox;
+  /** One engine per store kind offered; none by default (POST /stores then refuses every kind). */
+  engines?: StoreEngine[];
 }
 
 /** The service layer, wired once and shared by every face (HTTP, MCP). */
@@ -58,6 +63,8 @@ export class Services {
   readonly objects: ObjectService;
   /** Cron and one-shot firings; its `firing` is a source of `timers`. */
   readonly schedules: ScheduleService;
+  /** Durable stores; its `handles` is a source of `timers` (idle connections closed). */
+  readonly stores: StoreService;
   readonly secrets: SecretBox;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
@@ -68,7 +75,7 @@ export class Services {
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
-  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets }: ServicesInput) {
+  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, engines = [] }: ServicesInput) {
     const repos: Repositories = {
       sandboxes: new SandboxRepository(store.db, store.statements),
       snapshots: new SnapshotRepository(store.db),
@@ -77,6 +84,7 @@ export class Services {
       browserEvents: new BrowserEventRepository(store.db),
       objects: new ObjectRepository(store.db),
       schedules: new ScheduleRepository(store.db, store.statements),
+      stores: new StoreRepository(store.db),
     };
     this.repos = repos;
     this.settings = settings;
@@ -130,6 +138,15 @@ export class Services {
       metrics,
     });
     this.timers.register(this.schedules.firing);
+    this.stores = new StoreService({
+      ...ctx,
+      ...part('stores'),
+      engines,
+      metrics,
+      storesDir: join(store.dataDir, 'stores'),
+      poke: () => void this.timers.poke(),
+    });
+    this.timers.register(this.stores.handles);
     this.hostStats = new HostStats(store.dataDir);
   }
 
@@ -163,6 +180,7 @@ export class Services {
     await this.timers.close();
     this.objects.close();
     await this.schedules.close();
+    await this.stores.close();
     await this.browser.close();
     await this.pool.close();
     await this.runPool.close();

@@ -239,6 +239,25 @@ export interface ScheduleRunTable {
   manual: number;
 }
 
+/** A durable store (a database on the host or an external server the API speaks to). */
+export interface StoreTable {
+  id: string;
+  name: string;
+  /** sqlite | kv | queue | postgres | mysql | redis */
+  kind: string;
+  /** The bound sandbox's name and uuid; null for a store of no sandbox. */
+  sandbox: string | null;
+  sandbox_uuid: string | null;
+  /** JSON object: the engine's config, without secrets. */
+  config: string;
+  /** SecretBox ciphertext of the password; null without one. */
+  secret: string | null;
+  /** ok | unreachable: how the last use of an external store went. */
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -257,5 +276,6 @@ export interface Database {
   object_idempotency: ObjectIdempotencyTable;
   schedules: ScheduleTable;
   schedule_runs: ScheduleRunTable;
+  stores: StoreTable;
   meta: MetaTable;
 }

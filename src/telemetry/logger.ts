@@ -4,12 +4,14 @@ export type { Logger };
 
 /**
  * Fields whose values never reach a log line: passwords and secret values one level down in a
- * logged object (`{store: {password}}`, `{secret: {value}}`) and credentials in request headers.
+ * logged object (`{store: {password}}`, `{secret: {value}}`), a store's `config.password` and credentials in request headers.
  * Each is replaced by `[Redacted]`; the key stays, so a line still shows that one was there.
  */
 export const REDACTED_PATHS = [
   'password',
   '*.password',
+  'config.password',
+  '*.config.password',
   '*.value',
   'authorization',
   '*.authorization',

@@ -112,6 +112,19 @@ export class Metrics {
     LATENCY_BUCKETS,
   );
 
+  readonly storeOps = this.counter(
+    'sandboxd_store_ops_total',
+    'Durable-store operations (query, execute, command), by kind, op and outcome: ok, or the error code in lower case (sql_error, timeout, store_unavailable, ...)',
+    ['kind', 'op', 'outcome'],
+  );
+
+  readonly storeOpDuration = this.histogram(
+    'sandboxd_store_op_duration_seconds',
+    'Time of durable-store operations, from the request to the engine\'s answer, by kind and op',
+    LATENCY_BUCKETS,
+    ['kind', 'op'],
+  );
+
   readonly uncaughtErrors = this.counter(
     'sandboxd_uncaught_errors_total',
     'Errors that escaped every handler (each one a bug), by kind: exception or rejection; the server logged them and kept serving',

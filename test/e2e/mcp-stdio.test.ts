@@ -50,6 +50,12 @@ const TOOLS: Record<string, string[]> = {
   schedule_list: [],
   schedule_delete: ['schedule'],
   schedule_trigger: ['schedule'],
+  store_create: ['name', 'kind'],
+  store_list: [],
+  store_query: ['store', 'sql'],
+  store_execute: ['store'],
+  store_command: ['store', 'command'],
+  store_delete: ['store'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

@@ -9,7 +9,8 @@ import type { Clock } from '../../src/services/support/clock.js';
 import type { EventSettings } from '../../src/services/events/observability.js';
 import { Services, type ServiceSettings } from '../../src/services/services.js';
 import { openStore, type Store } from '../../src/state/store.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
+import type { StoreEngine } from '../../src/services/durable/stores/index.js';
+import { silentLogger, type Logger } from '../../src/telemetry/logger.js';
 
 export interface FakeHarness {
   app: App;
@@ -25,11 +26,13 @@ export async function fakeHarness(
   settings: Partial<ServiceSettings> & { apiKeys?: string[] } = {},
   clock?: Clock,
   events?: EventSettings,
+  /** Store engines to offer (test doubles in unit tests), and a logger to read what was logged. */
+  extra: { engines?: StoreEngine[]; logger?: Logger } = {},
 ): Promise<FakeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
   const store = await openStore(dataDir);
   const backend = new FakeBackend();
-  const logger = silentLogger();
+  const logger = extra.logger ?? silentLogger();
   const apiKeys = settings.apiKeys ?? [];
   const services = new Services({
     settings: {
@@ -44,6 +47,7 @@ export async function fakeHarness(
     logger,
     ...(clock ? { clock } : {}),
     ...(events ? { events } : {}),
+    ...(extra.engines ? { engines: extra.engines } : {}),
   });
   const app = await buildApp({ services, apiKeys, logger });
   return {

@@ -117,6 +117,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ configFile: typed, env: {}, flags: { dataDir: dir } })).toThrow(/\[secrets\]\.key_file in .*: /);
   });
 
+  it('reads the store options from every source and refuses bad values by name', () => {
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ storeWorkers: 2, storeTimeout: 10_000, storeAllowedHosts: ['*'] });
+    const configFile = file('stores.toml', '[stores]\nworkers = 4\ntimeout_ms = 5000\nallowed_hosts = ["db.internal", "*.example.com"]\n');
+    expect(loadConfig({ configFile, env: {}, flags: { dataDir: dir } })).toMatchObject({
+      storeWorkers: 4,
+      storeTimeout: 5000,
+      storeAllowedHosts: ['db.internal', '*.example.com'],
+    });
+    const env = { SERVICE_STORE_WORKERS: '3', SERVICE_STORE_ALLOWED_HOSTS: '10.0.0.*, db' };
+    expect(loadConfig({ configFile, env, flags: { dataDir: dir, storeTimeout: '20000' } })).toMatchObject({
+      storeWorkers: 3,
+      storeTimeout: 20_000,
+      storeAllowedHosts: ['10.0.0.*', 'db'],
+    });
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, storeTimeout: '60001' } })).toThrow(/--store-timeout/);
+    expect(() => loadConfig({ env: { SERVICE_STORE_WORKERS: '0' }, flags: { dataDir: dir } })).toThrow(/SERVICE_STORE_WORKERS/);
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, storeAllowedHosts: 'db/32' } })).toThrow(/--store-allowed-hosts: 'db\/32' is not a host glob/);
+  });
+
   it('turns TLS on with a certificate pair or --tls alone', () => {
     expect(loadConfig({ env: { SERVICE_TLS_CERT: '/c.pem', SERVICE_TLS_KEY: '/k.pem' }, flags: { dataDir: dir } }).tls).toBe(true);
     expect(loadConfig({ env: {}, flags: { dataDir: dir, tls: true } }).tls).toBe(true);

@@ -22,8 +22,10 @@ describe('createLogger', () => {
       'store created',
     );
     logger.child({ part: 'stores' }).warn({ config: { host: 'db', password: 'child-pw' } }, 'connect failed');
-    expect(lines.join('')).not.toMatch(/hunter2|sk-live-123|bearer-456|header-key-789|top-level-1|top-level-2|child-pw/);
-    const [first, second] = parsed();
+    logger.info({ store: { name: 'pg', config: { host: 'db', password: 'nested-pw' } } }, 'store request');
+    expect(lines.join('')).not.toMatch(/hunter2|sk-live-123|bearer-456|header-key-789|top-level-1|top-level-2|child-pw|nested-pw/);
+    const [first, second, third] = parsed();
+    expect(third).toMatchObject({ store: { name: 'pg', config: { host: 'db', password: '[Redacted]' } } });
     expect(first).toMatchObject({
       msg: 'store created',
       store: { name: 'orders', password: '[Redacted]' },

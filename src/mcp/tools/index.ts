@@ -8,6 +8,7 @@ import { objectTools } from './object-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
 import { scheduleTools } from './schedule-tools.js';
 import { snapshotTools } from './snapshot-tools.js';
+import { storeTools } from './store-tools.js';
 
 /** Every tool the MCP server offers, one family per file; a new family is one more entry. */
 export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
@@ -20,4 +21,5 @@ export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
   browserTools,
   objectTools,
   scheduleTools,
+  storeTools,
 ];

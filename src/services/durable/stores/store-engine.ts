@@ -11,9 +11,10 @@
  * PAYLOAD_TOO_LARGE (a full store). Nothing an engine throws may carry a credential.
  */
 
+import type { StoreKind } from '../../../domain/store-kinds.js';
+
 /** Every kind a store can have; the first three live on the host, the rest are external servers. */
-export const STORE_KINDS = ['sqlite', 'kv', 'queue', 'postgres', 'mysql', 'redis'] as const;
-export type StoreKind = (typeof STORE_KINDS)[number];
+export { STORE_KINDS, type StoreKind } from '../../../domain/store-kinds.js';
 
 /** The three operations of the API; an engine supports `query` + `execute`, or `command`. */
 export type StoreOp = 'query' | 'execute' | 'command';
@@ -26,11 +27,15 @@ export interface StoreTarget {
   id: string;
   name: string;
   kind: StoreKind;
-  /** The engine's own config, already checked by its `configSchema` (secrets removed). */
+  /**
+   * The engine's own config as its `checkConfig` returned it. Never holds the service's fields
+   * (`password`, `password_env`, `read_only`); a `url` never holds a password (the service moved
+   * it to `password`, so an engine puts `password` into the url's userinfo itself).
+   */
   config: Record<string, unknown>;
   /** The password, decrypted or read from `password_env`; undefined when there is none. */
   password?: string;
-  /** Embedded kinds on the host: the store's file (`<data-dir>/stores/<id>.sqlite`). */
+  /** Embedded kinds on the host: the store's file (`<data-dir>/stores/<id>.sqlite`; the folder exists at `prepare`). */
   file: string;
   /** The bound sandbox's name, when the store has one. */
   sandbox?: string;
@@ -98,8 +103,9 @@ export interface StoreEngine {
   /** The ops this kind answers; the others are 422 UNSUPPORTED naming the right route. */
   readonly ops: readonly StoreOp[];
   /**
-   * Checks a create's or patch's config; returns it normalised with defaults (without the
-   * password, which the service seals). Throws BAD_REQUEST naming `config.<field>`.
+   * Checks a create's or patch's config; returns it normalised with defaults. It is given the
+   * config without `password`, `password_env` and `read_only` (the service checks, seals and
+   * enforces those) and with a url's password taken out. Throws BAD_REQUEST naming `config.<field>`.
    */
   checkConfig(config: Record<string, unknown>): Record<string, unknown>;
   open(target: StoreTarget): Promise<StoreHandle>;

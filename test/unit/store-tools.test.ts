@@ -1,0 +1,78 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient } from '../../src/mcp/inject-client.js';
+import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { texts } from '../helpers/mcp-process.js';
+import { StoreEngineDouble } from '../helpers/store-engine-double.js';
+
+/**
+ * The store tools through the in-process API. TODO(issue 14, at the merge of the engines): the
+ * sqlite and kv engines here are TEST DOUBLES because no real engine exists on this branch;
+ * switch to the real engines once they are merged.
+ */
+describe('store MCP tools', () => {
+  let harness: FakeHarness;
+  let mcp: SandboxdMcpServer;
+  let client: Client;
+  const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const json = async (name: string, args: Record<string, unknown> = {}) => JSON.parse(texts(await call(name, args))[0]!);
+
+  beforeAll(async () => {
+    harness = await fakeHarness({}, undefined, undefined, { engines: [new StoreEngineDouble('sqlite'), new StoreEngineDouble('kv')] });
+    mcp = await createMcpServer({ api: injectClient(harness.app, 'test'), logger: silentLogger() });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcp.server.connect(serverSide);
+    client = new Client({ name: 'unit', version: '1' });
+    await client.connect(clientSide);
+  });
+  afterAll(async () => {
+    await client.close();
+    await mcp.close();
+    await harness.close();
+  });
+
+  it('lists the six store tools with their required arguments', async () => {
+    const { tools } = await client.listTools();
+    const required = Object.fromEntries(tools.filter((t) => t.name.startsWith('store_')).map((t) => [t.name, t.inputSchema.required ?? []]));
+    expect(required).toEqual({
+      store_create: ['name', 'kind'],
+      store_list: [],
+      store_query: ['store', 'sql'],
+      store_execute: ['store'],
+      store_command: ['store', 'command'],
+      store_delete: ['store'],
+    });
+  });
+
+  it('creates, lists, queries, executes, runs commands and deletes', async () => {
+    expect(await json('store_create', { name: 'db', kind: 'sqlite' })).toMatchObject({ name: 'db', kind: 'sqlite', sandbox: null });
+    expect(await json('store_create', { name: 'cache', kind: 'kv', config: { read_only: false } })).toMatchObject({ name: 'cache', config: { read_only: false } });
+    expect((await json('store_list')).map((s: { name: string }) => s.name)).toEqual(['cache', 'db']);
+    expect((await json('store_list', { kind: 'kv' })).map((s: { name: string }) => s.name)).toEqual(['cache']);
+    expect(await json('store_query', { store: 'db', sql: 'SELECT ?', params: [1], max_rows: 5 })).toMatchObject({ columns: ['sql', 'params'], row_count: 1, truncated: false });
+    expect(await json('store_execute', { store: 'db', statements: [{ sql: 'A' }, { sql: 'B' }] })).toMatchObject({ rows_affected: 2 });
+    expect(await json('store_command', { store: 'cache', command: ['SET', 'k', 'v'] })).toEqual({ result: 'OK' });
+    expect(await json('store_command', { store: 'cache', command: ['GET', 'k'] })).toEqual({ result: 'v' });
+    expect(texts(await call('store_delete', { store: 'cache' }))).toEqual(["store 'cache' deleted"]);
+    expect(texts(await call('store_delete', { store: 'db' }))).toEqual(["store 'db' deleted"]);
+  });
+
+  it('answers bad input, the wrong op and unknown stores with isError results that name the field', async () => {
+    await call('store_create', { name: 'kv1', kind: 'kv' });
+    expect(await call('store_query', { store: 'kv1', sql: 'SELECT 1' })).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: "query: store 'kv1' is a kv store, which answers POST /stores/kv1/command" }],
+    });
+    expect(await call('store_command', { store: 'ghost', command: ['GET', 'k'] })).toMatchObject({ isError: true, content: [{ type: 'text', text: "store 'ghost' not found" }] });
+    const badKind = await call('store_create', { name: 'x', kind: 'mongo' });
+    expect(badKind.isError).toBe(true);
+    expect(texts(badKind)[0]).toMatch(/kind/);
+    const tooMany = await call('store_query', { store: 'kv1', sql: 'S', max_rows: 100_001 });
+    expect(tooMany.isError).toBe(true);
+    expect(texts(tooMany)[0]).toMatch(/max_rows/);
+  });
+});
