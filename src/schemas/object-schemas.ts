@@ -195,6 +195,10 @@ export const callHeaders = z.object({
     .max(128, 'must be at most 128 characters')
     .optional()
     .meta({ description: 'A repeat with the same key (within 24 h) runs nothing and answers the first result, with Idempotent-Replay: true' }),
+  'x-sandboxd-client': z
+    .literal('mcp')
+    .optional()
+    .meta({ description: "Who makes the call, as the call log records it: `mcp` from sandboxd's MCP tools, `http` when absent" }),
 });
 
 export const verboseCallResult = z

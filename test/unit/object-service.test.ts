@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { injectClient } from '../../src/mcp/inject-client.js';
+import { objectTools } from '../../src/mcp/tools/object-tools.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 import { EXIT, GARBAGE, HANG, scriptObjectRunner, type DoubleClasses } from '../helpers/object-runner-double.js';
@@ -106,6 +108,19 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
     expect(JSON.stringify(after.storage)).toBe(JSON.stringify(before.storage));
     const log = (await h!.app.inject({ url: '/objects/counter/alice/calls' })).json().data;
     expect(log[0]).toMatchObject({ method: 'putThenThrow', outcome: 'threw', source: 'http' });
+  });
+
+  it("logs who called: http, or mcp for sandboxd's MCP tool", async () => {
+    const { define, call } = await setup();
+    // The in-process client hooks the app: it is made before the first request.
+    const api = injectClient(h!.app, 'test');
+    await define();
+    await call('increment');
+    const tool = objectTools.find((t) => t.name === 'object_call')!;
+    await tool.handle({ class: 'counter', object_id: 'alice', method: 'increment', args: { by: 2 } }, { api, signal: new AbortController().signal } as never);
+    const log = (await h!.app.inject({ url: '/objects/counter/alice/calls' })).json().data;
+    expect(log.map((c: { source: string }) => c.source)).toEqual(['mcp', 'http']);
+    expect((await call('get', {}, { 'x-sandboxd-client': 'cli' })).statusCode).toBe(400);
   });
 
   it('applies the same Idempotency-Key once and replays its result', async () => {

@@ -134,7 +134,7 @@ export async function objectRoutes(app: App, { services }: RouteContext): Promis
         object_id,
         method,
         args: request.body ?? {},
-        source: 'http',
+        source: request.headers['x-sandboxd-client'] ?? 'http',
         ...(request.headers['idempotency-key'] ? { idempotency_key: request.headers['idempotency-key'] } : {}),
         ...(request.query.timeout_ms !== undefined ? { timeout_ms: request.query.timeout_ms } : {}),
       });

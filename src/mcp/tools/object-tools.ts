@@ -47,7 +47,7 @@ export const objectTools: Tool[] = [
             method: 'POST',
             path: apiPath('objects', klass, object_id, 'call', method),
             body: args ?? {},
-            ...(idempotency_key ? { headers: { 'idempotency-key': idempotency_key } } : {}),
+            headers: { 'x-sandboxd-client': 'mcp', ...(idempotency_key ? { 'idempotency-key': idempotency_key } : {}) },
           },
           signal,
         ),
