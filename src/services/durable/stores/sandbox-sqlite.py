@@ -1,7 +1,8 @@
 # Runs one sqlite store request inside a sandbox, with the image's python3 and its standard
-# library (sandboxd's sqlite engine starts it with `python3 -I -c`, see sqlite-sandbox.ts).
-# Reads one JSON request on stdin, prints one JSON answer line on stdout: {"ok": true, "value": ...}
-# or {"ok": false, "error": {"code", "message", "engine_code"?, "statement"?}}. The shapes and
+# library (sandboxd's sqlite engine sends this script as the first line of stdin to a
+# `python3 -I -c` loader, see sqlite-sandbox.ts). Reads one JSON request from the rest of
+# stdin, prints one JSON answer line on stdout: {"ok": true, "value": ...} or
+# {"ok": false, "error": {"code", "message", "engine_code"?, "statement"?}}. The shapes and
 # conversions are those of the host engine (docs/decisions.md, "sqlite stores"): integers beyond
 # 2^53 as strings, BLOBs as base64, a column's type the storage class of its first value.
 import base64

@@ -26,6 +26,13 @@ export type SandboxExec = (
 let script: string | undefined;
 const scriptText = () => (script ??= readFileSync(join(PACKAGE_ROOT, 'src', 'services', 'durable', 'stores', 'sandbox-sqlite.py'), 'utf8'));
 
+/**
+ * The command: python3 in isolated mode (no environment, no user site) reads the script as the
+ * first line of stdin and the request after it, which keeps the command (and the audit record
+ * of each exec) one short line.
+ */
+const LOADER = ['python3', '-I', '-c', 'import json, sys; exec(json.loads(sys.stdin.readline()))'];
+
 /** The exec outlives the script's own deadline by this much, so the script answers TIMEOUT itself. */
 const EXEC_GRACE_MS = 2000;
 const SHOWN_STDERR = 500;
@@ -79,8 +86,8 @@ export async function runInSandbox(exec: SandboxExec, file: SandboxFile, request
   let result;
   try {
     result = await exec(file.sandbox, {
-      command: ['python3', '-I', '-c', scriptText()],
-      stdin: JSON.stringify({ ...request, path: file.path, max_bytes: file.maxBytes }),
+      command: LOADER,
+      stdin: `${JSON.stringify(scriptText())}\n${JSON.stringify({ ...request, path: file.path, max_bytes: file.maxBytes })}`,
       timeout_ms: request.timeout_ms + EXEC_GRACE_MS,
     });
   } catch (err) {
