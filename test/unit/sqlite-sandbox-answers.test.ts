@@ -7,8 +7,8 @@ import { runInSandbox, type SandboxExec } from '../../src/services/durable/store
  * come from an exec double (the real script runs in test/integration/sqlite-sandbox-store.test.ts).
  */
 const file = { name: 'app', sandbox: 'box', path: '/workspace/app.db', maxBytes: 1 << 20 };
-const query = { op: 'query', sql: 'SELECT 1', params: [], max_rows: 10, timeout_ms: 1000 } as const;
-const execute = { op: 'execute', statements: [{ sql: 'SELECT 1', params: [], inserts: false }], transaction: true, max_rows: 10, timeout_ms: 1000 } as const;
+const query = { op: 'query' as const, sql: 'SELECT 1', params: [], max_rows: 10, timeout_ms: 1000 };
+const execute = { op: 'execute' as const, statements: [{ sql: 'SELECT 1', params: [], inserts: false }], transaction: true, max_rows: 10, timeout_ms: 1000 };
 const answering =
   (stdout: string, extra: Partial<{ exit_code: number; stderr: string; timed_out: boolean }> = {}): SandboxExec =>
   async () => ({ exit_code: 0, stdout, stderr: '', timed_out: false, ...extra });

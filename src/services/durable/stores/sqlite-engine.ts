@@ -5,8 +5,7 @@
  * `config.path`, in that file inside the sandbox, through the sandbox's python3.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { badRequest } from '../../../errors.js';
 import type { Logger } from '../../../telemetry/logger.js';
@@ -69,7 +68,7 @@ export class SqliteStoreEngine implements StoreEngine {
       if (validate) await runInSandbox(this.exec, file, { op: 'open', timeout_ms: 10_000 });
       return;
     }
-    mkdirSync(dirname(target.file), { recursive: true, mode: 0o700 });
+    await mkdir(dirname(target.file), { recursive: true, mode: 0o700 });
     // WAL is a property of the file: set once here, before any worker opens it.
     const db = new Database(target.file);
     try {

@@ -48,7 +48,13 @@ function connections(file: string, maxBytes: number): StoreConnections {
     writer.pragma('foreign_keys = ON');
     writer.pragma('busy_timeout = 5000');
     writer.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
-    const reader = new Database(file, { readonly: true, fileMustExist: true });
+    let reader: Connection;
+    try {
+      reader = new Database(file, { readonly: true, fileMustExist: true });
+    } catch (err) {
+      writer.close();
+      throw err;
+    }
     reader.pragma('busy_timeout = 5000');
     const counters = writer.prepare<[], [bigint, bigint, bigint]>('SELECT changes(), last_insert_rowid(), total_changes()').raw(true).safeIntegers(true);
     store = { writer, reader, maxBytes: -1, counters };
