@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -356,11 +356,52 @@ describe('worker processes', () => {
     expect(workerPids().some((pid) => before.includes(pid))).toBe(false);
   });
 
+  it('offers the workers, not the server, to the OOM killer first', async () => {
+    const { store } = await newStore();
+    await query(store, 'SELECT 1');
+    const pids = workerPids();
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+  });
+
   it('serialises one store\'s writes and runs many stores at once', async () => {
     const stores = await Promise.all([newStore(), newStore(), newStore()]);
     for (const { store } of stores) await execute(store, [{ sql: 'CREATE TABLE t (n INTEGER)' }]);
     await Promise.all(stores.flatMap(({ store }) => Array.from({ length: 20 }, (_, i) => execute(store, [{ sql: 'INSERT INTO t VALUES (?)', params: [i] }]))));
     for (const { store } of stores) expect(await count(store)).toBe(20);
+  });
+
+  it('a worker stuck in a statement ends when the server dies', async () => {
+    // A server of its own (the built engine), SIGKILLed while its worker runs an endless query.
+    const engineModule = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', 'sqlite-engine.js');
+    const loggerModule = join(PACKAGE_ROOT, 'dist', 'src', 'telemetry', 'logger.js');
+    const file = join(dir, 'orphan.sqlite');
+    const server = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const { SqliteStoreEngine } = await import(${JSON.stringify(engineModule)});
+         const { silentLogger } = await import(${JSON.stringify(loggerModule)});
+         const engine = new SqliteStoreEngine({ workers: 1, exec: async () => ({}), logger: silentLogger() });
+         const target = { id: 'o', name: 'o', kind: 'sqlite', config: engine.checkConfig({}), file: ${JSON.stringify(file)} };
+         await engine.prepare(target, true);
+         const store = await engine.open(target);
+         await store.query({ sql: 'SELECT 1', params: [], maxRows: 1, timeoutMs: 5000 });
+         console.log('ready');
+         await store.query({ sql: ${JSON.stringify(ENDLESS)}, params: [], maxRows: 1, timeoutMs: 60000 });`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => server.stdout!.once('data', () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    expect(children).toHaveLength(1);
+    server.kill('SIGKILL');
+    const alive = (pid: number) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+    const deadline = Date.now() + 10_000;
+    while (alive(children[0]!) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(alive(children[0]!)).toBe(false);
   });
 
   it('shutdown ends every worker and refuses later requests', async () => {

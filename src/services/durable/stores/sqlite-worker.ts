@@ -9,6 +9,7 @@
  * 2^53 as strings, BLOBs as base64 (docs/decisions.md, "sqlite stores").
  */
 import Database from 'better-sqlite3';
+import { writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { RowSet, StatementResult } from './store-engine.js';
 import { jsonInteger, MAX_RESULT_BYTES, READY, type WireError, type WireParams, type WireStatement, type WorkerAnswer, type WorkerRequest } from './sqlite-protocol.js';
@@ -48,6 +49,8 @@ function connections(file: string, maxBytes: number): StoreConnections {
     writer.pragma('foreign_keys = ON');
     writer.pragma('busy_timeout = 5000');
     writer.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
+    // Sorts and temporary tables stay in this process's memory instead of unbounded files on the host's disk.
+    writer.pragma('temp_store = MEMORY');
     let reader: Connection;
     try {
       reader = new Database(file, { readonly: true, fileMustExist: true });
@@ -56,6 +59,7 @@ function connections(file: string, maxBytes: number): StoreConnections {
       throw err;
     }
     reader.pragma('busy_timeout = 5000');
+    reader.pragma('temp_store = MEMORY');
     const counters = writer.prepare<[], [bigint, bigint, bigint]>('SELECT changes(), last_insert_rowid(), total_changes()').raw(true).safeIntegers(true);
     store = { writer, reader, maxBytes: -1, counters };
   }
@@ -238,7 +242,20 @@ function watchParent(): void {
   new Worker(source, { eval: true, workerData: process.ppid }).unref();
 }
 
+/**
+ * Makes this process the first the kernel's OOM killer ends: a statement that eats memory (a
+ * huge sort, a giant blob) then costs this worker (answered 503, replaced), not the server.
+ */
+function offerToOomKiller(): void {
+  try {
+    writeFileSync('/proc/self/oom_score_adj', '1000');
+  } catch {
+    // Not Linux, or /proc is not mounted: the kernel's own choice stands.
+  }
+}
+
 process.on('message', (request: WorkerRequest) => process.send!(answer(request)));
 process.on('disconnect', () => process.exit(0));
 watchParent();
+offerToOomKiller();
 process.send!(READY);
