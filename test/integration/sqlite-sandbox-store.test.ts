@@ -77,6 +77,21 @@ describe('sqlite store inside a sandbox', () => {
     expect(some).toMatchObject({ rows: [[expect.any(String)]], truncated: true });
   });
 
+  it('refuses at create a path that is no database, naming config.path', async () => {
+    await sandboxExec(['sh', '-c', 'echo not a database > /workspace/notes.txt']);
+    for (const [path, reason] of [
+      ['/workspace/notes.txt', 'file is not a database'],
+      ['/workspace', 'unable to open database file'],
+      ['/no/such/dir/app.db', 'unable to open database file'],
+    ] as const) {
+      expect(await failure(engine.prepare(target(path), true)), path).toMatchObject({
+        code: 'BAD_REQUEST',
+        message: `config.path: '${path}' in sandbox '${sandbox}' cannot be opened as a sqlite database: ${reason} (create with validate: false to skip this check)`,
+      });
+    }
+    await engine.prepare(target('/workspace/notes.txt'), false);
+  });
+
   it('keeps query read-only and refuses stacked statements; the table is unchanged', async () => {
     const app = target('/workspace/ro.db');
     await engine.prepare(app, true);

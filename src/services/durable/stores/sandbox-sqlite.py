@@ -107,7 +107,8 @@ def query(request):
     try:
         run(cursor, request["sql"], request["params"], "sql", "params")
     except sqlite3.Error as err:
-        if getattr(err, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+        # sqlite_errorname came with python 3.11; older ones only have the message.
+        if getattr(err, "sqlite_errorname", "").startswith("SQLITE_READONLY") or "readonly database" in str(err):
             raise Refused("READ_ONLY", "query: statement writes")
         raise
     if cursor.description is None:

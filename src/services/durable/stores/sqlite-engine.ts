@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { badRequest } from '../../../errors.js';
+import { badRequest, isServiceError } from '../../../errors.js';
 import type { Logger } from '../../../telemetry/logger.js';
 import { checkHostStatement, statementShape } from './sql-guard.js';
 import { SqliteHostPool, type PoolRequest } from './sqlite-host-pool.js';
@@ -65,7 +65,7 @@ export class SqliteStoreEngine implements StoreEngine {
   async prepare(target: StoreTarget, validate: boolean): Promise<void> {
     const file = sandboxFile(target);
     if (file) {
-      if (validate) await runInSandbox(this.exec, file, { op: 'open', timeout_ms: 10_000 });
+      if (validate) await openInSandbox(this.exec, file);
       return;
     }
     await mkdir(dirname(target.file), { recursive: true, mode: 0o700 });
@@ -98,6 +98,19 @@ function sandboxFile(target: StoreTarget): SandboxFile | undefined {
     throw badRequest('config.path: only a store bound to a sandbox has a path (its file inside the sandbox); a host store lives in the data directory');
   }
   return { name: target.name, sandbox: target.sandbox, path: path as string, maxBytes: maxBytesOf(target) };
+}
+
+/** Creates a sandbox store's file when missing and proves it is a database; 400 naming config.path when not. */
+async function openInSandbox(exec: SandboxExec, file: SandboxFile): Promise<void> {
+  try {
+    await runInSandbox(exec, file, { op: 'open', timeout_ms: 10_000 });
+  } catch (err) {
+    if (!(isServiceError(err) && err.code === 'SQL_ERROR')) throw err;
+    throw badRequest(
+      `config.path: '${file.path}' in sandbox '${file.sandbox}' cannot be opened as a sqlite database: ${err.message} (create with validate: false to skip this check)`,
+      { details: err.details },
+    );
+  }
 }
 
 const maxBytesOf = (target: StoreTarget) => (target.config.max_bytes as number | undefined) ?? DEFAULT_SQLITE_MAX_BYTES;
