@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -362,6 +362,29 @@ describe('worker processes', () => {
     const pids = workerPids();
     expect(pids.length).toBeGreaterThan(0);
     for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+  });
+
+  it('keeps at most 32 stores open per worker', async () => {
+    const stores = await Promise.all(Array.from({ length: 40 }, () => newStore()));
+    for (const { store } of stores) await query(store, 'SELECT 1');
+    let total = 0;
+    for (const pid of workerPids()) {
+      const files = new Set(
+        readdirSync(`/proc/${pid}/fd`)
+          .map((fd) => {
+            try {
+              return readlinkSync(`/proc/${pid}/fd/${fd}`);
+            } catch {
+              return '';
+            }
+          })
+          .filter((target) => target.startsWith(dir) && target.endsWith('.sqlite')),
+      );
+      expect(files.size).toBeLessThanOrEqual(32);
+      total += files.size;
+    }
+    expect(total).toBeGreaterThanOrEqual(32);
+    for (const { store } of stores.slice(0, 3)) expect((await query(store, 'SELECT 5')).rows).toEqual([[5]]);
   });
 
   it('serialises one store\'s writes and runs many stores at once', async () => {

@@ -70,8 +70,8 @@ export class SqliteHostPool {
   run(request: PoolRequest, options: PoolRunOptions): Promise<WorkerAnswer> {
     if (this.stopped) return Promise.reject(stoppedError(options.label));
     return new Promise((resolve, reject) => {
-      const job: Job = { id: this.nextId++, request, options, settled: false, resolve, reject, timer: undefined as unknown as NodeJS.Timeout };
-      job.timer = setTimeout(() => this.expire(job), options.timeoutMs);
+      const timer = setTimeout(() => this.expire(job), options.timeoutMs);
+      const job: Job = { id: this.nextId++, request, options, settled: false, resolve, reject, timer };
       this.queue.push(job);
       this.pump();
     });

@@ -42,26 +42,7 @@ function connections(file: string, maxBytes: number): StoreConnections {
     open.delete(file);
   } else {
     if (open.size >= MAX_OPEN_STORES) close(open.keys().next().value!);
-    // The writer first: a read-only connection cannot create the WAL's shared-memory file.
-    const writer = new Database(file, { fileMustExist: true });
-    writer.pragma('journal_mode = WAL');
-    writer.pragma('synchronous = NORMAL');
-    writer.pragma('foreign_keys = ON');
-    writer.pragma('busy_timeout = 5000');
-    writer.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
-    // Sorts and temporary tables stay in this process's memory instead of unbounded files on the host's disk.
-    writer.pragma('temp_store = MEMORY');
-    let reader: Connection;
-    try {
-      reader = new Database(file, { readonly: true, fileMustExist: true });
-    } catch (err) {
-      writer.close();
-      throw err;
-    }
-    reader.pragma('busy_timeout = 5000');
-    reader.pragma('temp_store = MEMORY');
-    const counters = writer.prepare<[], [bigint, bigint, bigint]>('SELECT changes(), last_insert_rowid(), total_changes()').raw(true).safeIntegers(true);
-    store = { writer, reader, maxBytes: -1, counters };
+    store = openStore(file);
   }
   open.set(file, store);
   if (store.maxBytes !== maxBytes) {
@@ -71,6 +52,31 @@ function connections(file: string, maxBytes: number): StoreConnections {
     store.maxBytes = maxBytes;
   }
   return store;
+}
+
+function openStore(file: string): StoreConnections {
+  const opened: Connection[] = [];
+  try {
+    // The writer first: a read-only connection cannot create the WAL's shared-memory file.
+    const writer = new Database(file, { fileMustExist: true });
+    opened.push(writer);
+    writer.pragma('journal_mode = WAL');
+    writer.pragma('synchronous = NORMAL');
+    writer.pragma('foreign_keys = ON');
+    writer.pragma('busy_timeout = 5000');
+    writer.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
+    // Sorts and temporary tables stay in this process's memory, not in unbounded files on the host's disk.
+    writer.pragma('temp_store = MEMORY');
+    const reader = new Database(file, { readonly: true, fileMustExist: true });
+    opened.push(reader);
+    reader.pragma('busy_timeout = 5000');
+    reader.pragma('temp_store = MEMORY');
+    const counters = writer.prepare<[], [bigint, bigint, bigint]>('SELECT changes(), last_insert_rowid(), total_changes()').raw(true).safeIntegers(true);
+    return { writer, reader, maxBytes: -1, counters };
+  } catch (err) {
+    for (const db of opened) db.close();
+    throw err;
+  }
 }
 
 function close(file: string): void {
