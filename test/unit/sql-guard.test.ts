@@ -28,6 +28,8 @@ describe('sql guard: what reaches host files is refused', () => {
     "WITH RECURSIVE a(n) AS (SELECT 1), b AS MATERIALIZED (SELECT 2) ATTACH 'x' AS y",
     "SELECT 1; ATTACH 'x' AS y",
     "SELECT ';'; -- ;\n ATTACH 'x' AS y",
+    "WITH x AS (SELECT 1), ATTACH 'x' AS y",
+    'SELECT attach FROM t',
   ])('ATTACH: %s', (sql) => {
     expect(refusal(sql)).toMatch(/^sql: ATTACH is not allowed/);
   });
@@ -101,6 +103,8 @@ describe('sql guard: ordinary SQL passes', () => {
     'VACUUM',
     'VACUUM main',
     'CREATE TABLE attachments (id INTEGER, detach_at TEXT)',
+    'SELECT "attach", [detach] FROM t',
+    'INSERT INTO vacuum_log VALUES (1)',
     "INSERT INTO t (v) VALUES ('PRAGMA database_list')",
     'PRAGMA table_info(t)',
     'PRAGMA main.index_list("t")',

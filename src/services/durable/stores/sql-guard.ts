@@ -7,8 +7,9 @@
  * a transaction the store did not open.
  *
  * The check reads tokens the way SQLite's tokenizer does (comments, quoted identifiers in
- * "", [], ``, strings, blobs), so comments, quoting, case and `EXPLAIN` cannot hide a keyword.
- * It judges every `;`-separated part, although the engines run one statement per string.
+ * "", [], ``, strings, blobs), so comments, quoting, case and `EXPLAIN` cannot hide a keyword;
+ * ATTACH and DETACH are refused wherever they stand as bare words, VACUUM with INTO too. It
+ * judges every `;`-separated part, although the engines run one statement per string.
  */
 import { badRequest } from '../../../errors.js';
 
@@ -219,13 +220,18 @@ export function checkHostStatement(sql: string, field: string): void {
     }
   }
   for (const part of statements(tokens)) {
-    const verb = verbOf(part);
-    if (verb === 'ATTACH' || verb === 'DETACH') {
-      throw badRequest(`${field}: ${verb} is not allowed on a host sqlite store (it would reach other files on the server)`);
+    // The keywords count anywhere, not only first: no way of writing a statement can move them
+    // out of sight. An identifier of that name is written quoted ("attach").
+    const keyword = part.find((token) => isWord(token, 'ATTACH') || isWord(token, 'DETACH'));
+    if (keyword) {
+      throw badRequest(
+        `${field}: ${keyword.text.toUpperCase()} is not allowed on a host sqlite store (it would reach other files on the server; quote an identifier of that name)`,
+      );
     }
-    if (verb === 'VACUUM' && part.some((token) => isWord(token, 'INTO'))) {
+    if (part.some((token) => isWord(token, 'VACUUM')) && part.some((token) => isWord(token, 'INTO'))) {
       throw badRequest(`${field}: VACUUM INTO is not allowed on a host sqlite store (it would write a file on the server)`);
     }
+    const verb = verbOf(part);
     if (verb === 'PRAGMA') {
       const { name, reads } = pragmaOf(part);
       if (!(ALLOWED_PRAGMAS as readonly string[]).includes(name)) {
