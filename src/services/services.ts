@@ -17,7 +17,7 @@ import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService } from './durable/index.js';
 import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
-import { StoreService, type StoreEngine } from './durable/stores/index.js';
+import { StoreService, storeEngines, type StoreEngine } from './durable/stores/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
@@ -36,7 +36,7 @@ export interface ServicesInput {
   tracing?: Tracing;
   /** The box for secrets at rest; default `<data-dir>/secret.key`, made on first use. */
   secrets?: SecretBox;
-  /** One engine per store kind offered; none by default (POST /stores then refuses every kind). */
+  /** One engine per store kind offered; default every kind's real engine (`storeEngines`). */
   engines?: StoreEngine[];
 }
 
@@ -75,7 +75,7 @@ export class Services {
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
-  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, engines = [] }: ServicesInput) {
+  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, engines }: ServicesInput) {
     const repos: Repositories = {
       sandboxes: new SandboxRepository(store.db, store.statements),
       snapshots: new SnapshotRepository(store.db),
@@ -141,7 +141,7 @@ export class Services {
     this.stores = new StoreService({
       ...ctx,
       ...part('stores'),
-      engines,
+      engines: engines ?? storeEngines({ workers: settings.storeWorkers ?? 2, exec: ctx.exec, logger: logger.child({ part: 'stores' }) }),
       metrics,
       storesDir: join(store.dataDir, 'stores'),
       poke: () => void this.timers.poke(),

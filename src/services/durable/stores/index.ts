@@ -5,6 +5,7 @@
  */
 export { StoreService, DEFAULT_STORE_TIMEOUT_MS, mergePatch, type StoreMetrics, type StoreServiceInput } from './store-service.js';
 export { StoreHandles, HANDLE_IDLE_MS } from './store-handles.js';
+export { storeEngines, type StoreEnginesInput } from './engines.js';
 export { MAX_RESPONSE_BYTES } from './store-results.js';
 export { MASK, hostAllowed } from './store-credentials.js';
 export {

@@ -1,0 +1,17 @@
+import type { Logger } from '../../../telemetry/logger.js';
+import type { ExecService } from '../../commands/exec-service.js';
+import type { StoreEngine } from './store-engine.js';
+import { SqliteStoreEngine } from './sqlite-engine.js';
+
+export interface StoreEnginesInput {
+  /** Child processes for host SQLite SQL (`--store-workers`). */
+  workers: number;
+  /** Runs an in-sandbox sqlite store's python (a store bound to a sandbox with `config.path`). */
+  exec: Pick<ExecService, 'exec'>;
+  logger: Logger;
+}
+
+/** The engine of every store kind this server offers, each made once for the server's lifetime. */
+export function storeEngines({ workers, exec, logger }: StoreEnginesInput): StoreEngine[] {
+  return [new SqliteStoreEngine({ workers, exec: (sandbox, input) => exec.exec(sandbox, input), logger: logger.child({ engine: 'sqlite' }) })];
+}
