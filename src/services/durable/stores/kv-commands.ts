@@ -49,7 +49,8 @@ export const KV_COMMANDS: Record<string, KvCommand> = {
   SET: {
     usage: 'SET key value [EX seconds | PX milliseconds] [NX | XX]',
     min: 2,
-    max: 5,
+    // Options are checked by name, so that a wrong one is named rather than counted.
+    max: Infinity,
     writes: true,
     run: set,
   },

@@ -20,22 +20,19 @@ const COMPANIONS = ['', '-wal', '-shm'];
  */
 export function openStoreFile(target: StoreTarget, schema: string, create: boolean): Sqlite.Database {
   if (create) mkdirSync(dirname(target.file), { recursive: true, mode: 0o700 });
-  let db: Sqlite.Database;
+  let db: Sqlite.Database | undefined;
   try {
     db = new Sqlite(target.file, { fileMustExist: !create });
-  } catch (err) {
-    const reason = (err as { code?: string }).code === 'SQLITE_CANTOPEN' ? 'its file is missing' : (err as Error).message;
-    throw new ServiceError('STORE_UNAVAILABLE', `${target.kind} store '${target.name}' cannot be opened: ${reason}`);
-  }
-  try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
     db.exec(schema);
     return db;
   } catch (err) {
-    db.close();
-    throw err;
+    db?.close();
+    // SQLite's messages name no path ("file is not a database"); the data directory stays private.
+    const reason = (err as { code?: string }).code === 'SQLITE_CANTOPEN' ? 'its file is missing' : (err as Error).message;
+    throw new ServiceError('STORE_UNAVAILABLE', `${target.kind} store '${target.name}' cannot be opened: ${reason}`);
   }
 }
 
