@@ -86,7 +86,7 @@ describe('kv files', () => {
 
   it('opening a file that is not a database is 503 naming the store', async () => {
     const broken = stores.target({}, 'broken');
-    await engine.prepare(broken, true);
+    await engine.prepare(broken);
     writeFileSync(broken.file, 'not a database, not at all, not even close to one'.repeat(100));
     await expectFailure(engine.open(broken), 'STORE_UNAVAILABLE', "kv store 'broken' cannot be opened: file is not a database");
   });
