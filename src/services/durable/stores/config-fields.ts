@@ -7,9 +7,9 @@ export type ConfigField = { type: 'integer'; min: number; max: number; default: 
 export const READ_ONLY_FIELD: ConfigField = { type: 'boolean', default: false };
 
 /**
- * Checks a kind's config against its fields and returns it with every default filled in.
- * Unknown fields are refused (a typo must not silently fall back to a default); each problem is
- * a 400 naming `config.<field>`.
+ * Checks a kind's config against its fields and returns it with every default filled in; null
+ * stands for the default (a PATCH that removes a setting). Unknown fields are refused (a typo
+ * must not silently fall back to a default); each problem is a 400 naming `config.<field>`.
  */
 export function checkConfigFields(kind: string, config: Record<string, unknown>, fields: Record<string, ConfigField>): Record<string, unknown> {
   const unknown = Object.keys(config).filter((name) => !Object.hasOwn(fields, name));
