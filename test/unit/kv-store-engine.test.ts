@@ -106,7 +106,8 @@ describe('kv files', () => {
 });
 
 describe('kv GET, SET, DEL, EXISTS, MGET, MSET', () => {
-  it.each([['text'], [42], [-1.5], [true], [false], [null], [{ nested: { list: [1, 'two', null] } }], [[]], ['']])('stores the JSON value %j', async (value) => {
+  const values: unknown[][] = [['text'], [42], [-1.5], [true], [false], [null], [{ nested: { list: [1, 'two', null] } }], [[]], ['']];
+  it.each(values)('stores the JSON value %j', async (value) => {
     expect(await run(kv, ['SET', 'k', value])).toBe('OK');
     expect(await run(kv, ['GET', 'k'])).toEqual(value);
     expect(await run(kv, ['EXISTS', 'k'])).toBe(1);
@@ -347,7 +348,8 @@ describe('kv limits', () => {
   it('a value over 1 MiB as JSON is 413 naming the key; at 1 MiB it is stored', async () => {
     const exact = 'x'.repeat(1024 * 1024 - 2);
     expect(await run(kv, ['SET', 'k', exact])).toBe('OK');
-    await expectFailure(run(kv, ['SET', 'k', `${exact}y`]), 'PAYLOAD_TOO_LARGE', "command: SET: value of 'k' is 1048577 bytes as JSON, more than 1048576");
+    const message = "command: SET: value of 'k' is 1048577 bytes as JSON, more than 1048576";
+    await expectFailure(run(kv, ['SET', 'k', `${exact}y`]), 'PAYLOAD_TOO_LARGE', message);
     expect(await run(kv, ['GET', 'k'])).toBe(exact);
   });
 

@@ -33,7 +33,8 @@ afterEach(async () => {
   stores.remove();
 });
 
-const enqueue = async (handle: StoreHandle, body: unknown, ...options: unknown[]) => ((await run(handle, ['ENQUEUE', body, ...options])) as { id: string }).id;
+const enqueue = async (handle: StoreHandle, body: unknown, ...options: unknown[]) =>
+  ((await run(handle, ['ENQUEUE', body, ...options])) as { id: string }).id;
 const dequeue = async (handle: StoreHandle, ...options: unknown[]) => (await run(handle, ['DEQUEUE', ...options])) as Delivered[];
 const bodies = (messages: { body: unknown }[]) => messages.map((m) => m.body);
 
@@ -103,7 +104,8 @@ describe('queue ENQUEUE and DEQUEUE', () => {
     const id = await enqueue(queue, { to: 'a@example.com', n: [1, 2] });
     const [message, ...rest] = await dequeue(queue);
     expect(rest).toEqual([]);
-    expect(message).toEqual({ id, body: { to: 'a@example.com', n: [1, 2] }, receipt: expect.any(String), attempts: 1, enqueued_at: '2026-01-01T00:00:00.000Z' });
+    const body = { to: 'a@example.com', n: [1, 2] };
+    expect(message).toEqual({ id, body, receipt: expect.any(String), attempts: 1, enqueued_at: '2026-01-01T00:00:00.000Z' });
     expect(await dequeue(queue)).toEqual([]);
   });
 

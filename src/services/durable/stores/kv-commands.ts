@@ -67,7 +67,7 @@ export const KV_COMMANDS: Record<string, KvCommand> = {
     max: Infinity,
     writes: false,
     // Like Redis, a key named twice counts twice.
-    run: ({ table, args, now }) => keys('EXISTS', args).filter((name) => table.row(name, now)).length,
+    run: ({ table, args, now }) => keys('EXISTS', args).filter((name) => table.has(name, now)).length,
   },
   MGET: {
     usage: 'MGET key [key ...]',
@@ -168,7 +168,7 @@ function set({ table, args, now }: KvCall): 'OK' | null {
   if (options.has('EX')) expiresAt = now + integerArg('SET', 'EX', options.get('EX'), 1, MAX_EXPIRE_SECONDS) * 1000;
   if (options.has('PX')) expiresAt = now + integerArg('SET', 'PX', options.get('PX'), 1, MAX_EXPIRE_SECONDS * 1000);
   if (options.has('NX') || options.has('XX')) {
-    const exists = table.row(name, now) !== undefined;
+    const exists = table.has(name, now);
     if (exists !== options.has('XX')) return null;
   }
   // Like Redis, SET without EX or PX drops the key's expiry.

@@ -41,6 +41,7 @@ export class KvTable {
     const prepare = (sql: string) => db.prepare(sql);
     this.statements = {
       row: prepare(`SELECT value, expires_at FROM kv WHERE key = @key AND ${LIVE}`),
+      has: prepare(`SELECT 1 FROM kv WHERE key = @key AND ${LIVE}`).pluck(),
       put: prepare(
         'INSERT INTO kv (key, value, expires_at) VALUES (@key, @value, @expires_at) ' +
           'ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
@@ -63,6 +64,11 @@ export class KvTable {
 
   row(key: string, now: number): KvRow | undefined {
     return this.statements.row.get({ key, now }) as KvRow | undefined;
+  }
+
+  /** Whether a key is live, without reading its value. */
+  has(key: string, now: number): boolean {
+    return this.statements.has.get({ key, now }) !== undefined;
   }
 
   /** Sets a key's value (JSON text) and expiry, whatever it held before. */

@@ -158,7 +158,9 @@ function enqueue({ table, args, now, config, store }: QueueCall): { id: string }
     throw full(store, `it holds ${usage.messages} messages, config.max_messages is ${config.max_messages}`, 'max_messages');
   }
   const bytes = usage.bytes + Buffer.byteLength(body);
-  if (bytes > config.max_bytes) throw full(store, `its messages would take ${bytes} bytes, more than config.max_bytes (${config.max_bytes})`, 'max_bytes');
+  if (bytes > config.max_bytes) {
+    throw full(store, `its messages would take ${bytes} bytes, more than config.max_bytes (${config.max_bytes})`, 'max_bytes');
+  }
   const id = uuidv7();
   table.insert({ id, body, priority, now, visibleAt: now + delay * 1000 });
   if (dedup !== undefined) table.dedupPut(dedup, id, now + DEDUP_WINDOW_MS);
@@ -171,12 +173,12 @@ const full = (store: string, why: string, field: string) =>
 /** DEQUEUE's options, with the store's visibility timeout as the default. */
 export function parseDequeue(args: unknown[], config: QueueConfig): DequeueRequest {
   const options = parseOptions('DEQUEUE', args, { COUNT: true, VISIBILITY: true, WAIT: true });
-  const value = (name: string, max: number, fallback: number) =>
-    options.has(name) ? integerArg('DEQUEUE', name, options.get(name), name === 'COUNT' ? 1 : 0, max) : fallback;
+  const option = (name: string, min: number, max: number, fallback: number) =>
+    options.has(name) ? integerArg('DEQUEUE', name, options.get(name), min, max) : fallback;
   return {
-    count: value('COUNT', MAX_DEQUEUE_COUNT, 1),
-    visibilitySeconds: value('VISIBILITY', MAX_VISIBILITY_SECONDS, config.visibility_timeout_seconds),
-    waitSeconds: value('WAIT', MAX_WAIT_SECONDS, 0),
+    count: option('COUNT', 1, MAX_DEQUEUE_COUNT, 1),
+    visibilitySeconds: option('VISIBILITY', 0, MAX_VISIBILITY_SECONDS, config.visibility_timeout_seconds),
+    waitSeconds: option('WAIT', 0, MAX_WAIT_SECONDS, 0),
   };
 }
 
@@ -186,6 +188,7 @@ export function deliver({ table, now, config }: Pick<QueueCall, 'table' | 'now' 
   return table.ready(now, config.max_attempts, request.count).map((row) => {
     const value = randomBytes(RECEIPT_BYTES).toString('base64url');
     table.deliver(row.seq, value, visibleAt);
-    return { id: row.id, body: JSON.parse(row.body) as unknown, receipt: value, attempts: row.attempts + 1, enqueued_at: iso(row.enqueued_at) };
+    const body = JSON.parse(row.body) as unknown;
+    return { id: row.id, body, receipt: value, attempts: row.attempts + 1, enqueued_at: iso(row.enqueued_at) };
   });
 }

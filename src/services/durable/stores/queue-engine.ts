@@ -67,7 +67,8 @@ export class QueueStoreEngine implements StoreEngine {
   async open(target: StoreTarget): Promise<StoreHandle> {
     const db = openStoreFile(target, QUEUE_SCHEMA, false);
     const config = this.checkConfig(target.config) as unknown as QueueConfig;
-    return this.handles.add(new QueueHandle({ db, target, config, clock: this.clock, wakeups: this.wakeups, onClose: (handle) => this.handles.delete(handle) }));
+    const onClose = (handle: QueueHandle) => this.handles.delete(handle);
+    return this.handles.add(new QueueHandle({ db, target, config, clock: this.clock, wakeups: this.wakeups, onClose }));
   }
 
   async destroy(target: StoreTarget): Promise<void> {
