@@ -481,6 +481,11 @@ describe('kv concurrency', () => {
     expect(await run(kv, ['GET', 'n'])).toBe(100);
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => run(i % 2 ? kv : other, ['SET', 'race', i, 'NX'])));
     expect(results.filter((r) => r === 'OK')).toHaveLength(1);
+    // FLUSHDB makes the table again; the other connection's statements follow.
+    await run(kv, ['FLUSHDB']);
+    expect(await run(other, ['MGET', 'k', 'n'])).toEqual([null, null]);
+    await run(other, ['SET', 'k', 'after']);
+    expect(await run(kv, ['GET', 'k'])).toBe('after');
   });
 
   it('stores are separate files', async () => {

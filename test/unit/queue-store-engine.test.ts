@@ -402,6 +402,10 @@ describe('queue concurrency', () => {
     const delivered = batches.flat().map((m) => m.body as number);
     expect(delivered).toHaveLength(30);
     expect(new Set(delivered).size).toBe(30);
+    // PURGE through one handle makes the table again; the other's statements follow.
+    expect(await run(queue, ['PURGE'])).toBe(30);
+    await enqueue(other, 'after');
+    expect(bodies(await dequeue(queue))).toEqual(['after']);
   });
 });
 
