@@ -6,8 +6,8 @@ import type { Clock } from '../../support/clock.js';
 import { commandWrites, lookUpCommand } from './command-args.js';
 import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from './config-fields.js';
 import { KV_COMMANDS } from './kv-commands.js';
-import { KV_SCHEMA, KvTable, SWEEP_BATCH } from './kv-table.js';
-import { OpenHandles, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
+import { KV_SCHEMA, KvTable } from './kv-table.js';
+import { OpenHandles, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from './store-engine.js';
 import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from './store-file.js';
 

@@ -22,9 +22,6 @@ CREATE TRIGGER IF NOT EXISTS kv_updated AFTER UPDATE OF value ON kv BEGIN
 END;
 `;
 
-/** Rows the sweep deletes per transaction, so that commands run between its batches. */
-export const SWEEP_BATCH = 500;
-
 const LIVE = '(expires_at IS NULL OR expires_at > @now)';
 
 /** A live key's row. */

@@ -3,6 +3,8 @@ import { repeatEvery } from '../../support/background-loop.js';
 
 /** How often an embedded kind's open stores drop what has expired (kv keys, old queue messages). */
 export const SWEEP_SECONDS = 60;
+/** Rows a sweep deletes per transaction, so that commands run between its batches. */
+export const SWEEP_BATCH = 500;
 
 /** A handle of an embedded kind, as its engine keeps it. */
 export interface SweptHandle {

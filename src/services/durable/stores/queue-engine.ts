@@ -5,7 +5,7 @@ import type { ServiceContext } from '../../context.js';
 import type { Clock } from '../../support/clock.js';
 import { commandWrites, lookUpCommand } from './command-args.js';
 import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from './config-fields.js';
-import { OpenHandles, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
+import { OpenHandles, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
 import { deliver, MAX_VISIBILITY_SECONDS, parseDequeue, QUEUE_COMMANDS, type DequeueRequest, type QueueConfig } from './queue-commands.js';
 import { QUEUE_SCHEMA, QueueTable } from './queue-table.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from './store-engine.js';
@@ -22,9 +22,6 @@ export const QUEUE_CONFIG_FIELDS: Record<string, ConfigField> = {
   max_bytes: { type: 'integer', min: 1024, max: 2 ** 40, default: 256 * 1024 * 1024 },
   read_only: READ_ONLY_FIELD,
 };
-
-/** Rows the sweep deletes per transaction, so that commands run between its batches. */
-const SWEEP_BATCH = 500;
 
 export interface QueueStoreEngineInput extends Pick<ServiceContext, 'clock' | 'logger'> {
   /** Seconds between sweeps of messages past retention; default 60, 0 for none (tests call `sweep()`). */
