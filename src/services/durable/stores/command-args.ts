@@ -20,7 +20,7 @@ export interface CommandSpec {
 }
 
 /** The upper-case command name of an argv, or 400 when the argv has none. */
-export function commandName(argv: unknown[]): string {
+function commandName(argv: unknown[]): string {
   const [name] = argv;
   if (typeof name !== 'string' || name === '') {
     throw badRequest('command: must be an array whose first element is the command name (a string)');

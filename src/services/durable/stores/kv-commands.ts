@@ -11,7 +11,7 @@ import type { KvTable } from './kv-table.js';
 /** Longest key, in UTF-8 bytes (with MAX_PATTERN_BYTES it bounds the work of a SCAN page). */
 export const MAX_KEY_BYTES = 512;
 /** Largest value, as JSON text. */
-export const MAX_VALUE_BYTES = 1024 * 1024;
+const MAX_VALUE_BYTES = 1024 * 1024;
 /** Longest expiry: about 68 years, far beyond any use, so deadlines stay exact in ms. */
 const MAX_EXPIRE_SECONDS = 2 ** 31 - 1;
 /** SCAN's COUNT: keys looked at per page (default, and most allowed). */

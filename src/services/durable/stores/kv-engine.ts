@@ -12,7 +12,7 @@ import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } f
 import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from './store-file.js';
 
 /** A kv store's config: its size limit (keys and values, as JSON text) and read-only. */
-export const KV_CONFIG_FIELDS: Record<string, ConfigField> = {
+const KV_CONFIG_FIELDS: Record<string, ConfigField> = {
   max_bytes: { type: 'integer', min: 1024, max: 2 ** 40, default: 256 * 1024 * 1024 },
   read_only: READ_ONLY_FIELD,
 };

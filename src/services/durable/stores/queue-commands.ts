@@ -22,7 +22,7 @@ export interface QueueConfig {
 }
 
 /** How long a DEDUP id keeps answering the first message's id (SQS's deduplication interval). */
-export const DEDUP_WINDOW_MS = 5 * 60 * 1000;
+const DEDUP_WINDOW_MS = 5 * 60 * 1000;
 /** Longest visibility timeout and NACK delay: 12 hours, as in SQS. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 /** Longest ENQUEUE delay: 15 minutes, as in SQS. */
@@ -33,8 +33,8 @@ const MAX_PRIORITY = 2 ** 31 - 1;
 const RECEIPT_BYTES = 18;
 const MAX_RECEIPT_BYTES = 64;
 /** DEQUEUE's COUNT and WAIT, PEEK's and DEAD's COUNT. */
-export const MAX_DEQUEUE_COUNT = 100;
-export const MAX_WAIT_SECONDS = 20;
+const MAX_DEQUEUE_COUNT = 100;
+const MAX_WAIT_SECONDS = 20;
 const LIST_COUNT = 10;
 
 interface QueueCall {

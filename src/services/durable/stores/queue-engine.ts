@@ -13,7 +13,7 @@ import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from 
 import { Wakeups } from './wakeups.js';
 
 /** A queue store's config, with SQS's defaults; `max_bytes` bounds the disk all bodies take. */
-export const QUEUE_CONFIG_FIELDS: Record<string, ConfigField> = {
+const QUEUE_CONFIG_FIELDS: Record<string, ConfigField> = {
   visibility_timeout_seconds: { type: 'integer', min: 0, max: MAX_VISIBILITY_SECONDS, default: 30 },
   max_attempts: { type: 'integer', min: 1, max: 1000, default: 5 },
   retention_seconds: { type: 'integer', min: 60, max: 1_209_600, default: 345_600 },
