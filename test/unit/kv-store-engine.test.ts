@@ -405,11 +405,11 @@ describe('kv bad commands', () => {
     [['GET', 'a', 'b'], 'wrong number of arguments for GET'],
     [['SET', 'k'], 'wrong number of arguments for SET (usage: SET key value [EX seconds | PX milliseconds] [NX | XX])'],
     [['SET', 'k', 1, 'EX', 1, 'NX', 'GET'], 'command: SET: unknown option "GET" (options: EX, PX, NX, XX)'],
-    [['DEL'], 'wrong number of arguments for DEL (usage: DEL key [key ...])'],
+    [['DEL'], 'wrong number of arguments for DEL (usage: DEL key [key ...]'],
     [['EXISTS'], 'wrong number of arguments for EXISTS'],
     [['MGET'], 'wrong number of arguments for MGET'],
     [['MSET', 'k'], 'wrong number of arguments for MSET'],
-    [['MSET', 'a', 1, 'b'], 'command: MSET: wrong number of arguments'],
+    [['MSET', 'a', 1, 'b'], "command: MSET: a key without its value"],
     [['INCR'], 'wrong number of arguments for INCR'],
     [['INCRBY', 'k'], 'wrong number of arguments for INCRBY (usage: INCRBY key increment)'],
     [['DECR', 'a', 'b'], 'wrong number of arguments for DECR'],
@@ -437,6 +437,17 @@ describe('kv bad commands', () => {
     [['EXPIRE', 'k', 1.5], 'EXPIRE: seconds must be an integer between -2147483647 and 2147483647, got 1.5'],
   ])('refuses %j', async (command, message) => {
     await expectFailure(run(kv, command), 'BAD_REQUEST', message);
+  });
+
+  it('one command takes at most 1000 keys', async () => {
+    const keys = (n: number) => Array.from({ length: n }, (_, i) => `k${i}`);
+    expect(await run(kv, ['MSET', ...keys(1000).flatMap((key) => [key, 1])])).toBe('OK');
+    expect(await run(kv, ['EXISTS', ...keys(1000)])).toBe(1000);
+    for (const name of ['DEL', 'EXISTS', 'MGET']) {
+      await expectFailure(run(kv, [name, ...keys(1001)]), 'BAD_REQUEST', `wrong number of arguments for ${name} (usage: ${name} key [key ...] (at most 1000 keys))`);
+    }
+    await expectFailure(run(kv, ['MSET', ...keys(1001).flatMap((key) => [key, 1])]), 'BAD_REQUEST', 'wrong number of arguments for MSET');
+    expect(await run(kv, ['DEL', ...keys(1000)])).toBe(1000);
   });
 
   it('a refused command changes nothing', async () => {

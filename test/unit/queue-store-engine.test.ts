@@ -415,7 +415,7 @@ describe('queue bad commands', () => {
     [['SEND', 'x'], "command: unknown queue command 'SEND' (queue stores answer ENQUEUE, DEQUEUE, ACK"],
     [['GET', 'k'], "unknown queue command 'GET'"],
     [['ENQUEUE'], 'command: wrong number of arguments for ENQUEUE (usage: ENQUEUE body [DELAY seconds] [DEDUP id] [PRIORITY n])'],
-    [['ACK'], 'wrong number of arguments for ACK (usage: ACK receipt [receipt ...])'],
+    [['ACK'], 'wrong number of arguments for ACK (usage: ACK receipt [receipt ...] (at most 1000))'],
     [['NACK'], 'wrong number of arguments for NACK'],
     [['EXTEND', 'r'], 'wrong number of arguments for EXTEND (usage: EXTEND receipt seconds)'],
     [['STATS', 'x'], 'wrong number of arguments for STATS'],
@@ -449,6 +449,12 @@ describe('queue bad commands', () => {
     [['DEAD', 'LIMIT', 1], 'DEAD: unknown option "LIMIT" (options: COUNT)'],
   ])('refuses %j', async (command, message) => {
     await expectFailure(run(queue, command), 'BAD_REQUEST', message);
+  });
+
+  it('ACK takes at most 1000 receipts', async () => {
+    const receipts = Array.from({ length: 1001 }, (_, i) => `r${i}`);
+    await expectFailure(run(queue, ['ACK', ...receipts]), 'BAD_REQUEST', 'wrong number of arguments for ACK');
+    expect(await run(queue, ['ACK', ...receipts.slice(1)])).toBe(0);
   });
 
   it('a refused ENQUEUE adds nothing', async () => {

@@ -17,6 +17,8 @@ const MAX_EXPIRE_SECONDS = 2 ** 31 - 1;
 /** SCAN's COUNT: keys looked at per page (default, and most allowed). */
 const SCAN_COUNT = 10;
 const MAX_SCAN_COUNT = 1000;
+/** Keys one DEL, EXISTS, MGET or MSET takes at most: a command's statements stay bounded. */
+const MAX_KEYS = 1000;
 
 /** What a command gets: the table, its arguments (after the name) and the time in ms. */
 interface KvCall {
@@ -55,24 +57,24 @@ export const KV_COMMANDS: Record<string, KvCommand> = {
     run: set,
   },
   DEL: {
-    usage: 'DEL key [key ...]',
+    usage: `DEL key [key ...] (at most ${MAX_KEYS} keys)`,
     min: 1,
-    max: Infinity,
+    max: MAX_KEYS,
     writes: true,
     run: ({ table, args, now }) => keys('DEL', args).filter((name) => table.delete(name, now)).length,
   },
   EXISTS: {
-    usage: 'EXISTS key [key ...]',
+    usage: `EXISTS key [key ...] (at most ${MAX_KEYS} keys)`,
     min: 1,
-    max: Infinity,
+    max: MAX_KEYS,
     writes: false,
     // Like Redis, a key named twice counts twice.
     run: ({ table, args, now }) => keys('EXISTS', args).filter((name) => table.has(name, now)).length,
   },
   MGET: {
-    usage: 'MGET key [key ...]',
+    usage: `MGET key [key ...] (at most ${MAX_KEYS} keys)`,
     min: 1,
-    max: Infinity,
+    max: MAX_KEYS,
     writes: false,
     run: ({ table, args, now }) =>
       keys('MGET', args).map((name) => {
@@ -81,12 +83,12 @@ export const KV_COMMANDS: Record<string, KvCommand> = {
       }),
   },
   MSET: {
-    usage: 'MSET key value [key value ...]',
+    usage: `MSET key value [key value ...] (at most ${MAX_KEYS} keys)`,
     min: 2,
-    max: Infinity,
+    max: 2 * MAX_KEYS,
     writes: true,
     run: ({ table, args }) => {
-      if (args.length % 2 !== 0) throw argumentError('MSET', 'wrong number of arguments (usage: MSET key value [key value ...])');
+      if (args.length % 2 !== 0) throw argumentError('MSET', 'a key without its value (usage: MSET key value [key value ...])');
       const pairs: [string, string][] = [];
       for (let i = 0; i < args.length; i += 2) {
         const name = key('MSET', args[i]);

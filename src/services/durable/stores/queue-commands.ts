@@ -36,6 +36,8 @@ const MAX_RECEIPT_BYTES = 64;
 const MAX_DEQUEUE_COUNT = 100;
 const MAX_WAIT_SECONDS = 20;
 const LIST_COUNT = 10;
+/** Receipts one ACK takes at most: a command's statements stay bounded. */
+const MAX_ACK_RECEIPTS = 1000;
 
 interface QueueCall {
   table: QueueTable;
@@ -94,9 +96,9 @@ export const QUEUE_COMMANDS: Record<string, QueueCommand> = {
     writes: true,
   },
   ACK: {
-    usage: 'ACK receipt [receipt ...]',
+    usage: `ACK receipt [receipt ...] (at most ${MAX_ACK_RECEIPTS})`,
     min: 1,
-    max: Infinity,
+    max: MAX_ACK_RECEIPTS,
     writes: true,
     run: ({ table, args }) => args.map((value) => receipt('ACK', value)).filter((value) => table.ack(value)).length,
   },
