@@ -141,7 +141,7 @@ export class Services {
     this.stores = new StoreService({
       ...ctx,
       ...part('stores'),
-      engines: engines ?? storeEngines({ workers: settings.storeWorkers ?? 2, exec: ctx.exec, logger: logger.child({ part: 'stores' }) }),
+      engines: engines ?? storeEngines({ workers: settings.storeWorkers ?? 2, exec: ctx.exec, clock, logger: logger.child({ part: 'stores' }) }),
       metrics,
       storesDir: join(store.dataDir, 'stores'),
       poke: () => void this.timers.poke(),

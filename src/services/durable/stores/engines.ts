@@ -1,5 +1,8 @@
 import type { Logger } from '../../../telemetry/logger.js';
 import type { ExecService } from '../../commands/exec-service.js';
+import type { Clock } from '../../support/clock.js';
+import { KvStoreEngine } from './kv-engine.js';
+import { QueueStoreEngine } from './queue-engine.js';
 import type { StoreEngine } from './store-engine.js';
 import { SqliteStoreEngine } from './sqlite-engine.js';
 
@@ -9,9 +12,15 @@ export interface StoreEnginesInput {
   /** Runs an in-sandbox sqlite store's python (a store bound to a sandbox with `config.path`). */
   exec: Pick<ExecService, 'exec'>;
   logger: Logger;
+  /** Expiries, visibility timeouts and retention of kv and queue stores. */
+  clock: Clock;
 }
 
 /** The engine of every store kind this server offers, each made once for the server's lifetime. */
-export function storeEngines({ workers, exec, logger }: StoreEnginesInput): StoreEngine[] {
-  return [new SqliteStoreEngine({ workers, exec: (sandbox, input) => exec.exec(sandbox, input), logger: logger.child({ engine: 'sqlite' }) })];
+export function storeEngines({ workers, exec, logger, clock }: StoreEnginesInput): StoreEngine[] {
+  return [
+    new SqliteStoreEngine({ workers, exec: (sandbox, input) => exec.exec(sandbox, input), logger: logger.child({ engine: 'sqlite' }) }),
+    new KvStoreEngine({ clock, logger: logger.child({ engine: 'kv' }) }),
+    new QueueStoreEngine({ clock, logger: logger.child({ engine: 'queue' }) }),
+  ];
 }
