@@ -8,10 +8,12 @@ import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
+import { benchKvGet, benchRunawayQuery, benchSqlitePointQuery } from './store-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
 interface Server {
   url: string;
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
   }
   return {
     url: (JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string }).url,
+    dataDir,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -59,6 +62,13 @@ async function withServer(args: string[], work: (server: Server) => Promise<void
   } finally {
     await server.stop();
   }
+}
+
+/** The store figures (BENCH_ONLY=stores). */
+async function benchStores(fake: Server, n: number): Promise<void> {
+  await benchSqlitePointQuery(fake, n * 10);
+  await benchKvGet(fake, n * 10);
+  await benchRunawayQuery(fake);
 }
 
 /** The durable-object figures (BENCH_ONLY=objects). */
@@ -80,6 +90,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone,
   // BENCH_ONLY=objects the durable-object figures alone.
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
+  // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -91,6 +102,7 @@ async function main(): Promise<void> {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
     if (only === 'objects') return await benchObjects(docker, n);
     if (only === 'schedules') return await benchScheduleLag(fake, firings);
+    if (only === 'stores') return await benchStores(fake, n);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -113,6 +125,7 @@ async function main(): Promise<void> {
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
     await benchBrowser(docker, n);
     await benchObjects(docker, n);
+    await benchStores(fake, n);
   } finally {
     await docker.stop();
     await fake.stop();

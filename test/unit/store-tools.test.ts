@@ -7,13 +7,8 @@ import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { texts } from '../helpers/mcp-process.js';
-import { StoreEngineDouble } from '../helpers/store-engine-double.js';
 
-/**
- * The store tools through the in-process API. TODO(issue 14, at the merge of the engines): the
- * sqlite and kv engines here are TEST DOUBLES because no real engine exists on this branch;
- * switch to the real engines once they are merged.
- */
+/** The store tools through the in-process API, over the real sqlite and kv engines. */
 describe('store MCP tools', () => {
   let harness: FakeHarness;
   let mcp: SandboxdMcpServer;
@@ -22,7 +17,7 @@ describe('store MCP tools', () => {
   const json = async (name: string, args: Record<string, unknown> = {}) => JSON.parse(texts(await call(name, args))[0]!);
 
   beforeAll(async () => {
-    harness = await fakeHarness({}, undefined, undefined, { engines: [new StoreEngineDouble('sqlite'), new StoreEngineDouble('kv')] });
+    harness = await fakeHarness();
     mcp = await createMcpServer({ api: injectClient(harness.app, 'test'), logger: silentLogger() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
@@ -53,8 +48,22 @@ describe('store MCP tools', () => {
     expect(await json('store_create', { name: 'cache', kind: 'kv', config: { read_only: false } })).toMatchObject({ name: 'cache', config: { read_only: false } });
     expect((await json('store_list')).map((s: { name: string }) => s.name)).toEqual(['cache', 'db']);
     expect((await json('store_list', { kind: 'kv' })).map((s: { name: string }) => s.name)).toEqual(['cache']);
-    expect(await json('store_query', { store: 'db', sql: 'SELECT ?', params: [1], max_rows: 5 })).toMatchObject({ columns: ['sql', 'params'], row_count: 1, truncated: false });
-    expect(await json('store_execute', { store: 'db', statements: [{ sql: 'A' }, { sql: 'B' }] })).toMatchObject({ rows_affected: 2 });
+    expect(
+      await json('store_execute', {
+        store: 'db',
+        statements: [{ sql: 'CREATE TABLE t (n INTEGER)' }, { sql: 'INSERT INTO t VALUES (?), (?)', params: [1, 2] }],
+      }),
+    ).toMatchObject({ rows_affected: 2 });
+    expect(await json('store_execute', { store: 'db', sql: 'INSERT INTO t VALUES (?)', params: [3] })).toMatchObject({ rows_affected: 1, last_insert_id: 3 });
+    expect(await json('store_query', { store: 'db', sql: 'SELECT n FROM t WHERE n > ? ORDER BY n', params: [1], max_rows: 1 })).toMatchObject({
+      columns: ['n'],
+      rows: [[2]],
+      row_count: 1,
+      truncated: true,
+    });
+    const write = await call('store_query', { store: 'db', sql: 'DELETE FROM t' });
+    expect(write.isError).toBe(true);
+    expect(texts(write)[0]).toBe("query: statement writes; use POST /stores/db/execute");
     expect(await json('store_command', { store: 'cache', command: ['SET', 'k', 'v'] })).toEqual({ result: 'OK' });
     expect(await json('store_command', { store: 'cache', command: ['GET', 'k'] })).toEqual({ result: 'v' });
     expect(texts(await call('store_delete', { store: 'cache' }))).toEqual(["store 'cache' deleted"]);
