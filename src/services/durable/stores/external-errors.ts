@@ -66,6 +66,13 @@ export function timeoutError(kind: ExternalKind, timeoutMs: number): ServiceErro
 }
 
 /**
+ * How much later than `timeout_ms` the server's own statement limit fires. The client timer
+ * answers at `timeout_ms` and cancels the statement from a side connection; the server's
+ * limit is the backstop for when that side connection cannot be had.
+ */
+export const SERVER_TIMEOUT_GRACE_MS = 5_000;
+
+/**
  * Runs `work` against a deadline. At `timeoutMs` it calls `onExpire` (which starts the
  * server-side cancel) and rejects with `expiredError()` at once, without waiting for the
  * server: a hung server must not hold the caller. `work` keeps running in the background;

@@ -141,7 +141,7 @@ class MysqlHandle implements StoreHandle {
     this.#pool.on('connection', (connection) => connection.on('error', () => undefined));
   }
 
-  query(request: QueryRequest): Promise<RowSet> {
+  async query(request: QueryRequest): Promise<RowSet> {
     const params = positionalParams('mysql', request.params);
     return this.#run(request.timeoutMs, 'query', async (connection) => {
       await this.#limitTime(connection, request.timeoutMs);
@@ -152,7 +152,7 @@ class MysqlHandle implements StoreHandle {
     });
   }
 
-  execute(request: ExecuteRequest): Promise<StatementResult[]> {
+  async execute(request: ExecuteRequest): Promise<StatementResult[]> {
     const statements = request.statements.map((statement) => ({
       sql: statement.sql,
       params: positionalParams('mysql', statement.params),

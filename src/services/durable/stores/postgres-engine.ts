@@ -5,9 +5,9 @@
  * (pg-cursor), which takes one statement only, so a `;`-stacked second one is refused too.
  * Rows are read through a cursor and the read stops at max_rows + 1.
  *
- * Timeouts: `SET LOCAL statement_timeout` makes the server cancel a long statement itself,
- * and a client timer answers TIMEOUT at `timeout_ms` whatever the server does, cancelling the
- * statement with `pg_cancel_backend` from a side connection.
+ * Timeouts: a client timer answers TIMEOUT at `timeout_ms` whatever the server does and
+ * cancels the statement with `pg_cancel_backend` from a side connection; `SET LOCAL
+ * statement_timeout` (a little longer) makes the server cancel it itself should that fail.
  */
 import pg from 'pg';
 import Cursor from 'pg-cursor';
@@ -19,6 +19,7 @@ import {
   jsonValue,
   positionalParams,
   readOnlyError,
+  SERVER_TIMEOUT_GRACE_MS,
   storeUnavailable,
   timeoutError,
   withDeadline,
@@ -105,6 +106,8 @@ function clientConfig(endpoint: Endpoint, options: PostgresEngineOptions): pg.Cl
   };
 }
 
+const serverTimeout = (timeoutMs: number) => timeoutMs + SERVER_TIMEOUT_GRACE_MS;
+
 /** The SQLSTATEs that mean the server cannot serve us (not that the statement is wrong). */
 const UNAVAILABLE = /^(08000|08001|08003|08004|08006|28000|28P01|3D000|53300|57P0[1-3])$/;
 const QUERY_CANCELED = '57014';
@@ -141,11 +144,11 @@ class PostgresHandle implements StoreHandle {
     this.#pool.on('error', () => undefined);
   }
 
-  query(request: QueryRequest): Promise<RowSet> {
+  async query(request: QueryRequest): Promise<RowSet> {
     const params = positionalParams('postgres', request.params);
     return this.#run(request.timeoutMs, 'query', async (client) => {
       await client.query('BEGIN READ ONLY');
-      await client.query(`SET LOCAL statement_timeout = ${request.timeoutMs}`);
+      await client.query(`SET LOCAL statement_timeout = ${serverTimeout(request.timeoutMs)}`);
       const result = await readCursor(client, request.sql, params, request.maxRows, false);
       const rowSet = await this.#rowSet(client, result);
       await client.query('ROLLBACK');
@@ -153,7 +156,7 @@ class PostgresHandle implements StoreHandle {
     });
   }
 
-  execute(request: ExecuteRequest): Promise<StatementResult[]> {
+  async execute(request: ExecuteRequest): Promise<StatementResult[]> {
     const statements = request.statements.map((statement) => ({
       sql: statement.sql,
       params: positionalParams('postgres', statement.params),
@@ -162,10 +165,10 @@ class PostgresHandle implements StoreHandle {
       const results: StatementResult[] = [];
       if (request.transaction) {
         await client.query('BEGIN');
-        await client.query(`SET LOCAL statement_timeout = ${request.timeoutMs}`);
+        await client.query(`SET LOCAL statement_timeout = ${serverTimeout(request.timeoutMs)}`);
       } else {
         // Each statement in its own implicit transaction, so VACUUM or CREATE INDEX CONCURRENTLY work.
-        await client.query(`SET statement_timeout = ${request.timeoutMs}`);
+        await client.query(`SET statement_timeout = ${serverTimeout(request.timeoutMs)}`);
       }
       for (const [index, statement] of statements.entries()) {
         if (expired()) throw timeoutError('postgres', request.timeoutMs);
