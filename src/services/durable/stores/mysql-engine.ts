@@ -5,10 +5,10 @@
  * error. `/query` runs inside `START TRANSACTION READ ONLY`, where the server refuses writes.
  * Rows stream in and the read stops at max_rows + 1.
  *
- * Timeouts: the session's `max_statement_time` (MariaDB, seconds) or `max_execution_time`
- * (MySQL, milliseconds) lets the server stop a long statement itself, and a client timer
- * answers TIMEOUT at `timeout_ms` whatever the server does, sending `KILL QUERY <thread>` from
- * a side connection.
+ * Timeouts: a client timer answers TIMEOUT at `timeout_ms` whatever the server does and sends
+ * `KILL QUERY <thread>` from a side connection; the session's `max_statement_time` (MariaDB)
+ * or `max_execution_time` (MySQL, SELECT only), a little longer, lets the server stop the
+ * statement itself should that fail.
  */
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, QueryError, ResultSetHeader } from 'mysql2';
@@ -20,6 +20,7 @@ import {
   jsonValue,
   positionalParams,
   readOnlyError,
+  SERVER_TIMEOUT_GRACE_MS,
   storeUnavailable,
   timeoutError,
   withDeadline,
@@ -187,15 +188,16 @@ class MysqlHandle implements StoreHandle {
     await new Promise<void>((resolve) => this.#pool.end(() => resolve()));
   }
 
-  /** The session's statement time limit, so the server stops a long statement on its own. */
+  /** The session's statement time limit, the backstop should the client timer's KILL QUERY fail. */
   async #limitTime(connection: PoolConnection, timeoutMs: number): Promise<void> {
     if (this.#mariadb === undefined) {
       const [[version]] = (await run(connection, 'SELECT VERSION()')) as [[string]];
       this.#mariadb = /mariadb/i.test(version);
     }
+    const serverMs = timeoutMs + SERVER_TIMEOUT_GRACE_MS;
     await run(
       connection,
-      this.#mariadb ? `SET SESSION max_statement_time = ${timeoutMs / 1000}` : `SET SESSION max_execution_time = ${timeoutMs}`,
+      this.#mariadb ? `SET SESSION max_statement_time = ${serverMs / 1000}` : `SET SESSION max_execution_time = ${serverMs}`,
     );
   }
 
