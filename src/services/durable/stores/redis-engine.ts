@@ -66,7 +66,7 @@ export class RedisEngine implements StoreEngine {
   async prepare(target: StoreTarget, validate: boolean): Promise<void> {
     const endpoint = resolveEndpoint(SPEC, target);
     if (!validate) return;
-    const client = newClient(endpoint, this.options);
+    const client = newClient(target.name, endpoint, this.options);
     try {
       await client.connect();
       await client.sendCommand(['PING']);
@@ -82,7 +82,8 @@ export class RedisEngine implements StoreEngine {
   }
 }
 
-function newClient(endpoint: Endpoint, options: RedisEngineOptions) {
+/** A client for `store` (its name shows in the server's CLIENT LIST as `sandboxd:<store>`). */
+function newClient(store: string, endpoint: Endpoint, options: RedisEngineOptions) {
   const client = createClient({
     socket: {
       host: endpoint.host,
@@ -96,6 +97,7 @@ function newClient(endpoint: Endpoint, options: RedisEngineOptions) {
     ...(endpoint.user === undefined ? {} : { username: endpoint.user }),
     ...(endpoint.password === undefined ? {} : { password: endpoint.password }),
     database: endpoint.database === undefined ? 0 : Number(endpoint.database),
+    name: `sandboxd:${store}`,
     RESP: 2,
     disableOfflineQueue: true,
     // Strings as bytes (binary-safe) and integers as text (exact beyond 2^53); `jsonReply` then
@@ -107,11 +109,15 @@ function newClient(endpoint: Endpoint, options: RedisEngineOptions) {
 
 type Client = ReturnType<typeof newClient>;
 
+/** How long closing waits for replies still due before it drops the connection. */
+const CLOSE_PATIENCE_MS = 1_000;
+
 /** The reply errors that mean the server will not serve this store now. */
 const UNAVAILABLE_REPLIES = new Set(['NOAUTH', 'WRONGPASS', 'LOADING', 'MASTERDOWN']);
 
 class RedisHandle implements StoreHandle {
-  #client: Promise<Client> | undefined;
+  /** The connection: the client at once (to close it), and the promise that it is ready. */
+  #connection: { client: Client; ready: Promise<Client> } | undefined;
   #idle: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -160,22 +166,24 @@ class RedisHandle implements StoreHandle {
   /** The store's connection, opened on first use and again after it was lost or idled out. */
   #connected(): Promise<Client> {
     if (this.#closed) return Promise.reject(storeUnavailable('redis', this.store, this.endpoint, new Error('store closed')));
-    if (!this.#client) {
-      const client = newClient(this.endpoint, this.options);
-      client.on('end', () => {
-        if (this.#client === connecting) this.#client = undefined;
-      });
-      const connecting: Promise<Client> = client.connect().then(
+    if (!this.#connection) {
+      const client = newClient(this.store, this.endpoint, this.options);
+      const ready: Promise<Client> = client.connect().then(
         () => client,
         (err: unknown) => {
-          if (this.#client === connecting) this.#client = undefined;
+          this.#forget(client);
           client.destroy();
           throw storeUnavailable('redis', this.store, this.endpoint, err);
         },
       );
-      this.#client = connecting;
+      client.on('end', () => this.#forget(client));
+      this.#connection = { client, ready };
     }
-    return this.#client;
+    return this.#connection.ready;
+  }
+
+  #forget(client: Client): void {
+    if (this.#connection?.client === client) this.#connection = undefined;
   }
 
   #armIdle(): void {
@@ -184,11 +192,25 @@ class RedisHandle implements StoreHandle {
     this.#idle.unref();
   }
 
+  /**
+   * Closes the connection: gracefully when it is ready (replies still due are awaited for a
+   * moment), at once when it is still connecting or the server does not answer.
+   */
   async #disconnect(): Promise<void> {
-    const pending = this.#client;
-    this.#client = undefined;
-    const client = await pending?.catch(() => undefined);
-    if (client?.isOpen) await client.close().catch(() => client.destroy());
+    const client = this.#connection?.client;
+    this.#connection = undefined;
+    if (!client?.isOpen) return;
+    if (!client.isReady) {
+      client.destroy();
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const patience = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), CLOSE_PATIENCE_MS);
+    });
+    const outcome = await Promise.race([client.close().catch(() => 'late' as const), patience]);
+    clearTimeout(timer);
+    if (outcome === 'late' && client.isOpen) client.destroy();
   }
 
   #error(err: unknown, client: Client): ServiceError {
@@ -198,7 +220,10 @@ class RedisHandle implements StoreHandle {
       return engineError(err.message, this.endpoint.password, { engine_code: code });
     }
     // The connection broke: forget it so that the next command connects anew.
-    if (!client.isReady) void this.#disconnect();
+    if (!client.isReady) {
+      this.#forget(client);
+      if (client.isOpen) client.destroy();
+    }
     return storeUnavailable('redis', this.store, this.endpoint, new Error(scrub(String((err as Error)?.message ?? err), this.endpoint.password)));
   }
 }
