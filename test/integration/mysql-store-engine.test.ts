@@ -38,7 +38,8 @@ beforeAll(async () => {
   await admin.query(`GRANT ALL ON ${DB}.* TO '${USER}'@'%'`);
   await admin.query(`USE ${DB}`);
   await admin.query(
-    `CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(200) NOT NULL UNIQUE, n BIGINT, price DECIMAL(30,10), data BLOB, at DATETIME(3)) ENGINE=InnoDB`,
+    `CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(200) NOT NULL UNIQUE, n BIGINT,
+       price DECIMAL(30,10), data BLOB, at DATETIME(3)) ENGINE=InnoDB`,
   );
   await admin.query('CREATE SEQUENCE counter');
   store = await engine.open(storeTarget(engine, 'mytest', { host: '127.0.0.1', database: DB }));
@@ -256,7 +257,13 @@ describe('mysql connections and credentials', () => {
     const who = await appStore.query!({ sql: 'SELECT CURRENT_USER()', params: [], maxRows: 1, timeoutMs: 5000 });
     seen.push(who);
     expect(who.rows).toEqual([[`${USER}@%`]]);
-    const insert = (name: string) => appStore.execute!({ statements: [{ sql: 'INSERT INTO items (name) VALUES (?)', params: [name] }], transaction: true, maxRows: 1, timeoutMs: 5000 });
+    const insert = (name: string) =>
+      appStore.execute!({
+        statements: [{ sql: 'INSERT INTO items (name) VALUES (?)', params: [name] }],
+        transaction: true,
+        maxRows: 1,
+        timeoutMs: 5000,
+      });
     await insert(PASSWORD);
     const err = await failure(insert(PASSWORD));
     seen.push(err);

@@ -208,7 +208,10 @@ describe('postgres reads', () => {
 describe('postgres writes', () => {
   it('runs a statement with RETURNING and reports its rows', async () => {
     const [result] = await exec([
-      { sql: 'INSERT INTO items (name, n, data) VALUES ($1, $2, decode($3, $4)), ($5, 2, NULL) RETURNING id, name, n, data', params: ['a', '9007199254740993', 'AAEC', 'base64', 'b'] },
+      {
+        sql: 'INSERT INTO items (name, n, data) VALUES ($1, $2, decode($3, $4)), ($5, 2, NULL) RETURNING id, name, n, data',
+        params: ['a', '9007199254740993', 'AAEC', 'base64', 'b'],
+      },
     ]);
     expect(result).toEqual({
       rows_affected: 2,
@@ -258,9 +261,14 @@ describe('postgres writes', () => {
 });
 
 describe('postgres timeouts', () => {
-  const sleeping = async () =>
-    (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query LIKE '%pg_sleep(30)%' AND state = 'active' AND pid <> pg_backend_pid()`, [DB]))
-      .rows[0].n as number;
+  const sleeping = async () => {
+    const active = await admin.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = $1 AND query LIKE '%pg_sleep(30)%' AND state = 'active' AND pid <> pg_backend_pid()`,
+      [DB],
+    );
+    return active.rows[0].n as number;
+  };
 
   it('answers TIMEOUT for an endless query and the server stops running it', async () => {
     const err = await failure(q('SELECT pg_sleep(30)', [], 10, 500));

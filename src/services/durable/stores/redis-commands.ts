@@ -64,7 +64,10 @@ export const NEVER_ALLOWED: ReadonlySet<string> = new Set(
 
 /** Server administration, refused unless `config.allow_commands` names it. */
 const ADMIN = new Set(
-  words('CONFIG FLUSHALL FLUSHDB MODULE ACL MIGRATE SAVE BGSAVE BGREWRITEAOF SCRIPT FUNCTION EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO KEYS'),
+  words(
+    'CONFIG FLUSHALL FLUSHDB MODULE ACL MIGRATE SAVE BGSAVE BGREWRITEAOF SCRIPT FUNCTION ' +
+      'EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO KEYS',
+  ),
 );
 
 /** The upper-case command name of an argv, or undefined when the first element is not a name. */

@@ -10,7 +10,7 @@ import { isUtf8 } from 'node:buffer';
 import { createClient, ErrorReply, RESP_TYPES } from '@redis/client';
 import { badRequest, ServiceError } from '../../../errors.js';
 import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec } from './external-config.js';
-import { cannotConnect, engineError, scrub, storeUnavailable, withDeadline } from './external-errors.js';
+import { cannotConnect, engineError, storeUnavailable, withDeadline } from './external-errors.js';
 import { commandName, commandWrites, NEVER_ALLOWED, refusal } from './redis-commands.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from './store-engine.js';
 
@@ -224,7 +224,7 @@ class RedisHandle implements StoreHandle {
       this.#forget(client);
       if (client.isOpen) client.destroy();
     }
-    return storeUnavailable('redis', this.store, this.endpoint, new Error(scrub(String((err as Error)?.message ?? err), this.endpoint.password)));
+    return storeUnavailable('redis', this.store, this.endpoint, err);
   }
 }
 
