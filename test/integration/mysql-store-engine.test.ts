@@ -121,6 +121,13 @@ describe('mysql reads', () => {
     expect(insert.details).toEqual({ engine_code: 1792 });
     const nextval = await failure(q('SELECT NEXTVAL(counter)'));
     expect(nextval.code).toBe('READ_ONLY');
+    // DDL commits the read-only transaction implicitly; the read-only session still refuses it.
+    expect((await failure(q('CREATE TABLE sneaky (a INT)'))).code).toBe('READ_ONLY');
+    expect((await failure(q('DROP TABLE items'))).code).toBe('READ_ONLY');
+    const [tables] = await admin.query('SHOW TABLES');
+    expect((tables as Record<string, string>[]).map((row) => Object.values(row)[0]).sort()).toEqual(['counter', 'items']);
+    // The same pooled connections write again through /execute.
+    await exec([{ sql: 'CREATE TABLE allowed (a INT)' }, { sql: 'DROP TABLE allowed' }]);
     expect(await count('items')).toBe(0);
     const [rows] = await admin.query('SELECT NEXTVAL(counter) AS v');
     expect((rows as { v: number }[])[0]!.v).toBe(1);

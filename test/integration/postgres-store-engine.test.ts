@@ -173,6 +173,10 @@ describe('postgres reads', () => {
     expect(nextval.code).toBe('READ_ONLY');
     const cte = await failure(q(`WITH gone AS (DELETE FROM items RETURNING 1) SELECT count(*) FROM gone`));
     expect(cte.code).toBe('READ_ONLY');
+    expect((await failure(q('CREATE TABLE sneaky (a int)'))).code).toBe('READ_ONLY');
+    expect((await failure(q('DROP TABLE items'))).code).toBe('READ_ONLY');
+    const tables = await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`);
+    expect(tables.rows).toEqual([{ tablename: 'items' }]);
     expect(await count('items')).toBe(0);
     expect((await admin.query(`SELECT last_value, is_called FROM counter`)).rows[0]).toEqual({ last_value: '1', is_called: false });
   });

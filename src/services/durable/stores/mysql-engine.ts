@@ -2,7 +2,8 @@
  * The `mysql` store kind: a MySQL or MariaDB server reached with `mysql2`, a pool of at most
  * four connections per store. Statements are prepared (`execute`), so parameters are always
  * bound, and `multipleStatements` stays off, so a `;`-stacked second statement is a syntax
- * error. `/query` runs inside `START TRANSACTION READ ONLY`, where the server refuses writes.
+ * error. `/query` runs in a read-only session and `START TRANSACTION READ ONLY`, where the
+ * server refuses writes (DDL included).
  * Rows stream in and the read stops at max_rows + 1.
  *
  * Timeouts: a client timer answers TIMEOUT at `timeout_ms` whatever the server does and sends
@@ -145,7 +146,7 @@ class MysqlHandle implements StoreHandle {
   async query(request: QueryRequest): Promise<RowSet> {
     const params = positionalParams('mysql', request.params);
     return this.#run(request.timeoutMs, 'query', async (connection) => {
-      await this.#limitTime(connection, request.timeoutMs);
+      await this.#prepareSession(connection, request.timeoutMs, true);
       await run(connection, 'START TRANSACTION READ ONLY');
       const result = await readRows(connection, request.sql, params, request.maxRows, false);
       if (!result.closed) await run(connection, 'ROLLBACK');
@@ -159,7 +160,7 @@ class MysqlHandle implements StoreHandle {
       params: positionalParams('mysql', statement.params),
     }));
     return this.#run(request.timeoutMs, 'execute', async (connection, expired) => {
-      await this.#limitTime(connection, request.timeoutMs);
+      await this.#prepareSession(connection, request.timeoutMs, false);
       if (request.transaction) await run(connection, 'START TRANSACTION');
       const results: StatementResult[] = [];
       for (const [index, statement] of statements.entries()) {
@@ -188,16 +189,25 @@ class MysqlHandle implements StoreHandle {
     await new Promise<void>((resolve) => this.#pool.end(() => resolve()));
   }
 
-  /** The session's statement time limit, the backstop should the client timer's KILL QUERY fail. */
-  async #limitTime(connection: PoolConnection, timeoutMs: number): Promise<void> {
+  /**
+   * Sets the session up for one call: its statement time limit (the backstop should the
+   * client timer's KILL QUERY fail) and whether the session is read-only. `/query` needs the
+   * session read-only, not only its transaction: DDL commits the transaction implicitly and
+   * would then run outside it, in a read-write one. Every call sets both, so a pooled
+   * connection carries nothing over from the call before.
+   */
+  async #prepareSession(connection: PoolConnection, timeoutMs: number, readOnly: boolean): Promise<void> {
     if (this.#mariadb === undefined) {
       const [[version]] = (await run(connection, 'SELECT VERSION()')) as [[string]];
       this.#mariadb = /mariadb/i.test(version);
     }
     const serverMs = timeoutMs + SERVER_TIMEOUT_GRACE_MS;
+    const flag = readOnly ? 1 : 0;
     await run(
       connection,
-      this.#mariadb ? `SET SESSION max_statement_time = ${serverMs / 1000}` : `SET SESSION max_execution_time = ${serverMs}`,
+      this.#mariadb
+        ? `SET SESSION max_statement_time = ${serverMs / 1000}, SESSION tx_read_only = ${flag}`
+        : `SET SESSION max_execution_time = ${serverMs}, SESSION transaction_read_only = ${flag}`,
     );
   }
 
