@@ -16,6 +16,7 @@ const P = `sbx:redis:${suffix}:`;
 const USER = `sbx_redis_${suffix}`;
 const PASSWORD = testPassword();
 const DB = 5;
+const IDLE_DB = 9;
 
 const engine = new RedisEngine();
 const admin = createClient({ socket: { host: '127.0.0.1', port: 6379 } });
@@ -208,9 +209,10 @@ describe('redis commands', () => {
 
 describe('redis connections and credentials', () => {
   it('closes its connection when idle and opens it again on the next command', async () => {
-    const name = `idle-${suffix}`;
-    const connected = async () => (await admin.sendCommand<string>(['CLIENT', 'LIST'])).includes(`name=sandboxd:${name} `);
-    const idle = await new RedisEngine({ idleMs: 100 }).open(storeTarget(engine, name, { host: '127.0.0.1' }));
+    // The store's connection is the only one on its database number.
+    const connected = async () => (await admin.sendCommand<string>(['CLIENT', 'LIST'])).includes(` db=${IDLE_DB} `);
+    expect(await connected()).toBe(false);
+    const idle = await new RedisEngine({ idleMs: 100 }).open(storeTarget(engine, 'idle', { host: '127.0.0.1', db: IDLE_DB }));
     expect(await idle.command!({ command: ['PING'], timeoutMs: 5000 })).toBe('PONG');
     expect(await connected()).toBe(true);
     await eventually(async () => !(await connected()), 'the idle connection is still open');

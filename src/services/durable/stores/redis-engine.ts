@@ -66,7 +66,7 @@ export class RedisEngine implements StoreEngine {
   async prepare(target: StoreTarget, validate: boolean): Promise<void> {
     const endpoint = resolveEndpoint(SPEC, target);
     if (!validate) return;
-    const client = newClient(target.name, endpoint, this.options);
+    const client = newClient(endpoint, this.options);
     try {
       await client.connect();
       await client.sendCommand(['PING']);
@@ -82,8 +82,7 @@ export class RedisEngine implements StoreEngine {
   }
 }
 
-/** A client for `store` (its name shows in the server's CLIENT LIST as `sandboxd:<store>`). */
-function newClient(store: string, endpoint: Endpoint, options: RedisEngineOptions) {
+function newClient(endpoint: Endpoint, options: RedisEngineOptions) {
   const client = createClient({
     socket: {
       host: endpoint.host,
@@ -97,7 +96,6 @@ function newClient(store: string, endpoint: Endpoint, options: RedisEngineOption
     ...(endpoint.user === undefined ? {} : { username: endpoint.user }),
     ...(endpoint.password === undefined ? {} : { password: endpoint.password }),
     database: endpoint.database === undefined ? 0 : Number(endpoint.database),
-    name: `sandboxd:${store}`,
     RESP: 2,
     disableOfflineQueue: true,
     // Strings as bytes (binary-safe) and integers as text (exact beyond 2^53); `jsonReply` then
@@ -167,7 +165,7 @@ class RedisHandle implements StoreHandle {
   #connected(): Promise<Client> {
     if (this.#closed) return Promise.reject(storeUnavailable('redis', this.store, this.endpoint, new Error('store closed')));
     if (!this.#connection) {
-      const client = newClient(this.store, this.endpoint, this.options);
+      const client = newClient(this.endpoint, this.options);
       const ready: Promise<Client> = client.connect().then(
         () => client,
         (err: unknown) => {
