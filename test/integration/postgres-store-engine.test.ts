@@ -90,7 +90,7 @@ describe('postgres config', () => {
     [{ port: '5432' }, 'config.port: must be an integer from 1 to 65535'],
     [{ host: 'a b' }, 'config.host: must be a host name or an IP address'],
     [{ user: '' }, 'config.user: must be a non-empty string'],
-    [{ database: 7 }, 'config.database: must be a database name'],
+    [{ database: 7 }, 'config.database: must be a non-empty string of at most 63 characters'],
     [{ password_env: '1X' }, 'config.password_env: must be an environment variable name'],
     [{ password: 'a', password_env: 'PG_PW' }, 'config.password_env: give either config.password or config.password_env'],
     [{ read_only: 'yes' }, 'config.read_only: must be true or false'],

@@ -45,7 +45,7 @@ export const hostPort = (endpoint: Pick<Endpoint, 'host' | 'port'>): string =>
   endpoint.host.includes(':') ? `[${endpoint.host}]:${endpoint.port}` : `${endpoint.host}:${endpoint.port}`;
 
 const CONNECTION_FIELDS = ['host', 'port', 'user', 'database', 'db'] as const;
-const HOST = /^[A-Za-z0-9._:\[\]-]{1,253}$/;
+const HOST = /^[A-Za-z0-9._:-]{1,253}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /**
@@ -56,7 +56,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export function checkExternalConfig(spec: ExternalSpec, config: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(config)) {
-    if (value === undefined) continue;
+    // null removes a field (a PATCH merged over the stored config, e.g. host: null to switch to a url).
+    if (value === undefined || value === null) continue;
     const name = `config.${field}`;
     switch (field) {
       case 'url':
@@ -96,14 +97,14 @@ export function checkExternalConfig(spec: ExternalSpec, config: Record<string, u
   if (typeof out.url === 'string') {
     const mixed = CONNECTION_FIELDS.find((field) => field in out);
     if (mixed) throw badRequest(`config.${mixed}: give either config.url or the separate connection fields, not both`);
-    if (config.password !== undefined && urlPassword(config.url as string) !== undefined) {
+    if (config.password != null && urlPassword(config.url as string) !== undefined) {
       throw badRequest('config.password: the url already carries a password; give it in one place');
     }
   } else {
     out.port ??= spec.defaultPort;
     if (spec.defaultUser !== undefined) out.user ??= spec.defaultUser;
   }
-  if (config.password !== undefined && config.password_env !== undefined) {
+  if (configPassword(config) !== undefined && config.password_env != null) {
     throw badRequest('config.password_env: give either config.password or config.password_env, not both');
   }
   return out;

@@ -36,7 +36,8 @@ import type {
   StoreTarget,
 } from './store-engine.js';
 
-const SPEC: ExternalSpec = {
+/** What a mysql store's config holds (see external-config.ts). */
+export const MYSQL_SPEC: ExternalSpec = {
   kind: 'mysql',
   schemes: { 'mysql:': false, 'mariadb:': false },
   defaultPort: 3306,
@@ -59,15 +60,15 @@ export class MysqlEngine implements StoreEngine {
   constructor(private readonly options: MysqlEngineOptions = {}) {}
 
   checkConfig(config: Record<string, unknown>): Record<string, unknown> {
-    return checkExternalConfig(SPEC, config);
+    return checkExternalConfig(MYSQL_SPEC, config);
   }
 
   async open(target: StoreTarget): Promise<StoreHandle> {
-    return new MysqlHandle(target.name, resolveEndpoint(SPEC, target), this.options);
+    return new MysqlHandle(target.name, resolveEndpoint(MYSQL_SPEC, target), this.options);
   }
 
   async prepare(target: StoreTarget, validate: boolean): Promise<void> {
-    const endpoint = resolveEndpoint(SPEC, target);
+    const endpoint = resolveEndpoint(MYSQL_SPEC, target);
     if (!validate) return;
     const connection = mysql.createConnection(connectionConfig(endpoint, this.options));
     connection.on('error', () => undefined);

@@ -12,7 +12,7 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { ServiceError } from '../../../errors.js';
-import { checkExternalConfig, resolveEndpoint, type Endpoint, type ExternalSpec } from './external-config.js';
+import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec } from './external-config.js';
 import {
   cannotConnect,
   engineError,
@@ -34,20 +34,14 @@ import type {
   StoreTarget,
 } from './store-engine.js';
 
-const SPEC: ExternalSpec = {
+/** What a postgres store's config holds (see external-config.ts). */
+export const POSTGRES_SPEC: ExternalSpec = {
   kind: 'postgres',
   schemes: { 'postgres:': false, 'postgresql:': false },
   defaultPort: 5432,
   defaultUser: 'postgres',
   tlsField: 'ssl',
-  extraFields: {
-    database: (value, name) => {
-      if (typeof value !== 'string' || value === '' || value.length > 63) {
-        throw new ServiceError('BAD_REQUEST', `${name}: must be a database name of 1 to 63 characters`);
-      }
-      return value;
-    },
-  },
+  extraFields: { database: (value, name) => checkText(value, name, 63) },
 };
 
 export interface PostgresEngineOptions {
@@ -64,15 +58,15 @@ export class PostgresEngine implements StoreEngine {
   constructor(private readonly options: PostgresEngineOptions = {}) {}
 
   checkConfig(config: Record<string, unknown>): Record<string, unknown> {
-    return checkExternalConfig(SPEC, config);
+    return checkExternalConfig(POSTGRES_SPEC, config);
   }
 
   async open(target: StoreTarget): Promise<StoreHandle> {
-    return new PostgresHandle(target.name, resolveEndpoint(SPEC, target), this.options);
+    return new PostgresHandle(target.name, resolveEndpoint(POSTGRES_SPEC, target), this.options);
   }
 
   async prepare(target: StoreTarget, validate: boolean): Promise<void> {
-    const endpoint = resolveEndpoint(SPEC, target);
+    const endpoint = resolveEndpoint(POSTGRES_SPEC, target);
     if (!validate) return;
     const client = new pg.Client(clientConfig(endpoint, this.options));
     client.on('error', () => undefined);

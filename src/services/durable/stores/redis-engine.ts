@@ -14,7 +14,8 @@ import { cannotConnect, engineError, storeUnavailable, withDeadline } from './ex
 import { commandName, commandWrites, NEVER_ALLOWED, refusal } from './redis-commands.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from './store-engine.js';
 
-const SPEC: ExternalSpec = {
+/** What a redis store's config holds (see external-config.ts). */
+export const REDIS_SPEC: ExternalSpec = {
   kind: 'redis',
   schemes: { 'redis:': false, 'rediss:': true },
   defaultPort: 6379,
@@ -51,7 +52,7 @@ export class RedisEngine implements StoreEngine {
   constructor(private readonly options: RedisEngineOptions = {}) {}
 
   checkConfig(config: Record<string, unknown>): Record<string, unknown> {
-    return checkExternalConfig(SPEC, config);
+    return checkExternalConfig(REDIS_SPEC, config);
   }
 
   commandWrites(command: unknown[]): boolean {
@@ -60,11 +61,11 @@ export class RedisEngine implements StoreEngine {
 
   async open(target: StoreTarget): Promise<StoreHandle> {
     const allowed = new Set((target.config.allow_commands as string[] | undefined) ?? []);
-    return new RedisHandle(target.name, resolveEndpoint(SPEC, target), allowed, this.options);
+    return new RedisHandle(target.name, resolveEndpoint(REDIS_SPEC, target), allowed, this.options);
   }
 
   async prepare(target: StoreTarget, validate: boolean): Promise<void> {
-    const endpoint = resolveEndpoint(SPEC, target);
+    const endpoint = resolveEndpoint(REDIS_SPEC, target);
     if (!validate) return;
     const client = newClient(endpoint, this.options);
     try {
