@@ -228,6 +228,19 @@ describe('mysql timeouts', () => {
 });
 
 describe('mysql connections and credentials', () => {
+  it('answers BUSY when all four connections stay in use past timeout_ms', async () => {
+    const holding = Array.from({ length: 4 }, () => q('SELECT SLEEP(3)'));
+    const held = async () => {
+      const [rows] = await admin.query(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(3)'`);
+      return Number((rows as { n: number }[])[0]!.n) === 4;
+    };
+    await eventually(held, 'four SLEEP(3) are not all running');
+    const err = await failure(q('SELECT 1', [], 1, 300));
+    expect(err.code).toBe('BUSY');
+    expect(err.message).toBe(`mysql store 'mytest': all 4 connections stayed busy for timeout_ms (300 ms)`);
+    await Promise.all(holding);
+  });
+
   it('answers STORE_UNAVAILABLE naming kind, store, host and port when nothing listens', async () => {
     const down = await engine.open(storeTarget(engine, 'down', { host: '127.0.0.1', port: 1 }));
     const err = await failure(down.query!({ sql: 'SELECT 1', params: [], maxRows: 1, timeoutMs: 5000 }));

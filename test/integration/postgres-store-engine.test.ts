@@ -293,6 +293,22 @@ describe('postgres timeouts', () => {
 });
 
 describe('postgres connections and credentials', () => {
+  it('answers BUSY when all four connections stay in use past timeout_ms', async () => {
+    const holding = Array.from({ length: 4 }, () => q('SELECT pg_sleep(3)'));
+    const held = async () =>
+      (
+        await admin.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query = 'SELECT pg_sleep(3)' AND state = 'active'`,
+          [DB],
+        )
+      ).rows[0].n === 4;
+    await eventually(held, 'four pg_sleep(3) are not all running');
+    const err = await failure(q('SELECT 1', [], 1, 300));
+    expect(err.code).toBe('BUSY');
+    expect(err.message).toBe(`postgres store 'pgtest': all 4 connections stayed busy for timeout_ms (300 ms)`);
+    await Promise.all(holding);
+  });
+
   it('answers STORE_UNAVAILABLE naming kind, store, host and port when nothing listens', async () => {
     const down = await engine.open(storeTarget(engine, 'down', { host: '127.0.0.1', port: 1, database: DB }));
     const err = await failure(down.query!({ sql: 'SELECT 1', params: [], maxRows: 1, timeoutMs: 5000 }));

@@ -60,6 +60,20 @@ export function readOnlyError(engineCode: unknown): ServiceError {
   });
 }
 
+/** How many connections a postgres or mysql store holds at most. */
+export const POOL_SIZE = 4;
+
+/**
+ * No connection came within `timeout_ms`: 429 BUSY when all of the store's connections were
+ * in use (the calls before this one hold them), else 503 (the server does not answer).
+ */
+export function noConnection(kind: ExternalKind, store: string, endpoint: Endpoint, inUse: number, timeoutMs: number): ServiceError {
+  if (inUse >= POOL_SIZE) {
+    return new ServiceError('BUSY', `${kind} store '${store}': all ${POOL_SIZE} connections stayed busy for timeout_ms (${timeoutMs} ms)`);
+  }
+  return storeUnavailable(kind, store, endpoint, new Error(`no connection within timeout_ms (${timeoutMs} ms)`));
+}
+
 /** 504 TIMEOUT after `timeout_ms`. */
 export function timeoutError(kind: ExternalKind, timeoutMs: number): ServiceError {
   return new ServiceError('TIMEOUT', `${kind}: the statement was cancelled after timeout_ms (${timeoutMs} ms)`);

@@ -19,6 +19,8 @@ import {
   cannotConnect,
   engineError,
   jsonValue,
+  noConnection,
+  POOL_SIZE,
   positionalParams,
   readOnlyError,
   SERVER_TIMEOUT_GRACE_MS,
@@ -127,6 +129,8 @@ interface StatementRows {
 class MysqlHandle implements StoreHandle {
   readonly #pool: Pool;
   #mariadb: boolean | undefined;
+  /** Pool connections held by calls now (all of them: a waiting call that times out is BUSY). */
+  #inUse = 0;
   #closed = false;
 
   constructor(
@@ -136,7 +140,7 @@ class MysqlHandle implements StoreHandle {
   ) {
     this.#pool = mysql.createPool({
       ...connectionConfig(endpoint, options),
-      connectionLimit: 4,
+      connectionLimit: POOL_SIZE,
       // The pool closes a free connection past maxIdle within a second and the last one after idleTimeout.
       maxIdle: 1,
       idleTimeout: options.idleMs ?? 300_000,
@@ -226,29 +230,37 @@ class MysqlHandle implements StoreHandle {
     return withDeadline(
       timeoutMs,
       async (expired) => {
+        let held: PoolConnection;
         try {
-          connection = await new Promise<PoolConnection>((resolve, reject) =>
+          held = await new Promise<PoolConnection>((resolve, reject) =>
             this.#pool.getConnection((err, got) => (err ? reject(err) : resolve(got))),
           );
         } catch (err) {
           throw storeUnavailable('mysql', this.store, this.endpoint, err);
         }
-        const held = connection;
+        this.#inUse += 1;
+        /** Back to the pool, or closed (`closed`: `work` closed it already). */
+        const release = (destroy: boolean, closed = false) => {
+          this.#inUse -= 1;
+          if (closed) return;
+          if (destroy) held.destroy();
+          else held.release();
+        };
         if (expired()) {
-          held.release();
+          release(false);
           throw timeoutError('mysql', timeoutMs);
         }
+        connection = held;
         try {
           const { value, closed } = await work(held, expired);
-          if (!closed) (expired() ? held.destroy() : held.release());
+          release(expired(), closed);
           return value;
         } catch (err) {
           const rolledBack = await run(held, 'ROLLBACK').then(
             () => true,
             () => false,
           );
-          if (rolledBack && !expired()) held.release();
-          else held.destroy();
+          release(!rolledBack || expired());
           throw this.#error(err, op, timeoutMs);
         }
       },
@@ -258,7 +270,7 @@ class MysqlHandle implements StoreHandle {
       () =>
         connection
           ? timeoutError('mysql', timeoutMs)
-          : storeUnavailable('mysql', this.store, this.endpoint, new Error('no connection within timeout_ms')),
+          : noConnection('mysql', this.store, this.endpoint, this.#inUse, timeoutMs),
     );
   }
 

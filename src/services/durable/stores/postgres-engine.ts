@@ -17,6 +17,8 @@ import {
   cannotConnect,
   engineError,
   jsonValue,
+  noConnection,
+  POOL_SIZE,
   positionalParams,
   readOnlyError,
   SERVER_TIMEOUT_GRACE_MS,
@@ -126,6 +128,8 @@ interface CursorResult {
 class PostgresHandle implements StoreHandle {
   readonly #pool: pg.Pool;
   readonly #typeNames = new Map<number, string>(BUILTIN_TYPE_NAMES);
+  /** Pool clients held by calls now (all of them: a waiting call that times out is BUSY). */
+  #inUse = 0;
   #closed = false;
 
   constructor(
@@ -133,7 +137,7 @@ class PostgresHandle implements StoreHandle {
     private readonly endpoint: Endpoint,
     private readonly options: PostgresEngineOptions,
   ) {
-    this.#pool = new pg.Pool({ ...clientConfig(endpoint, options), max: 4, idleTimeoutMillis: options.idleMs ?? 300_000 });
+    this.#pool = new pg.Pool({ ...clientConfig(endpoint, options), max: POOL_SIZE, idleTimeoutMillis: options.idleMs ?? 300_000 });
     // An idle connection the server closed: the pool drops it; the next call connects anew.
     this.#pool.on('error', () => undefined);
   }
@@ -204,25 +208,32 @@ class PostgresHandle implements StoreHandle {
     return withDeadline(
       timeoutMs,
       async (expired) => {
+        let held: pg.PoolClient;
         try {
-          client = await this.#pool.connect();
+          held = await this.#pool.connect();
         } catch (err) {
           throw storeUnavailable('postgres', this.store, this.endpoint, err);
         }
+        this.#inUse += 1;
+        const release = (destroy: boolean) => {
+          this.#inUse -= 1;
+          held.release(destroy);
+        };
         if (expired()) {
-          client.release();
+          release(false);
           throw timeoutError('postgres', timeoutMs);
         }
+        client = held;
         try {
-          const value = await work(client, expired);
-          client.release(expired());
+          const value = await work(held, expired);
+          release(expired());
           return value;
         } catch (err) {
-          const rolledBack = await client.query('ROLLBACK').then(
+          const rolledBack = await held.query('ROLLBACK').then(
             () => true,
             () => false,
           );
-          client.release(!rolledBack || expired());
+          release(!rolledBack || expired());
           throw this.#error(err, op, timeoutMs);
         }
       },
@@ -232,7 +243,7 @@ class PostgresHandle implements StoreHandle {
       () =>
         client
           ? timeoutError('postgres', timeoutMs)
-          : storeUnavailable('postgres', this.store, this.endpoint, new Error('no connection within timeout_ms')),
+          : noConnection('postgres', this.store, this.endpoint, this.#inUse, timeoutMs),
     );
   }
 
