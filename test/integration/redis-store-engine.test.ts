@@ -279,6 +279,11 @@ describe('redis connections and credentials', () => {
     const err = await failure(hung.command!({ command: ['GET', 'k'], timeoutMs: 300 }));
     expect(err.code).toBe('TIMEOUT');
     expect(err.message).toBe(`redis: 'GET' did not answer within timeout_ms (300 ms)`);
+    const impatient = new RedisEngine({ connectTimeoutMs: 300 });
+    const validated = await failure(impatient.prepare(storeTarget(engine, 'hung', { host: '127.0.0.1', port, db: 1 }), true));
+    expect(validated.message).toBe(
+      `config: cannot connect to redis at 127.0.0.1:${port}: no answer within 300 ms (create with validate: false to skip this check)`,
+    );
     await hung.close();
     silent.close();
   });

@@ -68,9 +68,18 @@ export class RedisEngine implements StoreEngine {
     const endpoint = resolveEndpoint(REDIS_SPEC, target);
     if (!validate) return;
     const client = newClient(endpoint, this.options);
+    const limitMs = this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     try {
-      await client.connect();
-      await client.sendCommand(['PING']);
+      // The socket's connect timeout does not cover the handshake (AUTH, SELECT) a hung server never answers.
+      await withDeadline(
+        limitMs,
+        async () => {
+          await client.connect();
+          await client.sendCommand(['PING']);
+        },
+        () => undefined,
+        () => badRequest(`no answer within ${limitMs} ms`),
+      );
     } catch (err) {
       throw cannotConnect('redis', endpoint, err);
     } finally {
@@ -83,12 +92,14 @@ export class RedisEngine implements StoreEngine {
   }
 }
 
+const CONNECT_TIMEOUT_MS = 10_000;
+
 function newClient(endpoint: Endpoint, options: RedisEngineOptions) {
   const client = createClient({
     socket: {
       host: endpoint.host,
       port: endpoint.port,
-      connectTimeout: options.connectTimeoutMs ?? 10_000,
+      connectTimeout: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
       // A lost connection is not retried in the background: the next command connects anew,
       // and a command meanwhile fails at once instead of waiting in an offline queue.
       reconnectStrategy: false,
@@ -144,8 +155,11 @@ class RedisHandle implements StoreHandle {
         }
       },
       // Redis runs one command at a time and cannot cancel it; blocking commands are refused,
-      // so a late answer is only a slow one, and it is dropped.
-      () => undefined,
+      // so a late answer is only a slow one, and it is dropped. A connection still not ready
+      // is dropped too, so that the next command connects anew instead of waiting on it.
+      () => {
+        if (this.#connection && !this.#connection.client.isReady) void this.#disconnect();
+      },
       () =>
         new ServiceError(
           'TIMEOUT',
