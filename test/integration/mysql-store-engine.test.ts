@@ -42,6 +42,7 @@ beforeAll(async () => {
        price DECIMAL(30,10), data BLOB, at DATETIME(3)) ENGINE=InnoDB`,
   );
   await admin.query('CREATE SEQUENCE counter');
+  await admin.query('CREATE PROCEDURE lift_and_drop() BEGIN SET SESSION tx_read_only = 0; COMMIT; DROP TABLE items; END');
   store = await engine.open(storeTarget(engine, 'mytest', { host: '127.0.0.1', database: DB }));
   appStore = await engine.open(storeTarget(engine, 'myapp', { host: '127.0.0.1', database: DB, user: USER }, { password: PASSWORD }));
 });
@@ -121,9 +122,21 @@ describe('mysql reads', () => {
     expect(insert.details).toEqual({ engine_code: 1792 });
     const nextval = await failure(q('SELECT NEXTVAL(counter)'));
     expect(nextval.code).toBe('READ_ONLY');
-    // DDL commits the read-only transaction implicitly; the read-only session still refuses it.
-    expect((await failure(q('CREATE TABLE sneaky (a INT)'))).code).toBe('READ_ONLY');
-    expect((await failure(q('DROP TABLE items'))).code).toBe('READ_ONLY');
+    // DDL commits the read-only transaction implicitly; /query takes only statements with rows.
+    for (const sql of [
+      'CREATE TABLE sneaky (a INT)',
+      'DROP TABLE items',
+      'SET STATEMENT tx_read_only=0 FOR CREATE TABLE sneaky (a INT)',
+      'SET STATEMENT tx_read_only=0 FOR DROP TABLE items',
+      `SELECT 1 INTO OUTFILE '/tmp/sneaky-${suffix}'`,
+      // The procedure lifts the session's read-only flag and commits before it writes.
+      'CALL lift_and_drop()',
+      'SET SESSION tx_read_only = 0',
+    ]) {
+      const refused = await failure(q(sql));
+      expect(refused.code).toBe('READ_ONLY');
+      expect(refused.message).toMatch(/^query: (statement writes|the statement returns no rows); use POST \/stores\/\{id\}\/execute$/);
+    }
     const [tables] = await admin.query('SHOW TABLES');
     expect((tables as Record<string, string>[]).map((row) => Object.values(row)[0]).sort()).toEqual(['counter', 'items']);
     // The same pooled connections write again through /execute.

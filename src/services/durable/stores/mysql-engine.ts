@@ -153,6 +153,7 @@ class MysqlHandle implements StoreHandle {
     return this.#run(request.timeoutMs, 'query', async (connection) => {
       await this.#prepareSession(connection, request.timeoutMs, true);
       await run(connection, 'START TRANSACTION READ ONLY');
+      await refuseWithoutRows(connection, request.sql);
       const result = await readRows(connection, request.sql, params, request.maxRows, false);
       if (!result.closed) await run(connection, 'ROLLBACK');
       return { value: rowSet(result), closed: result.closed };
@@ -304,6 +305,23 @@ class MysqlHandle implements StoreHandle {
   }
 }
 
+/**
+ * `/query` takes only statements that return rows, as the server describes the prepared
+ * statement (it is cached, so running it prepares nothing again). The read-only session and
+ * transaction are not enough alone: a procedure can `SET SESSION tx_read_only = 0; COMMIT`
+ * and then write, so `CALL` must not run here, nor `SET`, `DO` or `SELECT ... INTO`, which
+ * describe no columns either.
+ */
+async function refuseWithoutRows(connection: PoolConnection, sql: string): Promise<void> {
+  const columns = await new Promise<number>((resolve, reject) =>
+    // mysql2's typings leave out the columns its PreparedStatementInfo carries.
+    connection.prepare(sql, (err, statement) => (err ? reject(err) : resolve((statement as unknown as { columns: unknown[] }).columns.length))),
+  );
+  if (columns === 0) {
+    throw new ServiceError('READ_ONLY', 'query: the statement returns no rows; use POST /stores/{id}/execute');
+  }
+}
+
 /** Runs a statement of ours (no parameters) and resolves with its rows or header. */
 function run(connection: mysql.Connection | PoolConnection, sql: string): Promise<unknown> {
   return new Promise((resolve, reject) =>
@@ -315,8 +333,8 @@ function run(connection: mysql.Connection | PoolConnection, sql: string): Promis
  * Runs one client statement, prepared, and reads max_rows + 1 rows as they stream in.
  * `drain` (execute): the rest is read and counted, so the statement completes; otherwise
  * (query) the connection is closed at once, which stops the server sending (the read-only
- * transaction goes with it). A statement the server cannot prepare runs as text when it has
- * no parameters.
+ * transaction goes with it). In `/execute`, a statement the server cannot prepare runs as text
+ * when it has no parameters.
  */
 async function readRows(
   connection: PoolConnection,
@@ -328,7 +346,7 @@ async function readRows(
   try {
     return await streamRows(connection, sql, params, maxRows, drain, true);
   } catch (err) {
-    if ((err as QueryError).errno !== ER_UNSUPPORTED_PS || params.length > 0) throw err;
+    if (!drain || (err as QueryError).errno !== ER_UNSUPPORTED_PS || params.length > 0) throw err;
     return streamRows(connection, sql, params, maxRows, drain, false);
   }
 }
