@@ -43,6 +43,9 @@ beforeAll(async () => {
   await admin.connect();
   await admin.query(`CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL UNIQUE, n int8, data bytea)`);
   await admin.query(`CREATE SEQUENCE counter`);
+  await admin.query(
+    `CREATE PROCEDURE lift_and_insert() LANGUAGE plpgsql AS $$ BEGIN SET TRANSACTION READ WRITE; INSERT INTO items (name) VALUES ('lifted'); END $$`,
+  );
   await admin.query(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${ROLE}; GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${ROLE}`);
   store = await engine.open(storeTarget(engine, 'pgtest', { host: '127.0.0.1', database: DB }));
   appStore = await engine.open(storeTarget(engine, 'pgapp', { host: '127.0.0.1', database: DB, user: ROLE }, { password: PASSWORD }));
@@ -174,6 +177,10 @@ describe('postgres reads', () => {
     const cte = await failure(q(`WITH gone AS (DELETE FROM items RETURNING 1) SELECT count(*) FROM gone`));
     expect(cte.code).toBe('READ_ONLY');
     expect((await failure(q('CREATE TABLE sneaky (a int)'))).code).toBe('READ_ONLY');
+    // A procedure cannot lift the read-only mode: the transaction has run a query by then.
+    const lifted = await failure(q('CALL lift_and_insert()'));
+    expect(lifted.code).toBe('SQL_ERROR');
+    expect(lifted.message).toBe('transaction read-write mode must be set before any query');
     expect((await failure(q('DROP TABLE items'))).code).toBe('READ_ONLY');
     const tables = await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`);
     expect(tables.rows).toEqual([{ tablename: 'items' }]);
