@@ -141,7 +141,10 @@ describe('postgres reads', () => {
       `SELECT 9007199254740993::int8 AS big, 12345678901234567890.123456789::numeric AS num,
               decode('00ff10', 'hex') AS bytes, '{"k": 1}'::json AS js,
               '2024-02-03 04:05:06.789123+00'::timestamptz AS tz, '2024-02-03 04:05:06'::timestamp AS ts,
-              '2024-02-03'::date AS d, ARRAY[1,2]::int4[] AS arr, NULL::text AS nothing`,
+              '2024-02-03'::date AS d, ARRAY[1,2]::int4[] AS arr, NULL::text AS nothing,
+              ARRAY[['12345678901234567890.5', NULL], ['1', '2']]::numeric[] AS nums,
+              ARRAY['2024-02-03 04:05:06.000001']::timestamp[] AS stamps, ARRAY['2024-02-03']::date[] AS dates,
+              ARRAY[9007199254740993]::int8[] AS bigs`,
     );
     expect(result.rows).toEqual([
       [
@@ -154,9 +157,18 @@ describe('postgres reads', () => {
         '2024-02-03',
         [1, 2],
         null,
+        [
+          ['12345678901234567890.5', null],
+          ['1', '2'],
+        ],
+        ['2024-02-03T04:05:06.000001'],
+        ['2024-02-03'],
+        ['9007199254740993'],
       ],
     ]);
-    expect(result.column_types).toEqual(['int8', 'numeric', 'bytea', 'json', 'timestamptz', 'timestamp', 'date', '_int4', 'text']);
+    expect(result.column_types).toEqual([
+      'int8', 'numeric', 'bytea', 'json', 'timestamptz', 'timestamp', 'date', '_int4', 'text', '_numeric', '_timestamp', '_date', '_int8',
+    ]);
   });
 
   it('stops reading at max_rows and says the result was truncated', async () => {

@@ -361,10 +361,19 @@ function isoTimestamp(text: string): string {
 
 const asText = (text: string) => text;
 
+/** pg's parser of `text[]`: an array literal into (nested) arrays of strings and nulls. */
+const textArray = pg.types.getTypeParser(1009 as Parameters<typeof pg.types.getTypeParser>[0], 'text') as (text: string) => unknown;
+const mapNested = (value: unknown, map: (text: string) => string): unknown =>
+  Array.isArray(value) ? value.map((inner) => mapNested(inner, map)) : typeof value === 'string' ? map(value) : value;
+
+/** The array types whose elements get the treatment of their element type (pg's own parsers are lossy for them). */
+const ARRAY_OIDS = { timestamp: 1115, timestamptz: 1185, date: 1182, interval: 1187, numeric: 1231 } as const;
+
 /**
  * Value parsers: pg's own, except that dates, times and intervals stay text (pg would make
  * local-time Date objects), timestamps become ISO text with their full precision, and int8 /
- * numeric stay text (exact beyond 2^53). bytea arrives as a Buffer and json as parsed JSON.
+ * numeric stay text (exact beyond 2^53), in arrays too. bytea arrives as a Buffer and json as
+ * parsed JSON.
  */
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
@@ -380,6 +389,13 @@ const TYPES = {
       case OID.NUMERIC:
       case OID.MONEY:
         return asText;
+      case ARRAY_OIDS.timestamp:
+      case ARRAY_OIDS.timestamptz:
+        return (text: string) => mapNested(textArray(text), isoTimestamp);
+      case ARRAY_OIDS.date:
+      case ARRAY_OIDS.interval:
+      case ARRAY_OIDS.numeric:
+        return textArray;
       default:
         return pg.types.getTypeParser(oid, format ?? 'text');
     }
