@@ -159,7 +159,8 @@ describe('redis commands', () => {
   it('refuses XREAD with BLOCK, but not a stream that is called block', async () => {
     const err = await failure(cmd('XREAD', 'BLOCK', 0, 'STREAMS', `${P}x`, '$'));
     expect(err.message).toBe(`command: redis command 'XREAD' with BLOCK is not allowed (it blocks the store's shared connection)`);
-    expect(await cmd('XREAD', 'STREAMS', 'block', '0')).toBeNull();
+    // Answered, not refused (what it reads is outside this test's prefix, so its value is not checked).
+    await cmd('XREAD', 'COUNT', 1, 'STREAMS', 'block', '0');
   });
 
   it.each([
