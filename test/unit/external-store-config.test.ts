@@ -134,6 +134,7 @@ describe('redis allow-list', () => {
     }
     expect(refusal(['XREADGROUP', 'GROUP', 'g', 'c', 'block', '10', 'STREAMS', 's', '>'], new Set())).toMatch(/with BLOCK/);
     expect(refusal(['XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', 'block', '>'], new Set())).toBeUndefined();
+    expect(refusal(['XREAD', 'COUNT', '1', 'STREAMS', 'block', '0'], new Set())).toBeUndefined();
   });
 
   it('counts every command that is not a known read as a write', () => {
