@@ -2,7 +2,10 @@ import type { Logger } from '../../../telemetry/logger.js';
 import type { ExecService } from '../../commands/exec-service.js';
 import type { Clock } from '../../support/clock.js';
 import { KvStoreEngine } from './kv-engine.js';
+import { MysqlEngine } from './mysql-engine.js';
+import { PostgresEngine } from './postgres-engine.js';
 import { QueueStoreEngine } from './queue-engine.js';
+import { RedisEngine } from './redis-engine.js';
 import type { StoreEngine } from './store-engine.js';
 import { SqliteStoreEngine } from './sqlite-engine.js';
 
@@ -22,5 +25,8 @@ export function storeEngines({ workers, exec, logger, clock }: StoreEnginesInput
     new SqliteStoreEngine({ workers, exec: (sandbox, input) => exec.exec(sandbox, input), logger: logger.child({ engine: 'sqlite' }) }),
     new KvStoreEngine({ clock, logger: logger.child({ engine: 'kv' }) }),
     new QueueStoreEngine({ clock, logger: logger.child({ engine: 'queue' }) }),
+    new PostgresEngine(),
+    new MysqlEngine(),
+    new RedisEngine(),
   ];
 }
