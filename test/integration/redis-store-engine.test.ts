@@ -46,12 +46,11 @@ afterAll(async () => {
 });
 
 describe('redis config', () => {
-  it('fills the defaults, upper-cases allow_commands and keeps no password', () => {
-    expect(engine.checkConfig({ host: 'cache', db: 2, allow_commands: ['echo'], password: PASSWORD, read_only: false })).toEqual({
+  it('fills the defaults, upper-cases allow_commands; a url keeps no password', () => {
+    expect(engine.checkConfig({ host: 'cache', db: 2, allow_commands: ['echo'] })).toEqual({
       host: 'cache',
       db: 2,
       allow_commands: ['ECHO'],
-      read_only: false,
       port: 6379,
     });
     const url = { url: `rediss://:${encodeURIComponent(PASSWORD)}@cache:6380/3` };

@@ -47,6 +47,14 @@ export const hostPort = (endpoint: Pick<Endpoint, 'host' | 'port'>): string =>
 const CONNECTION_FIELDS = ['host', 'port', 'user', 'database', 'db'] as const;
 const HOST = /^[A-Za-z0-9._:-]{1,253}$/;
 
+/** Settings of the postgres, mysql and redis engines (tests shorten them). */
+export interface ExternalEngineOptions {
+  /** A pooled connection idle this long is closed (default 5 minutes). */
+  idleMs?: number;
+  /** How long connecting may take before the store counts as unreachable (default 10 s). */
+  connectTimeoutMs?: number;
+}
+
 /**
  * Checks an external store's config and returns it normalised: defaults filled in, the url
  * without its password. The service's own fields (`password`, `password_env`, `read_only`)

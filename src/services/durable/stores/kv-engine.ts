@@ -1,13 +1,12 @@
 import type Sqlite from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ServiceError } from '../../../errors.js';
-import type { ServiceContext } from '../../context.js';
 import type { Clock } from '../../support/clock.js';
 import { commandWrites, lookUpCommand } from './command-args.js';
 import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from './config-fields.js';
 import { KV_COMMANDS } from './kv-commands.js';
 import { KV_SCHEMA, KvTable } from './kv-table.js';
-import { OpenHandles, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
+import { OpenHandles, type EmbeddedEngineInput, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from './store-engine.js';
 import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from './store-file.js';
 
@@ -16,11 +15,6 @@ const KV_CONFIG_FIELDS: Record<string, ConfigField> = {
   max_bytes: { type: 'integer', min: 1024, max: 2 ** 40, default: 256 * 1024 * 1024 },
   read_only: READ_ONLY_FIELD,
 };
-
-export interface KvStoreEngineInput extends Pick<ServiceContext, 'clock' | 'logger'> {
-  /** Seconds between sweeps of expired keys; default 60, 0 for none (tests call `sweep()`). */
-  sweepSeconds?: number;
-}
 
 /**
  * The `kv` kind: a Redis-compatible subset of commands over JSON values, in a SQLite file on
@@ -34,7 +28,7 @@ export class KvStoreEngine implements StoreEngine {
   private readonly clock: Clock;
   private readonly handles: OpenHandles<KvHandle>;
 
-  constructor({ clock, logger, sweepSeconds = SWEEP_SECONDS }: KvStoreEngineInput) {
+  constructor({ clock, logger, sweepSeconds = SWEEP_SECONDS }: EmbeddedEngineInput) {
     this.clock = clock;
     this.handles = new OpenHandles(logger, sweepSeconds);
   }

@@ -14,7 +14,7 @@
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, QueryError, ResultSetHeader } from 'mysql2';
 import { ServiceError } from '../../../errors.js';
-import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec } from './external-config.js';
+import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
 import {
   cannotConnect,
   engineError,
@@ -48,18 +48,11 @@ export const MYSQL_SPEC: ExternalSpec = {
   extraFields: { database: (value, name) => checkText(value, name, 64) },
 };
 
-export interface MysqlEngineOptions {
-  /** A pooled connection idle this long is closed (default 5 minutes). */
-  idleMs?: number;
-  /** How long connecting may take before the store counts as unreachable (default 10 s). */
-  connectTimeoutMs?: number;
-}
-
 export class MysqlEngine implements StoreEngine {
   readonly kind = 'mysql' as const;
   readonly ops = ['query', 'execute'] as const;
 
-  constructor(private readonly options: MysqlEngineOptions = {}) {}
+  constructor(private readonly options: ExternalEngineOptions = {}) {}
 
   checkConfig(config: Record<string, unknown>): Record<string, unknown> {
     return checkExternalConfig(MYSQL_SPEC, config);
@@ -88,7 +81,7 @@ export class MysqlEngine implements StoreEngine {
   }
 }
 
-function connectionConfig(endpoint: Endpoint, options: MysqlEngineOptions): mysql.ConnectionOptions {
+function connectionConfig(endpoint: Endpoint, options: ExternalEngineOptions): mysql.ConnectionOptions {
   return {
     host: endpoint.host,
     port: endpoint.port,
@@ -136,7 +129,7 @@ class MysqlHandle implements StoreHandle {
   constructor(
     private readonly store: string,
     private readonly endpoint: Endpoint,
-    private readonly options: MysqlEngineOptions,
+    private readonly options: ExternalEngineOptions,
   ) {
     this.#pool = mysql.createPool({
       ...connectionConfig(endpoint, options),

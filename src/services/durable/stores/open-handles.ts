@@ -1,4 +1,5 @@
 import type { Logger } from '../../../telemetry/logger.js';
+import type { ServiceContext } from '../../context.js';
 import { repeatEvery } from '../../support/background-loop.js';
 
 /** How often an embedded kind's open stores drop what has expired (kv keys, old queue messages). */
@@ -7,6 +8,12 @@ export const SWEEP_SECONDS = 60;
 export const SWEEP_BATCH = 500;
 
 /** A handle of an embedded kind, as its engine keeps it. */
+/** What the kv and queue engines are made with. */
+export interface EmbeddedEngineInput extends Pick<ServiceContext, 'clock' | 'logger'> {
+  /** Seconds between sweeps (expired keys, messages past retention); default 60, 0 for none (tests call `sweep()`). */
+  sweepSeconds?: number;
+}
+
 export interface SweptHandle {
   readonly storeId: string;
   /** Deletes what has expired, in small transactions so that commands run in between. */

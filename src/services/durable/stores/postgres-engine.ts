@@ -12,7 +12,7 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { ServiceError } from '../../../errors.js';
-import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec } from './external-config.js';
+import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
 import {
   cannotConnect,
   engineError,
@@ -46,18 +46,11 @@ export const POSTGRES_SPEC: ExternalSpec = {
   extraFields: { database: (value, name) => checkText(value, name, 63) },
 };
 
-export interface PostgresEngineOptions {
-  /** A pooled connection idle this long is closed (default 5 minutes). */
-  idleMs?: number;
-  /** How long connecting may take before the store counts as unreachable (default 10 s). */
-  connectTimeoutMs?: number;
-}
-
 export class PostgresEngine implements StoreEngine {
   readonly kind = 'postgres' as const;
   readonly ops = ['query', 'execute'] as const;
 
-  constructor(private readonly options: PostgresEngineOptions = {}) {}
+  constructor(private readonly options: ExternalEngineOptions = {}) {}
 
   checkConfig(config: Record<string, unknown>): Record<string, unknown> {
     return checkExternalConfig(POSTGRES_SPEC, config);
@@ -87,7 +80,7 @@ export class PostgresEngine implements StoreEngine {
   }
 }
 
-function clientConfig(endpoint: Endpoint, options: PostgresEngineOptions): pg.ClientConfig {
+function clientConfig(endpoint: Endpoint, options: ExternalEngineOptions): pg.ClientConfig {
   return {
     host: endpoint.host,
     port: endpoint.port,
@@ -135,7 +128,7 @@ class PostgresHandle implements StoreHandle {
   constructor(
     private readonly store: string,
     private readonly endpoint: Endpoint,
-    private readonly options: PostgresEngineOptions,
+    private readonly options: ExternalEngineOptions,
   ) {
     this.#pool = new pg.Pool({ ...clientConfig(endpoint, options), max: POOL_SIZE, idleTimeoutMillis: options.idleMs ?? 300_000 });
     // An idle connection the server closed: the pool drops it; the next call connects anew.

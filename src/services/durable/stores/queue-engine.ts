@@ -1,11 +1,10 @@
 import type Sqlite from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ServiceError } from '../../../errors.js';
-import type { ServiceContext } from '../../context.js';
 import type { Clock } from '../../support/clock.js';
 import { commandWrites, lookUpCommand } from './command-args.js';
 import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from './config-fields.js';
-import { OpenHandles, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
+import { OpenHandles, type EmbeddedEngineInput, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
 import { deliver, MAX_VISIBILITY_SECONDS, parseDequeue, QUEUE_COMMANDS, type DequeueRequest, type QueueConfig } from './queue-commands.js';
 import { QUEUE_SCHEMA, QueueTable } from './queue-table.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from './store-engine.js';
@@ -23,11 +22,6 @@ const QUEUE_CONFIG_FIELDS: Record<string, ConfigField> = {
   read_only: READ_ONLY_FIELD,
 };
 
-export interface QueueStoreEngineInput extends Pick<ServiceContext, 'clock' | 'logger'> {
-  /** Seconds between sweeps of messages past retention; default 60, 0 for none (tests call `sweep()`). */
-  sweepSeconds?: number;
-}
-
 /**
  * The `queue` kind: SQS-like queues in a SQLite file on the host, run in-process. Every command
  * is one synchronous transaction, so callers on one handle or several never interleave. A
@@ -43,7 +37,7 @@ export class QueueStoreEngine implements StoreEngine {
   /** Shared by all handles, so that an ENQUEUE through one wakes a DEQUEUE waiting on another. */
   private readonly wakeups = new Wakeups();
 
-  constructor({ clock, logger, sweepSeconds = SWEEP_SECONDS }: QueueStoreEngineInput) {
+  constructor({ clock, logger, sweepSeconds = SWEEP_SECONDS }: EmbeddedEngineInput) {
     this.clock = clock;
     this.handles = new OpenHandles(logger, sweepSeconds);
   }

@@ -9,7 +9,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createClient, ErrorReply, RESP_TYPES } from '@redis/client';
 import { badRequest, ServiceError } from '../../../errors.js';
-import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec } from './external-config.js';
+import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
 import { cannotConnect, engineError, storeUnavailable, withDeadline } from './external-errors.js';
 import { commandName, commandWrites, NEVER_ALLOWED, refusal } from './redis-commands.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from './store-engine.js';
@@ -38,18 +38,11 @@ function checkAllowCommands(value: unknown, name: string): string[] {
   });
 }
 
-export interface RedisEngineOptions {
-  /** The connection is closed after this long without a command (default 5 minutes). */
-  idleMs?: number;
-  /** How long connecting may take before the store counts as unreachable (default 10 s). */
-  connectTimeoutMs?: number;
-}
-
 export class RedisEngine implements StoreEngine {
   readonly kind = 'redis' as const;
   readonly ops = ['command'] as const;
 
-  constructor(private readonly options: RedisEngineOptions = {}) {}
+  constructor(private readonly options: ExternalEngineOptions = {}) {}
 
   checkConfig(config: Record<string, unknown>): Record<string, unknown> {
     return checkExternalConfig(REDIS_SPEC, config);
@@ -94,7 +87,7 @@ export class RedisEngine implements StoreEngine {
 
 const CONNECT_TIMEOUT_MS = 10_000;
 
-function newClient(endpoint: Endpoint, options: RedisEngineOptions) {
+function newClient(endpoint: Endpoint, options: ExternalEngineOptions) {
   const client = createClient({
     socket: {
       host: endpoint.host,
@@ -135,7 +128,7 @@ class RedisHandle implements StoreHandle {
     private readonly store: string,
     private readonly endpoint: Endpoint,
     private readonly allowed: ReadonlySet<string>,
-    private readonly options: RedisEngineOptions,
+    private readonly options: ExternalEngineOptions,
   ) {}
 
   async command(request: CommandRequest): Promise<unknown> {
