@@ -81,6 +81,9 @@ const facts = (output: JsonValue, status: StepFacts['status'] = 'completed', ext
   ...extra,
 });
 
+const asText = (value: JsonValue): string => (typeof value === 'string' ? value : JSON.stringify(value));
+const isObject = (value: JsonValue | undefined): value is JsonObject => value !== null && typeof value === 'object' && !Array.isArray(value);
+
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** A walk over a definition against a state; see the file header. */
@@ -218,12 +221,16 @@ export class Pass {
         if (body.image === undefined && defaults?.image !== undefined) body.image = defaults.image;
         if (body.profile === undefined && defaults?.profile !== undefined) body.profile = defaults.profile;
       }
-      if (body.stdin !== undefined && typeof body.stdin !== 'string') body.stdin = JSON.stringify(body.stdin);
+      // Where the engine takes text, a value that is not a string is passed as its JSON text.
+      if (body.stdin !== undefined) body.stdin = asText(body.stdin);
+      if (Array.isArray(body.command)) body.command = body.command.map(asText);
       const env = Array.isArray(body.env)
-        ? Object.fromEntries(body.env.map((entry) => String(entry).split(/=(.*)/s).slice(0, 2)))
-        : ((body.env ?? {}) as JsonObject);
+        ? Object.fromEntries(body.env.map((entry) => asText(entry).split(/=(.*)/s).slice(0, 2)))
+        : isObject(body.env)
+          ? Object.fromEntries(Object.entries(body.env).map(([name, value]) => [name, asText(value)]))
+          : body.env;
       body.env = {
-        ...env,
+        ...(isObject(env) ? env : {}),
         SANDBOXD_ORCHESTRATION_ID: this.meta.id,
         SANDBOXD_STEP: path,
         SANDBOXD_ATTEMPT: String(attempt),

@@ -57,14 +57,24 @@ export const CALL_BODY = z.strictObject({
 const joinPath = (base: string, path: PropertyKey[]): string =>
   path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : `${out}.${String(key)}`), base);
 
+const KINDS: Record<string, string> = { object: 'a JSON object', array: 'an array', string: 'a string', number: 'a number', int: 'an integer', boolean: 'a boolean' };
+
+/** Our words where a schema gives none of its own (zod's defaults never reach a client). */
+function words(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code === 'invalid_type') return `must be ${KINDS[issue.expected] ?? issue.expected}`;
+  if (issue.code === 'too_small') return `must be at least ${Number(issue.minimum)}`;
+  if (issue.code === 'too_big') return `must be at most ${Number(issue.maximum)}`;
+  return undefined;
+}
+
 /** Problems of `value` against `schema`, each prefixed with where the value sits. */
 export function schemaProblems(schema: z.ZodType, value: unknown, where: string): string[] {
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, { reportInput: true, error: words });
   if (result.success) return [];
   return result.error.issues.map((issue) => {
     const at = joinPath(where, issue.path);
     if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => `${at}: unknown field '${key}'`).join('; ');
-    if (issue.code === 'invalid_type') return `${at}: ${issue.input === undefined ? 'is required' : `must be ${issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}`}`;
+    if (issue.code === 'invalid_type' && issue.input === undefined) return `${at}: is required`;
     return `${at}: ${issue.message}`;
   });
 }
@@ -223,8 +233,11 @@ class Checker {
         continue;
       }
       // A field holding an expression is typed at run time; the others are checked now.
-      const literal = Object.fromEntries(Object.entries(body).filter(([, field]) => !(typeof field === 'string' && hasExpression(field))));
-      this.add(...schemaProblems(kind === 'run' ? RUN_BODY : kind === 'exec' ? EXEC_BODY : CALL_BODY, literal, at));
+      const deferred = Object.keys(body).filter((key) => typeof body[key] === 'string' && hasExpression(body[key]));
+      const literal = Object.fromEntries(Object.entries(body).filter(([key]) => !deferred.includes(key)));
+      const schema: z.ZodObject = kind === 'run' ? RUN_BODY : kind === 'exec' ? EXEC_BODY : CALL_BODY;
+      const mask = Object.fromEntries(deferred.map((key) => [key, true]));
+      this.add(...schemaProblems(schema.partial(mask as never), literal, at));
       this.expressions(body, at, scope);
     }
     this.oneOf(value.output, ['text', 'json'], `${where}.output`);
