@@ -141,7 +141,7 @@ class Checker {
     const combinator = ['all', 'any', 'not'].filter((key) => key in value);
     if (combinator.length > 0) {
       const key = combinator[0]!;
-      if (Object.keys(value).length !== 1) return this.add(`${where}: a '${key}' condition takes no other field`);
+      if (Object.keys(value).length !== 1) return this.add(`${where}: a condition with '${key}' takes no other field`);
       if (key === 'not') return this.condition(value.not, `${where}.not`, scope, depth + 1);
       const list = value[key];
       if (!Array.isArray(list) || list.length === 0) return this.add(`${where}.${key}: must be a non-empty array of conditions`);
