@@ -50,7 +50,7 @@ describe('instance view', () => {
     run.decide([{ type: 'timer_fired', step: 'pause' }], 30_000);
     view = projectInstance(run.definition, run.history, META);
     expect(view).toMatchObject({ status: 'completed', input: { who: 'me' }, output: null, error: null, failed_step: null, started_at: at(0), completed_at: at(37_000), waiting_for: [] });
-    expect(view.steps.find((step) => step.id === 'approval')).toMatchObject({ status: 'completed', output: { ok: 1 }, completed_at: at(8000) });
+    expect(view.steps.find((step) => step.id === 'approval')).toMatchObject({ status: 'completed', output: { ok: 1 }, completed_at: at(7000) });
   });
 
   it('a terminated instance shows open and unreached steps as cancelled', () => {
