@@ -111,6 +111,23 @@ describe('orchestration replay (randomized, seeded)', () => {
     }
   });
 
+  it('the crash runs do lose running attempts, which are retried or fail the step', () => {
+    let interrupted = 0;
+    let retried = 0;
+    for (const seed of SEEDS.slice(0, 60)) {
+      const random = prng(seed * 7);
+      const { history } = simulate({ ...scenario(seed), mode: 'crash', crashAfter: () => random() < 0.3 });
+      for (const event of history) {
+        if (event.type !== 'ActivityFailed' || event.data.error !== 'interrupted by server restart') continue;
+        interrupted += 1;
+        if (event.data.retry_at) retried += 1;
+      }
+    }
+    expect(interrupted).toBeGreaterThan(20);
+    expect(retried).toBeGreaterThan(0);
+    expect(retried).toBeLessThan(interrupted);
+  });
+
   it('covers every step type, retries, timers, waits, terminate and both outcomes over the seeds', () => {
     const seen = new Set<string>();
     for (const seed of SEEDS) {
