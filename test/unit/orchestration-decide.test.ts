@@ -301,3 +301,12 @@ describe('decide: terminate and limits', () => {
     expect(decision.commands).toEqual([{ type: 'finish', status: 'failed', output: null, error: 'history limit reached', failed_step: null }]);
   });
 });
+
+describe('decide: a first decision past the history limit', () => {
+  it('keeps the start and fails at once', () => {
+    const run = new Run(def([{ id: 'm', type: 'map', items: '${input}', max_concurrency: 32, step: { type: 'parallel', branches: Object.fromEntries(Array.from({ length: 400 }, (_, index) => [`b${index}`, [activity('x')]])) } }]));
+    const decision = run.start(Array.from({ length: 32 }, (_, index) => index));
+    expect(run.types(decision)).toEqual(['OrchestratorStarted', 'OrchestratorFailed']);
+    expect(decision.commands).toEqual([{ type: 'finish', status: 'failed', output: null, error: 'history limit reached', failed_step: null }]);
+  });
+});

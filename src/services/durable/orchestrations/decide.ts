@@ -12,7 +12,7 @@
  * their results as inputs to the next `decide()`.
  */
 import { backoffMs, LIMITS, type Definition, type JsonValue } from './dsl.js';
-import { capOutput, Pass, type ActivityCommand, type InstanceMeta, type OpenWork } from './drive.js';
+import { capOutput, Pass, type ActivityCommand, type Emit, type InstanceMeta, type OpenWork } from './drive.js';
 import { resolveDeep, ExpressionError } from './expressions.js';
 import { tailUtf8, type HistoryEvent, type HistoryEventData, type HistoryEventType } from './history.js';
 import { applyEvent, replay, type FinalStatus, type InstanceState } from './state.js';
@@ -89,7 +89,7 @@ export function decide(definition: Definition, history: readonly HistoryEvent[],
   const total = history.length + first.newEvents.length;
   if (alreadyFinished || total < LIMITS.historyEvents || (state.finished && total === LIMITS.historyEvents)) return first.decision;
   // The history would reach its limit with the instance still open: only the failure is recorded.
-  return attempt(definition, replay(history), { ...options, inputs: [] }, 'history limit reached').decision;
+  return attempt(definition, replay(history), options, 'history limit reached').decision;
 }
 
 function attempt(definition: Definition, state: InstanceState, options: DecideOptions, forcedFailure?: string) {
@@ -127,7 +127,9 @@ function attempt(definition: Definition, state: InstanceState, options: DecideOp
   let open = before;
   const resolved = new Set<string>();
   const fired = new Set<string>();
-  if (forcedFailure && !state.finished) {
+  if (forcedFailure) {
+    // Only the start is kept (the instance's input belongs in its history); nothing runs.
+    for (const input of inputs) if (input.type === 'start') handle(input, open, state, stamp, emit, resolved, fired);
     emit('OrchestratorFailed', null, { error: forcedFailure });
     open = [];
   }
@@ -163,8 +165,6 @@ function attempt(definition: Definition, state: InstanceState, options: DecideOp
   }
   return { state, newEvents, decision: { newEvents, commands, status: statusOf(state, open), open } satisfies Decision };
 }
-
-type Emit = <T extends HistoryEventType>(type: T, step: string | null, data: HistoryEventData[T]) => void;
 
 /** Records one input as history events, or ignores it when it is stale. */
 function handle(input: DecideInput, open: OpenWork[], state: InstanceState, stamp: string, emit: Emit, resolved: Set<string>, fired: Set<string>): void {

@@ -32,8 +32,8 @@ export interface ActivityCommand {
   /**
    * The resolved body: for run and exec the /run or /exec body (exec's with `sandbox`), env
    * holding SANDBOXD_ORCHESTRATION_ID, SANDBOXD_STEP, SANDBOXD_ATTEMPT and
-   * SANDBOXD_IDEMPOTENCY_KEY, a non-string stdin as JSON text; for call `{class, object_id,
-   * method, args}`.
+   * SANDBOXD_IDEMPOTENCY_KEY, non-string `stdin`, `command` items and `env` values as JSON
+   * text; for call `{class, object_id, method, args, timeout_ms?}`.
    */
   body: JsonObject;
   idempotency_key: string;
@@ -71,7 +71,8 @@ export interface TraceEntry {
   outcome: Outcome | { status: 'pending' };
 }
 
-type Emit = <T extends HistoryEventType>(type: T, step: string | null, data: HistoryEventData[T]) => void;
+/** Appends an event (stamped and numbered by the caller) and applies it to the state. */
+export type Emit = <T extends HistoryEventType>(type: T, step: string | null, data: HistoryEventData[T]) => void;
 
 const facts = (output: JsonValue, status: StepFacts['status'] = 'completed', extra: Partial<StepFacts> = {}): StepFacts => ({
   output,
@@ -83,8 +84,6 @@ const facts = (output: JsonValue, status: StepFacts['status'] = 'completed', ext
 
 const asText = (value: JsonValue): string => (typeof value === 'string' ? value : JSON.stringify(value));
 const isObject = (value: JsonValue | undefined): value is JsonObject => value !== null && typeof value === 'object' && !Array.isArray(value);
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** A walk over a definition against a state; see the file header. */
 export class Pass {
@@ -152,7 +151,8 @@ export class Pass {
       try {
         holds = evaluateCondition(step.when, context);
       } catch (err) {
-        return { status: 'failed', error: `when: ${message(err)}`, step: path };
+        if (err instanceof ExpressionError) return { status: 'failed', error: `when: ${err.message}`, step: path };
+        throw err;
       }
       if (!holds) {
         this.emit('StepSkipped', path, {});
