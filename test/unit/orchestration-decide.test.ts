@@ -104,6 +104,13 @@ describe('decide: activities', () => {
     expect(decision.commands).toEqual([{ type: 'finish', status: 'completed', output: { out: null, status: 'failed' }, error: null, failed_step: null }]);
   });
 
+  it('a failed activity that continues still offers its exit code and stderr', () => {
+    const run = new Run(def([activity('a', { on_error: 'continue', retry_policy: { max_attempts: 1 } }), { id: 'b', type: 'set', value: ['${steps.a.exit_code}', '${steps.a.stderr}'] }]));
+    run.start();
+    const decision = run.decide([{ type: 'activity_completed', step: 'a', attempt: 1, duration_ms: 1, stdout: '', stderr: 'bad\n', exit_code: 4 }]);
+    expect(decision.commands).toEqual([{ type: 'finish', status: 'completed', output: [4, 'bad\n'], error: null, failed_step: null }]);
+  });
+
   it('an interrupted attempt is retried at once, counting toward max_attempts', () => {
     const run = new Run(def([activity('a', { retry_policy: { max_attempts: 2 } })]));
     run.start();

@@ -61,7 +61,8 @@ export type OpenWork =
 
 export type Outcome =
   | { status: 'completed' | 'skipped'; facts: StepFacts }
-  | { status: 'failed'; error: string; step: string }
+  /** `step`: the path of the step that failed first (the innermost). `exit_code`/`stderr`: a failed activity's last attempt. */
+  | { status: 'failed'; error: string; step: string; exit_code?: number | null; stderr?: string | null }
   | { status: 'open' };
 
 /** One step of a list a pass walked, in definition order, for the instance view. `pending`: not reached. */
@@ -123,7 +124,8 @@ export class Pass {
         return outcome as Extract<Outcome, { status: 'failed' | 'open' }>;
       }
       if (outcome.status === 'failed') {
-        visible.set(step.id, facts(null, 'failed'));
+        // on_error continue: output null; a failed activity still shows its last exit code and stderr.
+        visible.set(step.id, facts(null, 'failed', { exit_code: outcome.exit_code ?? null, stderr: outcome.stderr ?? null }));
         last = null;
         continue;
       }
@@ -185,7 +187,7 @@ export class Pass {
     if (activity?.phase === 'completed') {
       return { status: 'completed', facts: facts(activity.output, 'completed', { exit_code: activity.exit_code, stderr: activity.stderr }) };
     }
-    if (activity?.phase === 'failed') return { status: 'failed', error: activity.error ?? 'failed', step: path };
+    if (activity?.phase === 'failed') return { status: 'failed', error: activity.error ?? 'failed', step: path, exit_code: activity.exit_code, stderr: activity.stderr };
     if (activity?.phase === 'retrying') {
       this.open.push({ kind: 'retry', step: path, attempt: activity.attempt, fire_at: activity.retry_at! });
       return { status: 'open' };
