@@ -137,3 +137,31 @@ describe('decide: set and the instance output', () => {
     expect(broken.start().commands[0]).toEqual({ type: 'finish', status: 'failed', output: null, error: "output: ${steps.a.output.y} leads nowhere: steps.a.output has no field 'y'", failed_step: null });
   });
 });
+
+describe('decide: several inputs at once and waits in branches', () => {
+  it('records a batch of inputs in order (a restart reporting every interrupted attempt)', () => {
+    const run = new Run(def([{ id: 'p', type: 'parallel', branches: { x: [activity('a', { retry_policy: { max_attempts: 2 } })], y: [activity('b', { retry_policy: { max_attempts: 2 } })] } }]));
+    run.start();
+    run.decide([
+      { type: 'activity_started', step: 'p.x.a', attempt: 1 },
+      { type: 'activity_started', step: 'p.y.b', attempt: 1 },
+    ]);
+    const decision = run.decide([
+      { type: 'activity_interrupted', step: 'p.x.a', attempt: 1 },
+      { type: 'activity_interrupted', step: 'p.y.b', attempt: 1 },
+    ]);
+    expect(run.types(decision)).toEqual(['ActivityFailed:p.x.a', 'ActivityScheduled:p.x.a', 'ActivityFailed:p.y.b', 'ActivityScheduled:p.y.b']);
+    expect(decision.commands.map((command) => command.type === 'schedule_activity' && [command.step, command.attempt])).toEqual([
+      ['p.x.a', 2],
+      ['p.y.b', 2],
+    ]);
+  });
+
+  it('waits for one event name in two branches take the buffered events in definition order', () => {
+    const run = new Run(def([{ id: 'p', type: 'parallel', branches: { one: [{ id: 'w', type: 'wait_for_event', event: 'go' }], two: [{ id: 'w', type: 'wait_for_event', event: 'go' }] } }]));
+    expect(run.start().status).toBe('waiting');
+    expect(run.types(run.decide([{ type: 'event_raised', name: 'go', data: 1 }]))).toEqual(['EventRaised', 'EventConsumed:p.one.w']);
+    const done = run.decide([{ type: 'event_raised', name: 'go', data: 2 }]);
+    expect(done.commands).toEqual([{ type: 'finish', status: 'completed', output: { one: 1, two: 2 }, error: null, failed_step: null }]);
+  });
+});

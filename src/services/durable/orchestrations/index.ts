@@ -17,7 +17,7 @@ export type { ActivityCommand, InstanceMeta, OpenWork } from './drive.js';
 export { canonicalJson, definitionHash } from './definition-hash.js';
 export { evaluateCondition, jsonEqual } from './conditions.js';
 export { ExpressionError, parsePath, parseTemplate, resolveDeep, resolveString, type ExpressionContext, type StepFacts } from './expressions.js';
-export { capValue, childPath, idempotencyKey, itemPath, type EventOf, type HistoryEvent, type HistoryEventData, type HistoryEventType } from './history.js';
+export { capValue, childPath, idempotencyKey, itemPath, jsonBytes, type EventOf, type HistoryEvent, type HistoryEventData, type HistoryEventType } from './history.js';
 export { isInlineForm, translateInline } from './inline-form.js';
 export { projectInstance, stepAt, type InstanceProjection, type StepStatus, type StepView } from './instance-view.js';
 export { definitionProblems, validateDefinition } from './validate.js';
