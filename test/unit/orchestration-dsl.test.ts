@@ -55,6 +55,12 @@ const INVALID: [string, unknown, string[]][] = [
     steps({ id: 'w', type: 'wait_for_event', event: 'go', timeout: '5', on_timeout: 'retry' }),
     ['steps[0].timeout: must be a duration like 30s, 10m, 2h or 1d', 'steps[0].on_timeout: must be one of fail, continue'],
   ],
+  ['on_timeout without a timeout', steps({ id: 'w', type: 'wait_for_event', event: 'go', on_timeout: 'continue' }), ['steps[0].on_timeout: needs a timeout']],
+  [
+    'output on a call',
+    steps({ id: 'a', type: 'activity', output: 'json', call: { class: 'c', object_id: 'o', method: 'm' } }),
+    ["steps[0].output: a call's output is the method's return value; output is for run and exec"],
+  ],
   ['a bad event name', steps({ id: 'w', type: 'wait_for_event', event: '-go' }), ['steps[0].event: must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$']],
   ['max_attempts 0', steps(a('a', { retry_policy: { max_attempts: 0 } })), ['steps[0].retry_policy.max_attempts: must be between 1 and 100']],
   [

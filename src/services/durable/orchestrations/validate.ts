@@ -205,6 +205,7 @@ class Checker {
         if (typeof value.event !== 'string' || !EVENT_NAME.test(value.event)) this.add(`${where}.event: ${value.event === undefined ? 'is required' : 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'}`);
         this.duration(value.timeout, `${where}.timeout`);
         this.oneOf(value.on_timeout, ['fail', 'continue'], `${where}.on_timeout`);
+        if (value.on_timeout !== undefined && value.timeout === undefined) this.add(`${where}.on_timeout: needs a timeout`);
         break;
       case 'parallel':
         this.parallel(value, where, scope);
@@ -241,6 +242,7 @@ class Checker {
       this.expressions(body, at, scope);
     }
     this.oneOf(value.output, ['text', 'json'], `${where}.output`);
+    if (value.output !== undefined && bodies.length === 1 && bodies[0] === 'call') this.add(`${where}.output: a call's output is the method's return value; output is for run and exec`);
     this.retryPolicy(value.retry_policy, `${where}.retry_policy`);
     this.boolean(value.retry_on_interrupt, `${where}.retry_on_interrupt`);
   }
