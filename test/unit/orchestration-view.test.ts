@@ -83,6 +83,26 @@ describe('instance view', () => {
     ]);
   });
 
+  it('work a failed container dropped is cancelled even when the instance goes on', () => {
+    const run = new Run({
+      name: 'p',
+      steps: [
+        { id: 'checks', type: 'parallel', on_error: 'continue', branches: { lint: [activity('lint')], test: [activity('unit', { retry_policy: { max_attempts: 1 } })] } },
+        { id: 'after', type: 'wait_for_event', event: 'go' },
+      ],
+    });
+    run.start();
+    run.fail('checks.test.unit', 'red');
+    const view = projectInstance(run.definition, run.history, META);
+    expect(view.status).toBe('waiting');
+    expect(view.steps.map((step) => [step.id, step.status])).toEqual([
+      ['checks', 'failed'],
+      ['checks.lint.lint', 'cancelled'],
+      ['checks.test.unit', 'failed'],
+      ['after', 'waiting'],
+    ]);
+  });
+
   it('pending before the start', () => {
     const run = new Run(pipeline);
     expect(projectInstance(run.definition, [], META)).toMatchObject({ status: 'pending', steps: [], started_at: null });

@@ -134,7 +134,10 @@ export function projectInstance(definition: Definition, history: readonly Histor
   const finished = state.finished;
   const ended = finished !== null && finished.status !== 'completed';
   const traced = new Set(walk.trace.map((entry) => entry.path));
-  const steps = walk.trace.map((entry) => view(entry, state, ended));
+  // What a failed container left open was cancelled with it, even when the instance goes on.
+  const failed = walk.trace.filter((entry) => entry.outcome.status === 'failed' && (entry.step.type === 'parallel' || entry.step.type === 'map')).map((entry) => entry.path);
+  const dropped = (path: string) => failed.some((container) => path.startsWith(`${container}.`) || path.startsWith(`${container}[`));
+  const steps = walk.trace.map((entry) => view(entry, state, ended || dropped(entry.path)));
   // Work the walk no longer reaches (inside a container that failed fast) was cancelled.
   for (const [path, record] of state.steps) {
     if (traced.has(path) || !record.activity || ['completed', 'failed'].includes(record.activity.phase)) continue;
