@@ -87,6 +87,12 @@ const INVALID: [string, unknown, string[]][] = [
     steps({ id: 'a', type: 'activity', run: { command: [], shell: true, timeout_ms: 'x' } }),
     ['steps[0].run.command: must be a non-empty array of strings', 'steps[0].run.timeout_ms: must be a number', "steps[0].run: unknown field 'shell'"],
   ],
+  [
+    'an unknown body field holding an expression, and a malformed expression in a body field',
+    steps({ id: 'a', type: 'activity', run: { command: ['x'], when: '${input.x}', image: '${input' } }),
+    ["steps[0].run: unknown field 'when'", "steps[0].run.image: '${input' has a '${' without its '}'"],
+  ],
+  ['map items that are a malformed expression', steps({ id: 'm', type: 'map', items: '${', step: { type: 'set', value: 1 } }), ['steps[0].items: must be one expression such as ${steps.list.output} (or an array)']],
   ['an exec without its sandbox', steps({ id: 'a', type: 'activity', exec: { command: ['x'] } }), ['steps[0].exec.sandbox: is required']],
   ['a bad call body', steps({ id: 'a', type: 'activity', call: { class: 'c', method: 'm', extra: 1 } }), ['steps[0].call.object_id: is required', "steps[0].call: unknown field 'extra'"]],
   [

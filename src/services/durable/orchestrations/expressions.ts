@@ -84,12 +84,20 @@ export function parseTemplate(text: string): TemplatePart[] {
   return parts;
 }
 
-/** Every `${...}` inside a JSON value, with where it sits (`command[1]`, `args.by`). */
-export function expressionsIn(value: unknown, where = ''): { where: string; path: ExpressionPath }[] {
-  const found: { where: string; path: ExpressionPath }[] = [];
+/** Every `${...}` inside a JSON value, with where it sits (`command[1]`, `args.by`); a malformed one as its error. */
+export function expressionsIn(value: unknown, where = ''): ({ where: string; path: ExpressionPath } | { where: string; error: string })[] {
+  const found: ({ where: string; path: ExpressionPath } | { where: string; error: string })[] = [];
   const walk = (node: unknown, at: string): void => {
     if (typeof node === 'string') {
-      for (const part of parseTemplate(node)) if ('path' in part) found.push({ where: at, path: part.path });
+      let parts: TemplatePart[];
+      try {
+        parts = parseTemplate(node);
+      } catch (err) {
+        if (!(err instanceof ExpressionError)) throw err;
+        found.push({ where: at, error: err.message });
+        return;
+      }
+      for (const part of parts) if ('path' in part) found.push({ where: at, path: part.path });
     } else if (Array.isArray(node)) {
       node.forEach((child, index) => walk(child, `${at}[${index}]`));
     } else if (node !== null && typeof node === 'object') {
@@ -100,8 +108,18 @@ export function expressionsIn(value: unknown, where = ''): { where: string; path
   return found;
 }
 
-/** True when a string holds at least one `${...}` (an escaped `$${` does not count). */
-export const hasExpression = (text: string): boolean => parseTemplate(text).some((part) => 'path' in part);
+/**
+ * True when a string holds at least one `${...}` (an escaped `$${` does not count). A malformed
+ * one counts too, so that the check of expressions reports it.
+ */
+export function hasExpression(text: string): boolean {
+  try {
+    return parseTemplate(text).some((part) => 'path' in part);
+  } catch (err) {
+    if (err instanceof ExpressionError) return true;
+    throw err;
+  }
+}
 
 /** What a finished step offers to expressions. */
 export interface StepFacts {

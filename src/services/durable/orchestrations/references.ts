@@ -56,16 +56,9 @@ export function pathProblem(path: ExpressionPath, scope: Scope): string | undefi
 
 /** Problems (`<where>: <why>`) of every expression inside `value`, which sits at `where`. */
 export function expressionProblems(value: unknown, where: string, scope: Scope): string[] {
-  let found;
-  try {
-    found = expressionsIn(value, where);
-  } catch (err) {
-    if (err instanceof ExpressionError) return [`${where}: ${err.message}`];
-    throw err;
-  }
-  return found.flatMap(({ where: at, path }) => {
-    const problem = pathProblem(path, scope);
-    return problem ? [`${at}: ${problem}`] : [];
+  return expressionsIn(value, where).flatMap((found) => {
+    const problem = 'error' in found ? found.error : pathProblem(found.path, scope);
+    return problem ? [`${found.where}: ${problem}`] : [];
   });
 }
 

@@ -3,9 +3,9 @@
  * exact place: `steps[3].when.path: refers to step 'x' which is not before this step`. All
  * problems are reported at once, joined by `; ` into one BAD_REQUEST.
  *
- * Bodies of `run` and `exec` are checked with the /run and /exec request schemas, leaving out
- * the fields whose value holds an expression (their type is known only at run time, where the
- * resolved body is checked again and a bad one fails the step).
+ * Bodies of `run`, `exec` and `call` are checked with the /run and /exec request schemas (and
+ * the call schema below), leaving out the fields whose value holds an expression (their type is
+ * known only at run time, where the resolved body is checked again and a bad one fails the step).
  */
 import { z } from 'zod';
 import { badRequest } from '../../../errors.js';
@@ -23,7 +23,7 @@ import {
   type Definition,
   type StepType,
 } from './dsl.js';
-import { hasExpression, parseTemplate } from './expressions.js';
+import { hasExpression } from './expressions.js';
 import { conditionPathProblems, expressionProblems, type Scope } from './references.js';
 
 type Obj = Record<string, unknown>;
@@ -234,9 +234,10 @@ class Checker {
         continue;
       }
       // A field holding an expression is typed at run time; the others are checked now.
-      const deferred = Object.keys(body).filter((key) => typeof body[key] === 'string' && hasExpression(body[key]));
-      const literal = Object.fromEntries(Object.entries(body).filter(([key]) => !deferred.includes(key)));
       const schema: z.ZodObject = kind === 'run' ? RUN_BODY : kind === 'exec' ? EXEC_BODY : CALL_BODY;
+      // (An unknown field stays in, to be reported as unknown.)
+      const deferred = Object.keys(body).filter((key) => Object.hasOwn(schema.shape, key) && typeof body[key] === 'string' && hasExpression(body[key]));
+      const literal = Object.fromEntries(Object.entries(body).filter(([key]) => !deferred.includes(key)));
       const mask = Object.fromEntries(deferred.map((key) => [key, true]));
       this.add(...schemaProblems(schema.partial(mask as never), literal, at));
       this.expressions(body, at, scope);
@@ -270,8 +271,8 @@ class Checker {
   map(value: Obj, where: string, scope: Scope): void {
     const items = value.items;
     if (typeof items === 'string') {
-      const parts = parseTemplate(items);
-      if (parts.length !== 1 || !('path' in parts[0]!)) this.add(`${where}.items: must be one expression such as \${steps.list.output} (or an array)`);
+      const whole = /^\$\{[^}]*\}$/.test(items);
+      if (!whole) this.add(`${where}.items: must be one expression such as \${steps.list.output} (or an array)`);
       else this.expressions(items, `${where}.items`, scope);
     } else if (Array.isArray(items)) {
       if (items.length > LIMITS.mapItems) this.add(`${where}.items: must hold at most ${LIMITS.mapItems} items`);
