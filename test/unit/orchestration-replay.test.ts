@@ -17,6 +17,7 @@ function randomDefinition(random: () => number, name: string): Definition {
     if (random() < 0.1) base.when = { path: 'input.flag', op: 'truthy' };
     switch (kind) {
       case 'activity':
+        if (random() < 0.2) return { ...base, call: { class: 'counter', object_id: inMap ? 'o-${index}' : 'o', method: 'inc', args: { by: 1 } } };
         return {
           ...base,
           run: { command: ['work', inMap ? '${item}' : 'x'] },
@@ -51,6 +52,7 @@ const script =
     const duration_ms = 100 + Math.floor(hashUnit(seed, `d${step}#${attempt}`) * 8000);
     if (roll < 0.2) return { duration_ms, result: { ok: false, error: `boom ${step}` } };
     if (roll < 0.25) return { duration_ms, result: { ok: true, stdout: 'partial', exit_code: 3 } };
+    if (command.kind === 'call') return { duration_ms, result: { ok: true, value: { step, attempt } } };
     return { duration_ms, result: { ok: true, stdout: command.output === 'json' ? JSON.stringify({ step, attempt }) : `out ${step}`, exit_code: 0 } };
   };
 
@@ -84,7 +86,7 @@ function checkHistory(history: HistoryEvent[]): void {
   expect(history.at(-1)).toBe(finals[0]);
 }
 
-const SEEDS = Array.from({ length: 150 }, (_, index) => 1000 + index);
+const SEEDS = Array.from({ length: 250 }, (_, index) => 1000 + index);
 
 describe('orchestration replay (randomized, seeded)', () => {
   it.each(SEEDS)('seed %i: a run rebuilt from history after every commit equals the uninterrupted run', (seed) => {
@@ -97,7 +99,7 @@ describe('orchestration replay (randomized, seeded)', () => {
     expect(replayed.commands).toEqual(memory.commands);
   });
 
-  it.each(SEEDS.slice(0, 60))('seed %i: crashes that lose running activities still finish and never redo a completed step', (seed) => {
+  it.each(SEEDS.slice(0, 100))('seed %i: crashes that lose running activities still finish and never redo a completed step', (seed) => {
     const base = scenario(seed);
     const random = prng(seed * 7);
     const crashed = simulate({ ...base, mode: 'crash', crashAfter: () => random() < 0.3 });
@@ -114,7 +116,7 @@ describe('orchestration replay (randomized, seeded)', () => {
   it('the crash runs do lose running attempts, which are retried or fail the step', () => {
     let interrupted = 0;
     let retried = 0;
-    for (const seed of SEEDS.slice(0, 60)) {
+    for (const seed of SEEDS.slice(0, 100)) {
       const random = prng(seed * 7);
       const { history } = simulate({ ...scenario(seed), mode: 'crash', crashAfter: () => random() < 0.3 });
       for (const event of history) {
