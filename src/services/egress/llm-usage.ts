@@ -14,8 +14,6 @@ export interface UsageQuery {
   provider?: string | undefined;
 }
 
-type Totals = Pick<LlmUsageSums, 'requests' | 'input_tokens' | 'output_tokens'> & Partial<LlmUsageSums>;
-
 const sums = (row: LlmUsageSums): LlmUsageSums => ({
   requests: Number(row.requests),
   input_tokens: Number(row.input_tokens),
@@ -35,7 +33,7 @@ export class LlmUsage {
     return {
       since: range.since,
       until: range.until,
-      totals: sums(totals) as Totals,
+      totals: sums(totals),
       by_sandbox: bySandbox.map((row) => ({ sandbox: row.sandbox, ...sums(row) })),
       by_model: byModel.map((row) => ({ provider: row.provider, model: row.model, ...sums(row) })),
     };
