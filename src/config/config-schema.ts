@@ -173,23 +173,23 @@ export const configSchema = z.object({
   secretKeyFile: z.string().min(1, 'must name a key file').optional(),
   /** Listen on the proxy port (the LLM gateway) at the backend's gateway address. */
   proxy: z.boolean().default(false),
-  proxyPort: z.coerce.number().int().min(1).max(65535).default(18889),
+  /** 0 takes any free port (sandboxes are told the port bound, at each command). */
+  proxyPort: z.coerce.number().int().min(0).max(65535).default(18889),
   /**
    * `[llm.providers.<name>]` tables `{base_url, auth_header, auth_scheme}`: overrides of the
    * built-in providers (openai, anthropic, google) or OpenAI-compatible ones; the env twin is JSON.
    */
   llmProviders: z
-    .union([
-      z.string().transform((text, ctx) => {
-        try {
-          return JSON.parse(text) as unknown;
-        } catch {
-          ctx.addIssue({ code: 'custom', message: 'must be JSON such as {"groq": {"base_url": "https://api.groq.com/openai/v1"}}' });
-          return z.NEVER;
-        }
-      }),
-      z.unknown(),
-    ])
+    .unknown()
+    .transform((input, ctx) => {
+      if (typeof input !== 'string') return input;
+      try {
+        return JSON.parse(input) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON such as {"groq": {"base_url": "https://api.groq.com/openai/v1"}}' });
+        return z.NEVER;
+      }
+    })
     .pipe(z.record(z.string(), z.strictObject({ base_url: url.optional(), auth_header: z.string().optional(), auth_scheme: z.string().optional() })))
     .default({}),
   /** Add stream_options.include_usage to OpenAI Chat streams that lack it, so that their tokens are counted. */

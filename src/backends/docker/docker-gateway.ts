@@ -13,7 +13,8 @@ interface BridgeNetwork {
  * host at, and where the server listens for them. The engine names it in the network's IPAM
  * config when it was set explicitly; the default bridge of Docker 20.10 names only the subnet,
  * so the address of the bridge's interface (docker0) on this host is read instead, and failing
- * that the first host address of the subnet (the address Docker gives the bridge).
+ * that (Node lists only interfaces that are up with a carrier: docker0 has none while no
+ * container runs) the first host address of the subnet, the address Docker gives the bridge.
  */
 export async function bridgeGateway(docker: Docker): Promise<string> {
   const network = (await docker.getNetwork('bridge').inspect()) as BridgeNetwork;
@@ -32,7 +33,7 @@ export async function bridgeGateway(docker: Docker): Promise<string> {
 export function firstHostAddress(cidr: string): string {
   const [base = '', bits = '32'] = cidr.split('/');
   const octets = base.split('.').map(Number);
-  const value = (octets.reduce((n, o) => n * 256 + o, 0) & maskOf(Number(bits))) + 1;
+  const value = ((octets.reduce((n, o) => n * 256 + o, 0) & maskOf(Number(bits))) >>> 0) + 1;
   return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join('.');
 }
 
