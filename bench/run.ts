@@ -7,6 +7,7 @@ import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } f
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
+import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone,
   // BENCH_ONLY=objects the durable-object figures alone.
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
+  // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
     process.stdout.write(`sandboxd bench: n=${n} per figure (BENCH_N); p50/p95; ratio = ours/plain at p50\n`);
     if (only === 'objects') return await benchObjects(docker, n);
     if (only === 'schedules') return await benchScheduleLag(fake, firings);
+    if (only === 'llm') return await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -113,6 +116,7 @@ async function main(): Promise<void> {
     await benchSnapshots(docker, Math.max(3, Math.round(n / 4)), 'restrictive');
     await benchBrowser(docker, n);
     await benchObjects(docker, n);
+    await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
   } finally {
     await docker.stop();
     await fake.stop();
