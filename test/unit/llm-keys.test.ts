@@ -109,7 +109,7 @@ describe('GET /llm/usage', () => {
     const sandbox = await t.h.services.sandboxes.create({ name });
     const token = t.h.services.egress.tokens.mint(sandbox.uuid);
     const path = provider === 'openai' ? '/llm/openai/v1/chat/completions' : '/llm/anthropic/v1/messages';
-    const headers = provider === 'openai' ? { authorization: `Bearer ${token}` } : { 'x-api-key': token };
+    const headers: Record<string, string> = provider === 'openai' ? { authorization: `Bearer ${token}` } : { 'x-api-key': token };
     const response = await fetch(`${t.gateway}${path}`, { method: 'POST', headers, body: JSON.stringify({ model: `${provider}-m` }) });
     expect(response.status).toBe(200);
     await response.text();
