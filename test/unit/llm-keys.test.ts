@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ExecRequest } from '../../src/backends/backend.js';
 import { llmHarness, REAL_KEYS, type LlmHarness } from '../helpers/llm-harness.js';
 import { fakeHarness } from '../helpers/fake-app.js';
+import { scriptObjectRunner } from '../helpers/object-runner-double.js';
 
 /** The keys API, the usage API and the env sandboxes get, over the fake backend and a local fake provider. */
 let t: LlmHarness;
@@ -186,6 +187,22 @@ describe('the env of sandbox commands', () => {
     expect(t.h.backend.calls.filter((c) => c.op === 'startDetached')).toHaveLength(1);
     expect(seen.at(-1)!.command).toEqual(['sleep', '1']);
     expect(seen.at(-1)!.env).toMatchObject({ MY_VLLM_BASE_URL: `${t.gateway}/llm/my-vllm`, MY_VLLM_API_KEY: expect.stringMatching(/^sbx-/) });
+  });
+
+  it("a durable object's worker gets it too (with its class variable)", async () => {
+    t.h.backend.declare('workers');
+    scriptObjectRunner(t.h.backend, { counter: { ping: () => 'pong' } });
+    const defined = await t.h.app.inject({ method: 'POST', url: '/objects/classes', payload: { name: 'counter', runtime: 'node', source: 'export const x = 1;' } });
+    expect(defined.statusCode).toBe(201);
+    const called = await t.h.app.inject({ method: 'POST', url: '/objects/counter/alice/call/ping' });
+    expect(called.json()).toEqual({ success: true, data: 'pong' });
+    const object = (await t.h.app.inject({ url: '/objects/counter/alice' })).json().data;
+    const uuid = (await t.h.services.sandboxes.get(object.sandbox)).uuid;
+    expect(t.h.backend.workerStarts[0]!.request.env).toEqual({
+      ...(await t.h.services.egress.sandboxEnv({ uuid, profile: 'moderate' })),
+      SANDBOXD_OBJECT_CLASS: 'counter',
+    });
+    expect(t.h.backend.workerStarts[0]!.request.env).toMatchObject({ OPENAI_API_KEY: t.h.services.egress.tokens.mint(uuid) });
   });
 
   it('a restrictive sandbox (no network) gets none of it', async () => {

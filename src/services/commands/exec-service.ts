@@ -48,6 +48,11 @@ export class ExecService {
     return { ...(await this.serverEnv(sandbox)), ...sandbox.env };
   }
 
+  /** The server's variables alone (for processes that take no sandbox env, such as object workers). */
+  serverEnvOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile'>): Promise<Record<string, string>> {
+    return this.serverEnv(sandbox);
+  }
+
   /**
    * Runs one command and waits for it. A non-zero exit is a normal result; a timeout
    * kills the process tree and returns the partial output with exit code 124. The sandbox's
