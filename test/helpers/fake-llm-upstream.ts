@@ -79,6 +79,14 @@ export class FakeLlmUpstream {
       res.end();
     };
     if (path === '/fail') return void res.socket?.destroy();
+    // A careless server that echoes the credentials it got, split across writes.
+    if (path === '/echo') {
+      const echoed = JSON.stringify({ error: { message: `bad key: ${String(this.requests.at(-1)?.headers.authorization)}` } });
+      res.writeHead(401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(echoed) });
+      const middle = Math.floor(echoed.length / 2) + 3;
+      res.write(echoed.slice(0, middle));
+      return void setTimeout(() => res.end(echoed.slice(middle)), 5);
+    }
     const status = /^\/status\/(\d{3})$/.exec(path);
     if (status) return json({ error: { message: 'scripted failure' } }, Number(status[1]));
 

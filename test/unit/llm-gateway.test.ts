@@ -121,6 +121,13 @@ describe('LLM gateway: every answer format', () => {
     expect((await counted({ requests: 1 })).totals).toMatchObject({ errors: 1, unmetered_requests: 0 });
   });
 
+  it('masks the real key where the provider echoes it (a split echo included), keeping the length', async () => {
+    const answer = await call('/llm/openai/echo', {}, 'bearer');
+    expect(answer.status).toBe(401);
+    expect(answer.text).not.toContain(REAL_KEYS.openai);
+    expect(JSON.parse(answer.text)).toEqual({ error: { message: `bad key: Bearer ${'*'.repeat(REAL_KEYS.openai.length)}` } });
+  });
+
   it('the real keys appear in no response, event or log line', async () => {
     for (const c of CASES) await call(c.path, c.body, c.auth);
     await call('/llm/openai/fail', {}, 'bearer');

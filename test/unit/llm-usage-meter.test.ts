@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { KeyScrubber } from '../../src/services/egress/key-scrubber.js';
 import { SandboxTokens } from '../../src/services/egress/sandbox-token.js';
 import { UsageMeter, usageOf } from '../../src/services/egress/llm-usage-meter.js';
 import { prepareBody } from '../../src/services/egress/llm-gateway.js';
@@ -140,5 +141,28 @@ describe('providersFrom', () => {
     expect(() => providersFrom({ groq: {} })).toThrow('[llm.providers.groq].base_url: required');
     expect(() => providersFrom({ 'Bad!': { base_url: 'http://x' } })).toThrow('[llm.providers.Bad!]: the provider name must match');
     expect(() => providersFrom({ x: { base_url: 'http://x', auth_header: 'no spaces allowed' } })).toThrow('[llm.providers.x].auth_header');
+  });
+});
+
+describe('KeyScrubber', () => {
+  it('masks the secret wherever the stream is cut, keeping every other byte and the length', () => {
+    const secret = 'sk-secret-ABC';
+    const text = `a sk-secret-AB sk-secret-ABC, s${secret}${secret}s sk-`;
+    const expected = text.replaceAll(secret, '*'.repeat(secret.length));
+    for (const size of [1, 2, 5, 13, text.length]) {
+      const scrubber = new KeyScrubber(secret);
+      const bytes = Buffer.from(text);
+      const out: Buffer[] = [];
+      for (let i = 0; i < bytes.length; i += size) out.push(scrubber.push(bytes.subarray(i, i + size)));
+      out.push(scrubber.flush());
+      expect(Buffer.concat(out).toString(), `pieces of ${size}`).toBe(expected);
+    }
+  });
+
+  it('holds nothing back when the end cannot begin the secret', () => {
+    const scrubber = new KeyScrubber('sk-secret');
+    expect(scrubber.push(Buffer.from('data: {"a":1}\n\n')).toString()).toBe('data: {"a":1}\n\n');
+    expect(scrubber.push(Buffer.from('x s')).toString()).toBe('x ');
+    expect(scrubber.push(Buffer.from('o')).toString()).toBe('so');
   });
 });

@@ -6,6 +6,7 @@ import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { EventBus } from '../events/event-bus.js';
 import { isoNow, type Clock } from '../support/clock.js';
+import { KeyScrubber } from './key-scrubber.js';
 import type { LlmKeys } from './llm-keys.js';
 import { PROVIDER_ALIASES, type LlmProvider, type ProviderFormat } from './llm-providers.js';
 import { UsageMeter, type MeteredUsage } from './llm-usage-meter.js';
@@ -46,7 +47,7 @@ class GatewayRefusal extends Error {
  * The LLM gateway, `/llm/<provider>/<path>` on the proxy port: it maps the placeholder key a
  * sandbox sends (its sandbox token) to the sandbox, drops it, sets the provider's real key, and
  * forwards to `<base_url>/<path>`; the answer streams back as it comes (each chunk is written
- * when it arrives). Token usage is read from the provider's own `usage` in the answer (no
+ * when it arrives; an echo of the real key is masked). Token usage is read from the provider's own `usage` in the answer (no
  * tokenizer) and added to the sandbox's row of the day.
  */
 export class LlmGateway {
@@ -163,6 +164,7 @@ export class LlmGateway {
       const upstream = send(target, { method: request.method ?? 'GET', headers, agent: secure ? this.agents.https : this.agents.http });
       upstream.on('response', (answer) => {
         const meter = new UsageMeter({ contentType: String(answer.headers['content-type'] ?? ''), stripUsageChunk: call.stripUsageChunk });
+        const scrubber = new KeyScrubber(call.key);
         const out: OutgoingHttpHeaders = {};
         for (const [name, value] of Object.entries(answer.headers)) {
           if (value !== undefined && !HOP_HEADERS.has(name)) out[name] = value;
@@ -172,11 +174,11 @@ export class LlmGateway {
         response.writeHead(answer.statusCode ?? 502, answer.statusMessage, out);
         response.flushHeaders();
         answer.on('data', (chunk: Buffer) => {
-          const passed = meter.push(chunk);
+          const passed = scrubber.push(meter.push(chunk));
           if (passed.length > 0) response.write(passed);
         });
         answer.on('end', () => {
-          const rest = meter.flush();
+          const rest = Buffer.concat([scrubber.push(meter.flush()), scrubber.flush()]);
           response.end(rest.length > 0 ? rest : undefined);
           done(meter.result(), (answer.statusCode ?? 502) >= 400);
         });
