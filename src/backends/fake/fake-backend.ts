@@ -86,7 +86,7 @@ type Operation =
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
-const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim'];
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec

@@ -1,4 +1,5 @@
 import type { Backend } from '../../backends/backend.js';
+import { isServiceError } from '../../errors.js';
 import type { LlmRepository } from '../../state/llm-repository.js';
 import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
@@ -102,7 +103,12 @@ export class EgressService {
     if (host === undefined) {
       const gateway = backend.capabilities.gateway;
       if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
-      host = await gateway.gatewayAddress();
+      try {
+        host = await gateway.gatewayAddress();
+      } catch (err) {
+        if (!isServiceError(err)) throw err;
+        throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
+      }
     }
     try {
       await this.server.listen(host, settings.port);
