@@ -53,13 +53,13 @@ export function usageOf(value: unknown): MeteredUsage {
  * An OpenAI Chat chunk that only reports usage: the last chunk a stream carries when
  * `stream_options.include_usage` is set, with empty `choices`.
  */
-export function isUsageOnlyChunk(value: unknown): boolean {
+function isUsageOnlyChunk(value: unknown): boolean {
   const body = record(value);
   return body !== undefined && Array.isArray(body.choices) && body.choices.length === 0 && record(body.usage) !== undefined;
 }
 
 /** The data of one server-sent event (its `data:` lines joined), or undefined for an event without data. */
-export function eventData(block: string): string | undefined {
+function eventData(block: string): string | undefined {
   const lines = block.split(/\r\n|\r|\n/).filter((line) => line.startsWith('data:'));
   if (lines.length === 0) return undefined;
   return lines.map((line) => line.slice(line.startsWith('data: ') ? 6 : 5)).join('\n');

@@ -3,7 +3,7 @@ import type { LlmRepository, LlmUsageRange, LlmUsageSums } from '../../state/llm
 import type { Clock } from '../support/clock.js';
 
 /** Days a usage report covers when `since` is not given (today included). */
-export const DEFAULT_USAGE_DAYS = 30;
+const DEFAULT_USAGE_DAYS = 30;
 const DAY_MS = 86_400_000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -61,7 +61,7 @@ export class LlmUsage {
 }
 
 /** The UTC day of a date (YYYY-MM-DD) or an RFC 3339 timestamp; BAD_REQUEST naming `field` otherwise. */
-export function dayOf(value: string, field: string): string {
+function dayOf(value: string, field: string): string {
   const time = DATE.test(value) ? Date.parse(`${value}T00:00:00Z`) : Date.parse(value);
   if (Number.isNaN(time) || !/^\d{4}-\d{2}-\d{2}/.test(value)) throw badRequest(`${field}: '${value}' is not a date (YYYY-MM-DD) or an RFC 3339 timestamp`);
   return new Date(time).toISOString().slice(0, 10);
