@@ -214,6 +214,22 @@ describe('LLM gateway: refusals', () => {
     expect(JSON.parse(answer.text).error.message).toMatch(/could not reach openai at 127\.0\.0\.1:\d+: ECONNRESET/);
   });
 
+  it('a request body over 32 MiB is 413 and nothing is forwarded', async () => {
+    const huge = Buffer.alloc(32 * 1024 * 1024 + 1, 0x20);
+    const response = await fetch(`${t.gateway}/llm/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: huge });
+    expect(response.status).toBe(413);
+    expect((await response.json()).error.message).toContain('larger than 33554432 bytes');
+    expect(t.upstream.requests).toHaveLength(0);
+  });
+
+  it('a GET passes through with its query, and a provider 404 comes back as it was', async () => {
+    const response = await fetch(`${t.gateway}/llm/openai/v1/models?limit=2`, { headers: { authorization: `Bearer ${token}` } });
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ error: { message: 'the fake provider has no /v1/models' } });
+    expect(t.upstream.requests.at(-1)).toMatchObject({ method: 'GET', url: '/v1/models?limit=2', body: '' });
+    expect(t.upstream.requests.at(-1)!.headers['content-length']).toBeUndefined();
+  });
+
   it('a provider without a key is 503 saying how to set one', async () => {
     await t.h.app.inject({ method: 'DELETE', url: '/llm/keys/anthropic' });
     const answer = await call('/llm/anthropic/v1/messages', {}, 'x-api-key');

@@ -85,6 +85,8 @@ export class LlmGateway {
       await this.forward({ request, response, provider: resolved.provider, key: resolved.key, target, sandbox, ...prepared });
     } catch (err) {
       if (!(err instanceof GatewayRefusal)) throw err;
+      // The rest of a body too large to read is not read: the connection cannot serve another request.
+      if (err.status === 413) response.setHeader('connection', 'close');
       sendError(response, format, err.status, err.kind, err.message);
     }
   }
