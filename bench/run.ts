@@ -7,6 +7,7 @@ import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } f
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
+import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
 import { benchKvGet, benchRunawayQuery, benchSqlitePointQuery } from './store-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=objects the durable-object figures alone.
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
   // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
+  // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -103,6 +105,7 @@ async function main(): Promise<void> {
     if (only === 'objects') return await benchObjects(docker, n);
     if (only === 'schedules') return await benchScheduleLag(fake, firings);
     if (only === 'stores') return await benchStores(fake, n);
+    if (only === 'llm') return await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -126,6 +129,7 @@ async function main(): Promise<void> {
     await benchBrowser(docker, n);
     await benchObjects(docker, n);
     await benchStores(fake, n);
+    await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
   } finally {
     await docker.stop();
     await fake.stop();

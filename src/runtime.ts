@@ -78,6 +78,7 @@ export async function startRuntime(
       storeWorkers: config.storeWorkers,
       storeTimeoutMs: config.storeTimeout,
       storeAllowedHosts: config.storeAllowedHosts,
+      egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage },
     },
     store,
     backend,
@@ -116,6 +117,17 @@ export async function startRuntime(
   await services.schedules.recover();
   // Stores whose sandbox a stopped server was removing: recovery finished the removal without them.
   await services.stores.recover();
+  try {
+    // Before any command runs: commands of networked sandboxes are told the gateway's address.
+    await services.egress.start();
+  } catch (err) {
+    clearTimeout(recoveryTimer);
+    await services.close();
+    await backend.close();
+    await store.close();
+    unguard();
+    throw err;
+  }
   // After recovery, like the loops: due work may act on sandboxes, which recovery settles first.
   void services.timers.start();
   const loops = [

@@ -71,12 +71,22 @@ export interface BackendCapabilities {
   reuse?: ReuseCapability;
   workers?: WorkersCapability;
   diskQuota?: DiskQuotaCapability;
+  gateway?: GatewayCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway'] as const satisfies readonly CapabilityName[];
+
+/**
+ * An address of the host that every networked instance reaches and the server can bind to: the
+ * server listens there for what it offers instances (the LLM gateway, the egress proxy).
+ */
+export interface GatewayCapability {
+  /** The host's address on the instances' network (Docker: the bridge network's gateway). */
+  gatewayAddress(): Promise<string>;
+}
 
 /**
  * A bound on what an instance writes: `create` honours `SandboxSpec.disk_mb` over every writable

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { startRuntime } from '../runtime.js';
 import { SecretKeyError } from '../services/support/secret-box.js';
+import { ProxyStartError } from '../services/egress/index.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
@@ -45,6 +46,8 @@ export function serveCommand(): Command {
     .option('--events-heartbeat <seconds>', 'heartbeat comment interval of GET /events (15)')
     .option('--otel-endpoint <url>', 'OTLP/HTTP collector for trace export, e.g. http://127.0.0.1:4318')
     .option('--secret-key-file <file>', '32-byte key that encrypts secrets at rest, mode 0600 (default <data-dir>/secret.key, made on first use)')
+    .option('--proxy', 'serve the proxy port (the LLM gateway) on the address sandboxes reach the host at ([proxy].enabled)')
+    .option('--proxy-port <port>', 'port of the LLM gateway and egress proxy (default 18889)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);
@@ -54,7 +57,7 @@ export function serveCommand(): Command {
       try {
         runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });
       } catch (err) {
-        if (err instanceof DataDirLockedError || err instanceof SecretKeyError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof SecretKeyError || err instanceof ProxyStartError) return fail(err.message);
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);
         throw err;
       }

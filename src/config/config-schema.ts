@@ -45,6 +45,11 @@ export const OPTIONS = {
   storeTimeout: { toml: 'stores.timeout_ms', env: 'SERVICE_STORE_TIMEOUT', flag: '--store-timeout' },
   storeAllowedHosts: { toml: 'stores.allowed_hosts', env: 'SERVICE_STORE_ALLOWED_HOSTS', flag: '--store-allowed-hosts' },
   secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
+  proxy: { toml: 'proxy.enabled', env: 'SERVICE_PROXY', flag: '--proxy' },
+  proxyPort: { toml: 'proxy.port', env: 'SERVICE_PROXY_PORT', flag: '--proxy-port' },
+  // TOML (and env) only: a table of tables has no flag form.
+  llmProviders: { toml: 'llm.providers', env: 'SERVICE_LLM_PROVIDERS', flag: '[llm.providers]' },
+  llmStreamUsage: { toml: 'llm.stream_usage', env: 'SERVICE_LLM_STREAM_USAGE', flag: '[llm].stream_usage' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -166,6 +171,29 @@ export const configSchema = z.object({
    * made on first use. Kept apart from the data directory, a backup of that directory holds no key.
    */
   secretKeyFile: z.string().min(1, 'must name a key file').optional(),
+  /** Listen on the proxy port (the LLM gateway) at the backend's gateway address. */
+  proxy: z.boolean().default(false),
+  /** 0 takes any free port (sandboxes are told the port bound, at each command). */
+  proxyPort: z.coerce.number().int().min(0).max(65535).default(18889),
+  /**
+   * `[llm.providers.<name>]` tables `{base_url, auth_header, auth_scheme}`: overrides of the
+   * built-in providers (openai, anthropic, google) or OpenAI-compatible ones; the env twin is JSON.
+   */
+  llmProviders: z
+    .unknown()
+    .transform((input, ctx) => {
+      if (typeof input !== 'string') return input;
+      try {
+        return JSON.parse(input) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON such as {"groq": {"base_url": "https://api.groq.com/openai/v1"}}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.string(), z.strictObject({ base_url: url.optional(), auth_header: z.string().optional(), auth_scheme: z.string().optional() })))
+    .default({}),
+  /** Add stream_options.include_usage to OpenAI Chat streams that lack it, so that their tokens are counted. */
+  llmStreamUsage: z.boolean().default(true),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -20,7 +20,7 @@ export interface ConfigSources {
   flags?: Partial<Record<OptionName, unknown>>;
 }
 
-const BOOLEAN_OPTIONS = new Set<OptionName>(['tls', 'allowSudoExec', 'events']);
+const BOOLEAN_OPTIONS = new Set<OptionName>(['tls', 'allowSudoExec', 'events', 'proxy', 'llmStreamUsage']);
 const LIST_OPTIONS = new Set<OptionName>(['apiKeys', 'webhookUrls']);
 
 /** Default data directory: /var/lib/sandboxd for root, else under XDG_DATA_HOME. */

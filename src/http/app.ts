@@ -17,6 +17,7 @@ import { detachedRoutes } from './routes/detached-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { llmRoutes } from './routes/llm-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
@@ -194,5 +195,6 @@ export async function buildApp({
   await app.register(objectRoutes, context);
   await app.register(scheduleRoutes, context);
   await app.register(storeRoutes, context);
+  await app.register(llmRoutes, context);
   return app;
 }

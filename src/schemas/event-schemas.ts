@@ -24,6 +24,7 @@ export const EVENT_TYPES = [
   'schedule.run.failed',
   'store.created',
   'store.deleted',
+  'llm.budget_exceeded',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -55,7 +56,7 @@ export const sandboxEvent = z
         'sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, ' +
         'at most 4096 characters), duration_ms, success, exit_code, timed_out; object.*: class, object_id, and object.woken cold_start_ms, ' +
         'object.deleted status, object.alarm.failed method, fire_at, attempts, error; schedule.run.failed: run_id, scheduled_for, ' +
-        'status (failed or interrupted), error; other types: empty',
+        'status (failed or interrupted), error; llm.budget_exceeded: budget_tokens, used_tokens; other types: empty',
     }),
   })
   .meta({ id: 'SandboxEvent' });

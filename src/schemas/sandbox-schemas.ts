@@ -28,6 +28,12 @@ export const createSandboxBody = z
     ttl: duration.optional().meta({ description: 'Time to live (sets expires_at), e.g. 2h' }),
     source_url: z.string().min(1).max(2048).optional().meta({ description: 'git repository (https, ssh or git URL) cloned into /workspace' }),
     source_ref: z.string().min(1).max(255).optional().meta({ description: 'Branch, tag or commit of source_url' }),
+    llm_budget_tokens: z
+      .int({ error: 'must be an integer' })
+      .min(1, 'must be at least 1')
+      .max(Number.MAX_SAFE_INTEGER, 'must be at most 2^53-1')
+      .optional()
+      .meta({ description: 'LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded' }),
   })
   .meta({ id: 'CreateSandbox' });
 

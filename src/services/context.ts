@@ -18,6 +18,8 @@ import type { EventBus } from './events/event-bus.js';
 import type { SandboxService } from './sandboxes/sandbox-service.js';
 import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
+import type { EgressSettings } from './egress/egress-service.js';
+import type { LlmRepository } from '../state/llm-repository.js';
 
 /** The server's settings that the service layer reads. */
 export interface ServiceSettings {
@@ -50,6 +52,8 @@ export interface ServiceSettings {
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
+  /** The proxy port and the LLM gateway ([proxy], [llm]); off when absent. */
+  egress?: EgressSettings;
 }
 
 /** The state store's repositories, one per table family. */
@@ -62,6 +66,7 @@ export interface Repositories {
   objects: ObjectRepository;
   schedules: ScheduleRepository;
   stores: StoreRepository;
+  llm: LlmRepository;
 }
 
 /**

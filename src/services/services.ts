@@ -9,6 +9,7 @@ import { SandboxRepository } from '../state/sandbox-repository.js';
 import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
 import { StoreRepository } from '../state/store-repository.js';
+import { LlmRepository } from '../state/llm-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -18,6 +19,7 @@ import type { Repositories, ServiceContext, ServiceSettings } from './context.js
 import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService } from './durable/index.js';
 import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
 import { StoreService, storeEngines, type StoreEngine } from './durable/stores/index.js';
+import { EgressService } from './egress/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
@@ -38,6 +40,8 @@ export interface ServicesInput {
   secrets?: SecretBox;
   /** One engine per store kind offered; default every kind's real engine (`storeEngines`). */
   engines?: StoreEngine[];
+  /** The server's environment (LLM keys given as `env`); default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The service layer, wired once and shared by every face (HTTP, MCP). */
@@ -66,6 +70,8 @@ export class Services {
   /** Durable stores; its `handles` is a source of `timers` (idle connections closed). */
   readonly stores: StoreService;
   readonly secrets: SecretBox;
+  /** The proxy port and what it serves sandboxes: the LLM gateway, its keys and usage. */
+  readonly egress: EgressService;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -75,7 +81,7 @@ export class Services {
   private readonly startedAt = Date.now();
   private readonly settings: ServiceSettings;
 
-  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, engines }: ServicesInput) {
+  constructor({ settings, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, engines, env }: ServicesInput) {
     const repos: Repositories = {
       sandboxes: new SandboxRepository(store.db, store.statements),
       snapshots: new SnapshotRepository(store.db),
@@ -85,6 +91,7 @@ export class Services {
       objects: new ObjectRepository(store.db),
       schedules: new ScheduleRepository(store.db, store.statements),
       stores: new StoreRepository(store.db),
+      llm: new LlmRepository(store.db),
     };
     this.repos = repos;
     this.settings = settings;
@@ -109,7 +116,21 @@ export class Services {
     this.runPool = new RunPool({ ...part('run-pool'), poolBudget });
     this.audit = new AuditService(base);
     this.sandboxes = new SandboxService({ ...part('sandboxes'), pool: this.pool, audit: this.audit });
-    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec: new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit }), timers: this.timers, secrets: this.secrets };
+    this.egress = new EgressService({
+      ...part('egress'),
+      settings: settings.egress ?? { enabled: false, port: 0 },
+      sandboxes: repos.sandboxes,
+      llm: repos.llm,
+      secrets: this.secrets,
+      metrics,
+      ...(env ? { env } : {}),
+    });
+    this.sandboxes.onCreated(async (sandbox, input) => {
+      if (input.llm_budget_tokens !== undefined) await this.egress.setBudget(sandbox.uuid, input.llm_budget_tokens);
+    });
+    this.sandboxes.onRemoved((sandbox) => this.egress.setBudget(sandbox.uuid, undefined));
+    const exec = new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit, serverEnv: (sandbox) => this.egress.sandboxEnv(sandbox) });
+    const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec, timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;
     this.detached = new DetachedService(ctx);
     this.files = new FileService(ctx);
@@ -178,6 +199,7 @@ export class Services {
    */
   async close(): Promise<void> {
     await this.timers.close();
+    await this.egress.close();
     this.objects.close();
     await this.schedules.close();
     await this.stores.close();

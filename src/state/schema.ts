@@ -258,6 +258,42 @@ export interface StoreTable {
   updated_at: string;
 }
 
+/** A provider key of the LLM gateway: sealed, or the name of a server environment variable. */
+export interface LlmKeyTable {
+  provider: string;
+  /** SecretBox ciphertext of the key; null when `env` names where it is read. */
+  secret: string | null;
+  env: string | null;
+  /** The last four characters of a stored key (shown to tell keys apart); null for env keys. */
+  last4: string | null;
+  /** The upstream this key is for, when it overrides the provider's. */
+  base_url: string | null;
+  updated_at: string;
+}
+
+/** Token usage counted by the LLM gateway, per day (UTC, YYYY-MM-DD), sandbox, provider and model. */
+export interface LlmUsageTable {
+  day: string;
+  sandbox_uuid: string;
+  sandbox: string;
+  provider: string;
+  /** The model the provider named; "" when neither the answer nor the request said. */
+  model: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  /** Requests answered with an error (an upstream 4xx/5xx, an upstream that failed). */
+  errors: number;
+  /** Successful requests whose answer carried no usage the gateway could read. */
+  unmetered_requests: number;
+}
+
+/** A sandbox's LLM token budget. */
+export interface LlmBudgetTable {
+  sandbox_uuid: string;
+  budget_tokens: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -277,5 +313,8 @@ export interface Database {
   schedules: ScheduleTable;
   schedule_runs: ScheduleRunTable;
   stores: StoreTable;
+  llm_keys: LlmKeyTable;
+  llm_usage: LlmUsageTable;
+  llm_budgets: LlmBudgetTable;
   meta: MetaTable;
 }

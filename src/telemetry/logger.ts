@@ -19,6 +19,9 @@ export const REDACTED_PATHS = [
   '["x-api-key"]',
   '*["x-api-key"]',
   '*.headers["x-api-key"]',
+  '["x-goog-api-key"]',
+  '*["x-goog-api-key"]',
+  '*.headers["x-goog-api-key"]',
 ];
 
 /**

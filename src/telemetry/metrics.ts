@@ -125,6 +125,12 @@ export class Metrics {
     ['kind', 'op'],
   );
 
+  readonly llmTokens = this.counter(
+    'sandboxd_llm_tokens_total',
+    'Tokens of LLM requests through the gateway, as the provider reported them, by provider and direction: input or output',
+    ['provider', 'direction'],
+  );
+
   readonly uncaughtErrors = this.counter(
     'sandboxd_uncaught_errors_total',
     'Errors that escaped every handler (each one a bug), by kind: exception or rejection; the server logged them and kept serving',

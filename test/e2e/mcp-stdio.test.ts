@@ -56,6 +56,7 @@ const TOOLS: Record<string, string[]> = {
   store_execute: ['store'],
   store_command: ['store', 'command'],
   store_delete: ['store'],
+  llm_usage: [],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

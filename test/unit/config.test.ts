@@ -141,3 +141,33 @@ describe('loadConfig', () => {
     expect(loadConfig({ env: {}, flags: { dataDir: dir, tls: true } }).tls).toBe(true);
   });
 });
+
+describe('loadConfig: proxy port and LLM providers', () => {
+  it('is off on port 18889 by default, with stream usage on', () => {
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ proxy: false, proxyPort: 18889, llmProviders: {}, llmStreamUsage: true });
+  });
+
+  it('reads [proxy], [llm] and [llm.providers.<name>] from TOML, and the env twins', () => {
+    const configFile = file(
+      'llm.toml',
+      '[proxy]\nenabled = true\nport = 18999\n[llm]\nstream_usage = false\n[llm.providers.openai]\nbase_url = "http://127.0.0.1:9000"\n[llm.providers.groq]\nbase_url = "https://api.groq.com/openai/v1"\nauth_scheme = "Bearer"\n',
+    );
+    expect(loadConfig({ configFile, env: {}, flags: { dataDir: dir } })).toMatchObject({
+      proxy: true,
+      proxyPort: 18999,
+      llmStreamUsage: false,
+      llmProviders: { openai: { base_url: 'http://127.0.0.1:9000' }, groq: { base_url: 'https://api.groq.com/openai/v1', auth_scheme: 'Bearer' } },
+    });
+    const env = { SERVICE_PROXY: 'true', SERVICE_PROXY_PORT: '19000', SERVICE_LLM_PROVIDERS: '{"vllm": {"base_url": "http://10.0.0.5:8000/v1"}}' };
+    expect(loadConfig({ env, flags: { dataDir: dir } })).toMatchObject({ proxy: true, proxyPort: 19000, llmProviders: { vllm: { base_url: 'http://10.0.0.5:8000/v1' } } });
+  });
+
+  it('names the bad setting', () => {
+    expect(() => loadConfig({ env: { SERVICE_PROXY_PORT: '70000' }, flags: { dataDir: dir } })).toThrow(/SERVICE_PROXY_PORT/);
+    expect(() => loadConfig({ env: { SERVICE_LLM_PROVIDERS: '{nope' }, flags: { dataDir: dir } })).toThrow(/SERVICE_LLM_PROVIDERS: must be JSON/);
+    const badUrl = file('llm-bad.toml', '[llm.providers.groq]\nbase_url = "ftp://x"\n');
+    expect(() => loadConfig({ configFile: badUrl, env: {}, flags: { dataDir: dir } })).toThrow(/\[llm\]\.providers in .*llm-bad\.toml: .*http\(s\) URL/);
+    const badKey = file('llm-key.toml', '[llm.providers.groq]\nbase_url = "http://x"\napi_key = "sk-in-toml"\n');
+    expect(() => loadConfig({ configFile: badKey, env: {}, flags: { dataDir: dir } })).toThrow(/api_key/);
+  });
+});

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
+import { bridgeGateway } from './docker-gateway.js';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type {
@@ -100,6 +101,7 @@ export class DockerBackend
     poolClaim: this,
     detached: this,
     browserRelay: this,
+    gateway: this,
   };
   private readonly docker: Docker;
   private readonly socketPath: string;
@@ -372,6 +374,11 @@ export class DockerBackend
    */
   async relay(id: string, port: number): Promise<string> {
     return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
+  }
+
+  /** The host's address on the default bridge network, where every networked sandbox reaches it. */
+  gatewayAddress(): Promise<string> {
+    return this.engine(() => bridgeGateway(this.docker));
   }
 
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */

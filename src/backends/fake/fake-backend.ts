@@ -7,6 +7,7 @@ import type {
   BackendCapabilities,
   CapabilityName,
   DetachedCapability,
+  GatewayCapability,
   DetachedLog,
   DetachedProcess,
   DetachedRequest,
@@ -85,7 +86,7 @@ type Operation =
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
-const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim'];
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -104,7 +105,8 @@ export class FakeBackend
     PoolClaimCapability,
     DetachedCapability,
     ReuseCapability,
-    WorkersCapability
+    WorkersCapability,
+    GatewayCapability
 {
   readonly name = 'fake';
   /** The storage size a declared `diskQuota` reports (MiB). */
@@ -406,6 +408,11 @@ export class FakeBackend
     const instance = this.require('resize', id);
     if (request.vcpus !== undefined) instance.spec.vcpus = request.vcpus;
     if (request.memory_mb !== undefined) instance.spec.memory_mb = request.memory_mb;
+  }
+
+  /** The fake's instances are this process: they reach the host on its loopback. */
+  async gatewayAddress(): Promise<string> {
+    return '127.0.0.1';
   }
 
   async close(): Promise<void> {}

@@ -4,6 +4,7 @@ import { detachedTools } from './detached-tools.js';
 import { execTools } from './exec-tools.js';
 import { fileTools } from './file-tools.js';
 import { lifecycleTools } from './lifecycle-tools.js';
+import { llmTools } from './llm-tools.js';
 import { objectTools } from './object-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
 import { scheduleTools } from './schedule-tools.js';
@@ -22,4 +23,5 @@ export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
   objectTools,
   scheduleTools,
   storeTools,
+  llmTools,
 ];

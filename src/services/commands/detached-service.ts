@@ -61,7 +61,7 @@ export class DetachedService {
     }
     const sandbox = await this.sandboxes.requireRunning(name);
     this.exec.check(input);
-    const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, sandbox.env);
+    const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, await this.exec.envOf(sandbox));
     const process = await this.detached().startDetached(sandbox.backend_id, request);
     const record: DetachedRecord = {
       id: uuidv7(),

@@ -5,6 +5,10 @@ import { view } from '../../schemas/view.js';
 import type { AuditService } from '../events/audit-service.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
 import type { ServiceContext } from '../context.js';
+import type { SandboxRecord } from '../../state/sandbox-repository.js';
+
+/** The variables the server adds to every command of a sandbox (the LLM gateway's), under the sandbox's own. */
+export type SandboxEnvSource = (sandbox: Pick<SandboxRecord, 'uuid' | 'profile'>) => Promise<Record<string, string>>;
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
 
@@ -14,8 +18,10 @@ export class ExecService {
   private readonly backend: Backend;
   private readonly audit: AuditService;
   private readonly allowSudoExec: boolean;
+  private readonly serverEnv: SandboxEnvSource;
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit' | 'settings'>) {
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit' | 'settings'> & { serverEnv?: SandboxEnvSource }) {
+    this.serverEnv = ctx.serverEnv ?? (async () => ({}));
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
     this.audit = ctx.audit;
@@ -35,6 +41,19 @@ export class ExecService {
   }
 
   /**
+   * The env of a sandbox's commands: the server's variables (the LLM gateway's base URLs and
+   * placeholder keys), under the sandbox's own env, under each request's.
+   */
+  async envOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile' | 'env'>): Promise<Record<string, string>> {
+    return { ...(await this.serverEnv(sandbox)), ...sandbox.env };
+  }
+
+  /** The server's variables alone (for processes that take no sandbox env, such as object workers). */
+  serverEnvOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile'>): Promise<Record<string, string>> {
+    return this.serverEnv(sandbox);
+  }
+
+  /**
    * Runs one command and waits for it. A non-zero exit is a normal result; a timeout
    * kills the process tree and returns the partial output with exit code 124. The sandbox's
    * env is under the request's (a sandbox made from a pool instance has it from here alone).
@@ -45,7 +64,7 @@ export class ExecService {
     const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {
-      result = await this.backend.exec(running.backend_id, backendRequest(input, sandbox.env), options);
+      result = await this.backend.exec(running.backend_id, backendRequest(input, await this.envOf(sandbox)), options);
     } catch (err) {
       if (isServiceError(err) && err.code === 'CONFLICT') {
         // The container stopped behind the service's back: say so the same way as for a stopped sandbox.

@@ -36,6 +36,7 @@ export class SandboxService {
   private readonly logger: Logger;
   private readonly stopHooks: StopHook[] = [];
   private readonly removeHooks: RemoveHook[] = [];
+  private readonly createHooks: CreateHook[] = [];
 
   constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'settings' | 'clock' | 'logger'>) {
     this.repo = ctx.repos.sandboxes;
@@ -56,6 +57,14 @@ export class SandboxService {
    */
   onBeforeStop(hook: StopHook): void {
     this.stopHooks.push(hook);
+  }
+
+  /**
+   * Registers work to do once a sandbox is created (keeping what the create asked for beyond
+   * the sandbox itself, such as its LLM budget). A failing hook is logged; the sandbox stays.
+   */
+  onCreated(hook: CreateHook): void {
+    this.createHooks.push(hook);
   }
 
   /** Registers work to do once a sandbox is removed (forgetting what belonged to it). */
@@ -156,6 +165,13 @@ export class SandboxService {
         pooled: pooled !== undefined,
         duration_ms: Math.round(performance.now() - startedAt),
       });
+      for (const hook of this.createHooks) {
+        try {
+          await hook(created, input);
+        } catch (err) {
+          this.logger.error({ err, sandbox: created.name }, 'work after a create failed');
+        }
+      }
       this.logger.info({ sandbox: created.name, uuid: created.uuid, pooled: pooled !== undefined }, 'sandbox created');
       return detailOf({ ...created, status: 'running', backend_id: state.id }, state);
     });
@@ -377,6 +393,9 @@ export type StopHook = (sandbox: SandboxRecord & { backend_id: string }) => Prom
 
 /** Work done after a sandbox is removed. */
 export type RemoveHook = (sandbox: SandboxRecord) => Promise<void>;
+
+/** Work done once a sandbox is created, with what its create asked for. */
+export type CreateHook = (sandbox: SandboxRecord, input: CreateSandboxInput) => Promise<void>;
 
 const isVisible = (r: SandboxRecord) => VISIBLE_STATUSES.includes(r.status);
 

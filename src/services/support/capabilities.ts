@@ -14,6 +14,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   reuse: 'reuse',
   workers: 'workers',
   diskQuota: 'disk_quota',
+  gateway: 'gateway',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -27,6 +28,7 @@ const OFFERS: Record<CapabilityName, string> = {
   reuse: 'reusing an instance for run after run',
   workers: 'persistent workers',
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
+  gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
 };
 
 /**

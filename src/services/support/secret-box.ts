@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, fsyncSync, linkSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ServiceError } from '../../errors.js';
@@ -130,6 +130,14 @@ export class SecretBox {
     } catch {
       throw new SecretOpenError('altered', 'a stored secret failed its integrity check: it was altered, or read for another purpose than it was sealed for');
     }
+  }
+
+  /**
+   * A 32-byte key for `purpose` (say `sandbox-token`), derived from the box's key with
+   * HMAC-SHA256: each purpose gets a key of its own, and none of them reveals the box's key.
+   */
+  deriveKey(purpose: string): Buffer {
+    return createHmac('sha256', this.key().key).update(`sandboxd derived key\0${purpose}`).digest();
   }
 
   private key(): LoadedKey {

@@ -48,6 +48,8 @@ export interface RunnerRequest {
 /** An object's sandbox, ready for calls of one class version. */
 export interface Prepared {
   backend_id: string;
+  /** The server's variables for the sandbox's processes (the LLM gateway's); stable per sandbox. */
+  env: Record<string, string>;
   /** Milliseconds spent starting or making the sandbox; undefined when it ran already. */
   woke_ms?: number;
 }
@@ -67,6 +69,7 @@ export interface Invoked {
  * has the `workers` capability) or to a runner process of its own.
  */
 export class ObjectRuntime {
+  private readonly exec: ServiceContext['exec'];
   private readonly backend: Backend;
   private readonly sandboxes: ServiceContext['sandboxes'];
   private readonly logger: Logger;
@@ -75,7 +78,8 @@ export class ObjectRuntime {
   /** `<backend id>/<worker key>` of the workers known to run. */
   private readonly workers = new Set<string>();
 
-  constructor(ctx: Pick<ServiceContext, 'backend' | 'sandboxes' | 'logger'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'sandboxes' | 'logger' | 'exec'>) {
+    this.exec = ctx.exec;
     this.backend = ctx.backend;
     this.sandboxes = ctx.sandboxes;
     this.logger = ctx.logger;
@@ -99,14 +103,15 @@ export class ObjectRuntime {
     }
     const running = this.sandboxes.assertRunning(sandbox);
     await this.install(running.backend_id, klass);
-    return { backend_id: running.backend_id, ...(made ? { woke_ms: Math.round(performance.now() - started) } : {}) };
+    const env = await this.exec.serverEnvOf(sandbox);
+    return { backend_id: running.backend_id, env, ...(made ? { woke_ms: Math.round(performance.now() - started) } : {}) };
   }
 
   /** Sends one request to the class version's runner in the prepared sandbox. */
   async invoke(prepared: Prepared, klass: ObjectClassRecord, request: RunnerRequest, timeoutMs: number): Promise<Invoked> {
     // The same for every call of the class version, so that one worker serves them all; the
     // runner sets the object's id and the call's id per call.
-    const env = { SANDBOXD_OBJECT_CLASS: klass.name };
+    const env = { ...prepared.env, SANDBOXD_OBJECT_CLASS: klass.name };
     const asset = runnerAsset(klass.runtime);
     const nonce = randomBytes(12).toString('hex');
     const line = JSON.stringify({ nonce, module: `${versionDir(klass.name, klass.version)}/${asset.module}`, ...request });

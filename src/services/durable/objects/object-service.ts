@@ -37,7 +37,7 @@ export interface CallRequest extends ObjectCallInput {
   fired_alarm_at?: string;
 }
 
-export interface ObjectServiceInput extends Pick<ServiceContext, 'backend' | 'sandboxes' | 'logger' | 'clock' | 'bus' | 'timers'> {
+export interface ObjectServiceInput extends Pick<ServiceContext, 'backend' | 'sandboxes' | 'exec' | 'logger' | 'clock' | 'bus' | 'timers'> {
   repo: ObjectRepository;
   classes: ObjectClasses;
   metrics: Metrics;

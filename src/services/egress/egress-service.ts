@@ -1,0 +1,151 @@
+import type { Backend } from '../../backends/backend.js';
+import { isServiceError } from '../../errors.js';
+import type { LlmRepository } from '../../state/llm-repository.js';
+import type { SandboxRepository } from '../../state/sandbox-repository.js';
+import type { Logger } from '../../telemetry/logger.js';
+import type { Metrics } from '../../telemetry/metrics.js';
+import type { EventBus } from '../events/event-bus.js';
+import type { Clock } from '../support/clock.js';
+import type { SecretBox } from '../support/secret-box.js';
+import { LlmGateway } from './llm-gateway.js';
+import { LlmKeys } from './llm-keys.js';
+import { providersFrom, type ProviderSettings } from './llm-providers.js';
+import { LlmUsage } from './llm-usage.js';
+import { ProxyServer } from './proxy-server.js';
+import { SandboxTokens } from './sandbox-token.js';
+
+/** The proxy port cannot listen; the message says what to fix (at start it ends the process, exit 2). */
+export class ProxyStartError extends Error {
+  override readonly name = 'ProxyStartError';
+}
+
+/** `[proxy]` and `[llm]` settings. */
+export interface EgressSettings {
+  /** Listen on the proxy port at start (`--proxy`). */
+  enabled: boolean;
+  /** The proxy port (`--proxy-port`); 0 picks a free one (tests). */
+  port: number;
+  /**
+   * Where to listen instead of the backend's gateway address (tests bind 127.0.0.1). Sandboxes
+   * are told this address, so it must be one they reach.
+   */
+  host?: string;
+  /** `[llm.providers.<name>]`. */
+  providers?: Record<string, ProviderSettings>;
+  /** `[llm].stream_usage`: ask OpenAI Chat streams for their usage; default true. */
+  streamUsage?: boolean;
+}
+
+/** What the env of a sandbox's commands is made from. */
+export interface SandboxIdentity {
+  uuid: string;
+  profile: string;
+}
+
+/**
+ * What sandboxes use of the server over the network: the proxy port, the LLM gateway served on
+ * it, the provider keys behind it and the usage it counts. The runtime calls `start` after
+ * recovery and `close` at shutdown; `sandboxEnv` is merged into the env of every command.
+ */
+export class EgressService {
+  readonly tokens: SandboxTokens;
+  readonly keys: LlmKeys;
+  readonly usage: LlmUsage;
+  private readonly server: ProxyServer;
+  private readonly gateway: LlmGateway;
+  private readonly llmRepo: LlmRepository;
+
+  constructor(
+    private readonly input: {
+      settings: EgressSettings;
+      backend: Backend;
+      sandboxes: SandboxRepository;
+      llm: LlmRepository;
+      secrets: SecretBox;
+      bus: EventBus;
+      metrics: Metrics;
+      clock: Clock;
+      logger: Logger;
+      env?: NodeJS.ProcessEnv;
+    },
+  ) {
+    this.llmRepo = input.llm;
+    this.tokens = new SandboxTokens(input.secrets);
+    this.keys = new LlmKeys({ repo: input.llm, secrets: input.secrets, clock: input.clock, providers: providersFrom(input.settings.providers), ...(input.env ? { env: input.env } : {}) });
+    this.usage = new LlmUsage({ repo: input.llm, clock: input.clock });
+    this.server = new ProxyServer(input.logger);
+    this.gateway = new LlmGateway({
+      keys: this.keys,
+      tokens: this.tokens,
+      sandboxes: input.sandboxes,
+      usage: input.llm,
+      bus: input.bus,
+      clock: input.clock,
+      logger: input.logger,
+      tokensCounter: input.metrics.llmTokens,
+      streamUsage: input.settings.streamUsage ?? true,
+    });
+    this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
+  }
+
+  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`). */
+  get url(): string | undefined {
+    const bound = this.server.address;
+    if (!bound) return undefined;
+    return `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`;
+  }
+
+  /** Listens on the proxy port when enabled; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when it cannot. */
+  async start(): Promise<void> {
+    const { settings, backend } = this.input;
+    if (!settings.enabled || this.server.address) return;
+    let host = settings.host;
+    if (host === undefined) {
+      const gateway = backend.capabilities.gateway;
+      if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
+      try {
+        host = await gateway.gatewayAddress();
+      } catch (err) {
+        if (!isServiceError(err)) throw err;
+        throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
+      }
+    }
+    try {
+      await this.server.listen(host, settings.port);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${host} is in use: choose another with --proxy-port`);
+      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${host}: this host has no such address (is the Docker bridge up?)`);
+      throw err;
+    }
+    this.input.logger.info({ url: this.url }, 'proxy port listening (LLM gateway at /llm/<provider>/)');
+  }
+
+  async close(): Promise<void> {
+    await this.server.close();
+    this.gateway.close();
+  }
+
+  /**
+   * The variables a sandbox's commands get while the proxy port listens: each provider's base
+   * URL on the gateway and, as its key, the sandbox's token (a placeholder the gateway swaps for
+   * the real key). None for a restrictive sandbox, which has no network to reach the port with.
+   */
+  async sandboxEnv(sandbox: SandboxIdentity): Promise<Record<string, string>> {
+    const base = this.url;
+    if (!base || sandbox.profile === 'restrictive') return {};
+    const token = this.tokens.mint(sandbox.uuid);
+    const env: Record<string, string> = {};
+    for (const provider of await this.keys.providers()) {
+      for (const name of provider.env.baseUrl) env[name] = `${base}/llm/${provider.name}${provider.env.baseUrlSuffix}`;
+      for (const name of provider.env.keys) env[name] = token;
+    }
+    return env;
+  }
+
+  /** Sets (or with undefined, clears) a sandbox's LLM token budget. */
+  async setBudget(sandboxUuid: string, budgetTokens: number | undefined): Promise<void> {
+    if (budgetTokens === undefined) await this.llmRepo.deleteBudget(sandboxUuid);
+    else await this.llmRepo.setBudget(sandboxUuid, budgetTokens);
+  }
+}
