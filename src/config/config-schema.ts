@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PRINCIPAL_NAME_PATTERN, type ApiKey } from '../domain/principals.js';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { DEFAULT_IMAGE } from '../images/catalog.js';
 import { parseImageDetection } from '../images/image-detection.js';
@@ -45,7 +46,13 @@ export const OPTIONS = {
   storeTimeout: { toml: 'stores.timeout_ms', env: 'SERVICE_STORE_TIMEOUT', flag: '--store-timeout' },
   storeAllowedHosts: { toml: 'stores.allowed_hosts', env: 'SERVICE_STORE_ALLOWED_HOSTS', flag: '--store-allowed-hosts' },
   secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
+  policyFile: { toml: 'policy.file', env: 'SERVICE_POLICY_FILE', flag: '--policy-file' },
+  policyMode: { toml: 'policy.mode', env: 'SERVICE_POLICY_MODE', flag: '--policy-mode' },
+  policyAuditAllows: { toml: 'policy.audit_allows', env: 'SERVICE_POLICY_AUDIT_ALLOWS', flag: '--policy-audit-allows' },
 } as const;
+
+/** TOML keys without a flag or an environment twin: tables of their own. */
+export const TOML_ONLY = { namedKeys: 'api.keys' } as const;
 
 export type OptionName = keyof typeof OPTIONS;
 
@@ -166,6 +173,27 @@ export const configSchema = z.object({
    * made on first use. Kept apart from the data directory, a backup of that directory holds no key.
    */
   secretKeyFile: z.string().min(1, 'must name a key file').optional(),
+  /** Policy rules (TOML or JSON by extension), made absolute; none: every request is allowed. */
+  policyFile: z.string().min(1, 'must name a rule file').optional(),
+  /** enforce: denials are answered 403; audit: they are logged and let through. Overrides the rule file's `mode`. */
+  policyMode: z.enum(['enforce', 'audit'], { error: 'must be enforce or audit' }).optional(),
+  /** Whether allowed requests are written to the policy audit ring too (denials always are). */
+  policyAuditAllows: z.boolean().default(false),
 });
 
-export type Config = z.infer<typeof configSchema>;
+/** One `[[api.keys]]` table: a named principal and its key, given as is or by an environment variable. */
+export const namedKeySchema = z
+  .object({
+    name: z.string({ error: 'must be a string' }).regex(PRINCIPAL_NAME_PATTERN, 'must match ^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,62}$'),
+    key: z.string().min(8, 'an API key must be at least 8 characters').optional(),
+    key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+    admin: z.boolean({ error: 'must be true or false' }).default(false),
+    labels: z.record(z.string(), z.string({ error: 'label values must be strings' })).default({}),
+  })
+  .strict()
+  .refine((k) => (k.key === undefined) !== (k.key_env === undefined), { message: 'give exactly one of key and key_env' });
+
+export type Config = z.infer<typeof configSchema> & {
+  /** The keys named in `[[api.keys]]`, their key_env read; unnamed keys stay in apiKeys. */
+  namedKeys: ApiKey[];
+};

@@ -24,6 +24,7 @@ export const EVENT_TYPES = [
   'schedule.run.failed',
   'store.created',
   'store.deleted',
+  'policy.denied',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -3,6 +3,7 @@ import type { AuditRepository } from '../state/audit-repository.js';
 import type { BrowserEventRepository } from '../state/browser-event-repository.js';
 import type { DetachedRepository } from '../state/detached-repository.js';
 import type { ObjectRepository } from '../state/object-repository.js';
+import type { PolicyRepository } from '../state/policy-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
@@ -18,6 +19,7 @@ import type { EventBus } from './events/event-bus.js';
 import type { SandboxService } from './sandboxes/sandbox-service.js';
 import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
+import type { PolicySettings } from './governance/policy-service.js';
 
 /** The server's settings that the service layer reads. */
 export interface ServiceSettings {
@@ -47,6 +49,8 @@ export interface ServiceSettings {
   storeTimeoutMs?: number;
   /** Globs of the hosts external stores may connect to; default ['*']. */
   storeAllowedHosts?: string[];
+  /** The policy rule file, its mode and whether allowed requests are audited too; default none (everything allowed). */
+  policy?: PolicySettings;
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -62,6 +66,7 @@ export interface Repositories {
   objects: ObjectRepository;
   schedules: ScheduleRepository;
   stores: StoreRepository;
+  policy: PolicyRepository;
 }
 
 /**

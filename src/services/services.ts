@@ -8,6 +8,7 @@ import { ObjectRepository } from '../state/object-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
+import { PolicyRepository } from '../state/policy-repository.js';
 import { StoreRepository } from '../state/store-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -19,6 +20,7 @@ import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService } from './durable/ind
 import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
 import { StoreService, storeEngines, type StoreEngine } from './durable/stores/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
+import { PermissionService, PolicyService } from './governance/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
@@ -66,6 +68,10 @@ export class Services {
   /** Durable stores; its `handles` is a source of `timers` (idle connections closed). */
   readonly stores: StoreService;
   readonly secrets: SecretBox;
+  /** Permission grants an admin gives. */
+  readonly permissions: PermissionService;
+  /** The policy every request is decided by. */
+  readonly policy: PolicyService;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -85,6 +91,7 @@ export class Services {
       objects: new ObjectRepository(store.db),
       schedules: new ScheduleRepository(store.db, store.statements),
       stores: new StoreRepository(store.db),
+      policy: new PolicyRepository(store.db, store.statements),
     };
     this.repos = repos;
     this.settings = settings;
@@ -147,6 +154,15 @@ export class Services {
       poke: () => void this.timers.poke(),
     });
     this.timers.register(this.stores.handles);
+    this.permissions = new PermissionService({ clock, repo: repos.policy });
+    this.policy = new PolicyService({
+      ...part('policy'),
+      audit: this.audit,
+      repo: repos.policy,
+      permissions: this.permissions,
+      decisions: metrics.policyDecisions,
+      settings: settings.policy ?? {},
+    });
     this.hostStats = new HostStats(store.dataDir);
   }
 

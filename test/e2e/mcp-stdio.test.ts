@@ -56,6 +56,9 @@ const TOOLS: Record<string, string[]> = {
   store_execute: ['store'],
   store_command: ['store', 'command'],
   store_delete: ['store'],
+  permission_grant: ['principal'],
+  permission_list: [],
+  permission_revoke: ['id'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */
