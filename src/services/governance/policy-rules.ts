@@ -29,7 +29,11 @@ export const ruleSchema = z
     actions: globs.optional(),
     resources: globs.optional(),
     when: z
-      .record(z.string().regex(WHEN_KEY, `must be one of ${WHEN_KEYS_TEXT}`), whenValue, { error: 'must be a table of conditions' })
+      .record(z.string().regex(WHEN_KEY), whenValue, {
+        // Zod reports a bad key as `invalid_key` with the key's own message nested: say it here.
+        error: (issue) =>
+          issue.code === 'invalid_type' ? 'must be a table of conditions' : issue.code === 'invalid_key' ? `must be one of ${WHEN_KEYS_TEXT}` : undefined,
+      })
       .optional(),
     reason: z.string({ error: 'must be a string' }).max(500, 'must be at most 500 characters').optional(),
   })
