@@ -32,9 +32,12 @@ when = { "principal.admin" = true }
 `;
 
 describe('policy over HTTP', () => {
-  let harness: FakeHarness;
+  let harness: FakeHarness | undefined;
   let policyFile: string;
-  afterEach(async () => harness?.close());
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
 
   /** A harness whose policy file is written first (into a folder of its own, beside the data directory). */
   async function start(rules: string, options: { mode?: 'enforce' | 'audit'; auditAllows?: boolean; allowSudoExec?: boolean; clock?: () => Date; events?: boolean } = {}) {
@@ -53,12 +56,12 @@ describe('policy over HTTP', () => {
     return harness;
   }
   const inject = (who: string, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) =>
-    harness.app.inject({ method, url, headers: as(who), ...(payload ? { payload } : {}) });
+    harness!.app.inject({ method, url, headers: as(who), ...(payload ? { payload } : {}) });
 
   it('denies with POLICY_DENIED naming the action, resource, key, reason and rule; publishes policy.denied; audits it', async () => {
     await start(NO_SUDO_FOR_CI, { events: true });
     const events: SandboxEvent[] = [];
-    harness.services.observability.bus.subscribe(({ event }) => void events.push(event));
+    harness!.services.observability.bus.subscribe(({ event }) => void events.push(event));
     expect((await inject('ci', 'POST', '/sandboxes', { name: 'build-1' })).statusCode).toBe(201);
 
     const denied = await inject('ci', 'POST', '/sandboxes/build-1/exec', { command: ['id'], sudo: true });
@@ -147,6 +150,13 @@ describe('policy over HTTP', () => {
     expect(good.json().data.version).not.toBe(before.version);
     expect((await inject('ops', 'GET', '/policy/status')).json().data.last_error).toBeNull();
     expect((await inject('ci', 'POST', '/sandboxes/build-4/exec', { command: ['id'], sudo: true })).statusCode).toBe(200);
+  });
+
+  it('refuses to start with a rule file it cannot use, naming the rule', async () => {
+    await expect(start(`[[rules]]\nid = "r1"\neffect = "allow"\nactions = "sandbox.*"\n`)).rejects.toThrow(
+      /policy file .*policy\.toml: rule 'r1' \(rules\[0\]\)\.actions: must be an array of globs/,
+    );
+    await expect(start('rules = [')).rejects.toThrow(/is not valid TOML/);
   });
 
   it('keeps admins able to read the status and reload whatever the rules say (lock-out guard)', async () => {

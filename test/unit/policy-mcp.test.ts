@@ -46,9 +46,9 @@ describe('policy and permissions through the MCP tools', () => {
   });
 
   /** MCP sessions whose in-process calls carry these keys (every client is made before the app's first request). */
-  async function openSessions(...keys: string[]) {
+  async function openSessions<K extends string[]>(...keys: K): Promise<{ [I in keyof K]: Awaited<ReturnType<typeof session>> }> {
     const apis = keys.map((key) => injectClient(harness.app, 'test', key));
-    return Promise.all(apis.map(session));
+    return (await Promise.all(apis.map(session))) as { [I in keyof K]: Awaited<ReturnType<typeof session>> };
   }
   async function session(api: ReturnType<typeof injectClient>) {
     const mcp = await createMcpServer({ api, logger: silentLogger() });
