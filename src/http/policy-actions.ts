@@ -7,14 +7,19 @@ export interface RouteInput {
   query: Record<string, unknown> | undefined;
 }
 
+/** Stored facts a route entry may look up (a sandbox's name from its uuid). */
+export interface RouteLookups {
+  sandboxName(uuid: string): Promise<string | undefined>;
+}
+
 /** How policy sees one route: the action, the resource it acts on and the request's context. */
 export interface RouteAction {
   action: Action;
-  resource: (input: RouteInput) => string;
+  resource: (input: RouteInput, lookups: RouteLookups) => string | Promise<string>;
   /** Context the request itself gives; a batch gives one per command (each is decided). */
   context?: (input: RouteInput) => RequestContext | RequestContext[];
   /** The existing sandbox whose labels, image and profile feed the context when a rule tests them. */
-  sandbox?: (input: RouteInput) => string;
+  sandbox?: (input: RouteInput, lookups: RouteLookups) => string | Promise<string>;
 }
 
 const param = (name: string) => (input: RouteInput) => input.params[name] ?? '';
@@ -67,7 +72,12 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
       return { ...(image ? { image } : {}), profile: profile ?? 'moderate', ...(labels ? { labels } : {}) };
     },
   },
-  'GET /sandboxes/by-uuid/:uuid': { action: 'sandbox.get', resource: named('sandbox', 'uuid') },
+  // Decided on the sandbox's name, like GET /sandboxes/:name: a rule on sandbox:prod-* covers both.
+  'GET /sandboxes/by-uuid/:uuid': {
+    action: 'sandbox.get',
+    resource: async (i, lookups) => `sandbox:${(await lookups.sandboxName(i.params.uuid ?? '')) ?? i.params.uuid}`,
+    sandbox: async (i, lookups) => (await lookups.sandboxName(i.params.uuid ?? '')) ?? '',
+  },
   'GET /sandboxes/:name': onSandbox('sandbox.get'),
   'PATCH /sandboxes/:name': onSandbox('sandbox.update'),
   'POST /sandboxes/:name/start': onSandbox('sandbox.start'),

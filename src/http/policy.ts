@@ -33,6 +33,8 @@ export function registerPolicy(app: FastifyInstance, services: Pick<Services, 'p
     }
   };
 
+  const lookups = { sandboxName: (uuid: string) => services.sandboxes.nameOf(uuid) };
+
   app.addHook('preHandler', async (request) => {
     const entry = ROUTE_ACTIONS[routeKey(request.method, request.routeOptions.url)];
     if (entry === undefined || entry === 'open') return;
@@ -44,8 +46,8 @@ export function registerPolicy(app: FastifyInstance, services: Pick<Services, 'p
     const given = entry.context?.(input) ?? {};
     const contexts = Array.isArray(given) ? (given.length ? given : [{}]) : [given];
     for (const context of contexts) services.exec.checkSudo(context.sudo);
-    const facts = entry.sandbox && services.policy.needsResourceFacts ? await sandboxFacts(entry.sandbox(input)) : {};
-    const resource = entry.resource(input);
+    const facts = entry.sandbox && services.policy.needsResourceFacts ? await sandboxFacts(await entry.sandbox(input, lookups)) : {};
+    const resource = await entry.resource(input, lookups);
     for (const context of contexts) services.policy.authorize(request.principal, entry.action, resource, { ...facts, ...context });
   });
 }

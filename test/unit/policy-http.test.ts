@@ -287,6 +287,18 @@ describe('policy over HTTP', () => {
     expect(badExpiry.json().error).toContain('expires_in');
   });
 
+  it('decides GET /sandboxes/by-uuid/{uuid} on the sandbox name, as GET /sandboxes/{name}', async () => {
+    await start(`[[rules]]\nid = "hide-prod"\neffect = "deny"\nprincipals = ["ci"]\nresources = ["sandbox:prod-*"]\nreason = "production is not for CI"\n`);
+    const uuid = (await inject('ops', 'POST', '/sandboxes', { name: 'prod-db' })).json().data.uuid;
+    expect((await inject('ci', 'GET', `/sandboxes/by-uuid/${uuid}`)).json()).toMatchObject({
+      code: 'POLICY_DENIED',
+      error: "policy denied sandbox.get on sandbox:prod-db for key 'ci': production is not for CI (rule hide-prod)",
+    });
+    expect((await inject('ops', 'GET', `/sandboxes/by-uuid/${uuid}`)).statusCode).toBe(200);
+    // An unknown uuid is decided on the uuid, and then not found.
+    expect((await inject('ci', 'GET', '/sandboxes/by-uuid/0d7e0e0e-0000-4000-8000-000000000000')).statusCode).toBe(404);
+  });
+
   it('compares principal labels with the resource labels ($resource.labels.team)', async () => {
     await start(`${DENY_BUT_ADMINS}
 [[rules]]

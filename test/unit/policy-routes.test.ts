@@ -38,10 +38,11 @@ describe('the route action table', () => {
   });
 
   it('gives resources and contexts from the validated request', () => {
+    const noLookups = { sandboxName: async () => undefined };
     const entry = (key: string) => ROUTE_ACTIONS[key] as Exclude<(typeof ROUTE_ACTIONS)[string], 'open'>;
     const exec = entry('POST /sandboxes/:name/exec');
     const input = { params: { name: 'build-1' }, body: { command: ['sudo', 'id'], sudo: true }, query: {} };
-    expect([exec.action, exec.resource(input), exec.context?.(input)]).toEqual(['sandbox.exec', 'sandbox:build-1', { sudo: true, command0: 'sudo' }]);
+    expect([exec.action, exec.resource(input, noLookups), exec.context?.(input)]).toEqual(['sandbox.exec', 'sandbox:build-1', { sudo: true, command0: 'sudo' }]);
     const shell = { params: { name: 'b' }, body: { command: '  ls -la' }, query: {} };
     expect(exec.context?.(shell)).toEqual({ sudo: false, command0: 'ls' });
     const create = entry('POST /sandboxes');
@@ -53,7 +54,7 @@ describe('the route action table', () => {
       { sudo: true, command0: 'b', profile: 'permissive' },
     ]);
     const call = entry('POST /objects/:class/:object_id/call/:method');
-    expect([call.action, call.resource({ params: { class: 'Counter', object_id: 'c1', method: 'inc' }, body: {}, query: {} })]).toEqual([
+    expect([call.action, call.resource({ params: { class: 'Counter', object_id: 'c1', method: 'inc' }, body: {}, query: {} }, noLookups)]).toEqual([
       'object.call',
       'object:Counter/c1',
     ]);
