@@ -45,10 +45,9 @@ export class PolicyRepository {
     return this.statements.get('select * from "permissions" order by "granted_at", "id"').all() as PermissionRow[];
   }
 
-  /** Whether a row was deleted. */
-  async deletePermission(id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('permissions').where('id', '=', id).executeTakeFirst();
-    return Number(result.numDeletedRows) > 0;
+  /** Deletes a grant (synchronous: expired grants are dropped on the request path). */
+  deletePermission(id: string): void {
+    this.statements.get('delete from "permissions" where "id" = ?').run(id);
   }
 
   /** Counts a use of a grant (synchronous: on the request path). */

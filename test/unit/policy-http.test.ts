@@ -82,6 +82,9 @@ describe('policy over HTTP', () => {
       resource: { kind: 'sandbox', id: 'build-1', name: 'build-1' },
       metadata: { principal: 'ci', action: 'sandbox.exec', resource: 'sandbox:build-1', rule: 'no-sudo-for-ci', mode: 'enforce' },
     });
+    expect((await inject('ops', 'GET', '/policy/audit?decision=maybe')).json()).toMatchObject({ code: 'BAD_REQUEST', error: expect.stringContaining('decision') });
+    expect((await inject('ops', 'GET', '/policy/audit?limit=0')).json()).toMatchObject({ code: 'BAD_REQUEST', error: expect.stringContaining('limit') });
+    expect((await inject('ops', 'GET', '/policy/audit?principal=a%20b')).json()).toMatchObject({ code: 'BAD_REQUEST', error: expect.stringContaining('principal') });
     const audit = await inject('ops', 'GET', '/policy/audit?decision=deny');
     expect(audit.json().data).toEqual([
       {

@@ -87,6 +87,11 @@ describe('principals of requests', () => {
     await harness.close();
 
     harness = await fakeHarness();
+    expect((await harness.app.inject({ method: 'GET', url: '/policy/status' })).json().data).toMatchObject({ enabled: false, mode: 'enforce', default: 'allow', source: null, rule_count: 0 });
+    expect((await harness.app.inject({ method: 'POST', url: '/policy/reload' })).json()).toMatchObject({
+      code: 'BAD_REQUEST',
+      error: 'no policy file is configured: start the server with --policy-file (or [policy].file)',
+    });
     const open = await harness.app.inject({ method: 'POST', url: '/permissions/grant', payload: { principal: 'x', action: 'run' } });
     expect(open.json().data).toMatchObject({ granted_by: 'anonymous' });
   });

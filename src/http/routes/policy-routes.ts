@@ -90,7 +90,7 @@ export async function policyRoutes(app: App, { services }: RouteContext): Promis
   app.delete(
     '/permissions/:id',
     { schema: { tags: ptags, summary: 'Revoke a grant (admin-only)', params: permissionParams, response: { 200: message, ...errors(403, 404) } } },
-    async (request) => ok(await permissions.revoke(request.principal, request.params.id)),
+    async (request) => ok(permissions.revoke(request.principal, request.params.id)),
   );
 
   app.post(

@@ -97,12 +97,12 @@ export class PermissionService {
     return [...this.grants.values()].filter((g) => caller.admin || g.principal === caller.name).map(view);
   }
 
-  async revoke(caller: Principal, id: string): Promise<string> {
+  revoke(caller: Principal, id: string): string {
     if (!caller.admin) throw forbidden(`permissions.revoke is admin-only: key '${caller.name}' is not an admin key`);
     const grant = this.grants.get(id);
     if (!grant) throw notFound(`permission '${id}' not found`);
     this.grants.delete(id);
-    if (grant.scope === 'always') await this.repo.deletePermission(id);
+    if (grant.scope === 'always') this.repo.deletePermission(id);
     return `permission '${id}' revoked`;
   }
 
@@ -129,7 +129,7 @@ export class PermissionService {
     for (const grant of this.grants.values()) {
       if (grant.expires_at === null || grant.expires_at > now) continue;
       this.grants.delete(grant.id);
-      if (grant.scope === 'always') void this.repo.deletePermission(grant.id);
+      if (grant.scope === 'always') this.repo.deletePermission(grant.id);
     }
   }
 }
