@@ -69,7 +69,8 @@ export const policyReload = z
 export const policyAuditQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(10_000).default(100).meta({ description: 'At most this many, newest first; default 100' }),
   decision: z.enum(['allow', 'deny'], { error: 'must be allow or deny' }).optional(),
-  principal: principalName.optional(),
+  // `principal=` (empty) means any, as agentkernel's clients send it.
+  principal: z.union([z.literal(''), principalName]).optional(),
 });
 
 export const policyAuditEntry = z

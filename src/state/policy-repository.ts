@@ -28,7 +28,7 @@ export class PolicyRepository {
     });
   }
 
-  /** The newest decisions first, optionally of one decision and one principal. */
+  /** The newest decisions first, optionally of one decision and one principal (an empty one means any). */
   async audit(filter: { limit: number; decision?: 'allow' | 'deny'; principal?: string }): Promise<PolicyAuditRow[]> {
     let query = this.db.selectFrom('policy_audit').select(['timestamp', 'principal', 'action', 'resource', 'decision', 'rule', 'reason', 'mode']);
     if (filter.decision) query = query.where('decision', '=', filter.decision);

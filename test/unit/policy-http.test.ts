@@ -100,6 +100,8 @@ describe('policy over HTTP', () => {
     ]);
     // Allows are not audited unless [policy].audit_allows.
     expect((await inject('ops', 'GET', '/policy/audit')).json().data).toHaveLength(1);
+    expect((await inject('ops', 'GET', '/policy/audit?limit=100&decision=deny&principal=')).json().data).toHaveLength(1);
+    expect((await inject('ops', 'GET', '/policy/audit?principal=agent')).json().data).toEqual([]);
     const metrics = (await inject('ops', 'GET', '/metrics')).body;
     expect(metrics).toMatch(/sandboxd_policy_decisions_total\{decision="deny"\} 1/);
     expect(metrics).toMatch(/sandboxd_policy_decisions_total\{decision="allow"\} \d+/);

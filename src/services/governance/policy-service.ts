@@ -233,7 +233,7 @@ export class PolicyService {
     return { permitted: result.allowed, via: result.via };
   }
 
-  /** GET /policy/audit: newest first. */
+  /** GET /policy/audit: newest first; an empty principal means any. */
   async auditLog(filter: { limit: number; decision?: 'allow' | 'deny'; principal?: string }) {
     return this.repo.audit(filter);
   }
