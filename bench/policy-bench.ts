@@ -43,7 +43,10 @@ export function benchPolicy(batches: number): void {
   const decide = (i: number) =>
     matchRules(policy, { principal: principal.name, action: i % 2 ? 'sandbox.exec' : 'store.query', resource: `sandbox:build-${i % 10}`, facts: factsOf(context, principal) });
   const plainPatterns = Array.from({ length: 100 }, (_, i) => new RegExp(`^team-${i}-.* sandbox\\..* sandbox:t${i}-.*$`, 's'));
-  const plain = (i: number) => plainPatterns.some((p) => p.test(`agent-7 ${i % 2 ? 'sandbox.exec' : 'store.query'} sandbox:build-${i % 10}`));
+  const plain = (i: number) => {
+    const subject = `agent-7 ${i % 2 ? 'sandbox.exec' : 'store.query'} sandbox:build-${i % 10}`;
+    return plainPatterns.some((p) => p.test(subject));
+  };
   // Warm both up (JIT) before timing; then interleave so both see the same conditions.
   perCall(20, decide);
   perCall(20, plain);
