@@ -100,6 +100,7 @@ describe('policy rules', () => {
     ['an empty glob list', { rules: [{ id: 'x', effect: 'deny', actions: [] }] }, "rule 'x' (rules[0]).actions: must hold at least one glob"],
     ['an unknown when key', { rules: [{ id: 'x', effect: 'deny', when: { user: 'root' } }] }, "rule 'x' (rules[0]).when.user: must be one of sudo, profile"],
     ['a bad reference', { rules: [{ id: 'x', effect: 'deny', when: { 'labels.team': '$secret' } }] }, "rule 'x' (rules[0]).when.labels.team: '$secret' must reference"],
+    ['a reference in a list', { rules: [{ id: 'x', effect: 'deny', when: { image: ['a/*', '$image'] } }] }, "rule 'x' (rules[0]).when.image: a $reference must stand alone"],
     ['a when value of the wrong type', { rules: [{ id: 'x', effect: 'deny', when: { sudo: { yes: 1 } } }] }, "rule 'x' (rules[0]).when.sudo: must be a string"],
   ];
   it.each(INVALID)('refuses %s, naming the rule and field', (_what, document, message) => {

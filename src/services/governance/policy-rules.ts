@@ -125,6 +125,9 @@ function compileCondition(key: string, expected: z.infer<typeof whenValue>, rule
     const other = reference[1]!;
     return (facts) => facts[key] !== undefined && facts[key] === facts[other];
   }
+  if (Array.isArray(expected) && expected.some((value) => typeof value === 'string' && value.startsWith('$'))) {
+    throw new PolicyFileError(`${ruleName}.when.${key}: a $reference must stand alone, not in a list`);
+  }
   const tests = [expected].flat().map((value): ((actual: string | number | boolean) => boolean) => {
     if (typeof value !== 'string') return (actual) => actual === value;
     const pattern = compileGlobs([value]);
