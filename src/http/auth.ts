@@ -11,7 +11,7 @@ declare module 'fastify' {
 }
 
 /** Routes open without a key (method + route template). */
-export const OPEN_ROUTES = new Set(['GET /health', 'GET /status']);
+const OPEN_ROUTES = new Set(['GET /health', 'GET /status']);
 
 const digest = (key: string) => createHash('sha256').update(key).digest();
 

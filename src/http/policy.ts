@@ -5,7 +5,7 @@ import type { Services } from '../services/services.js';
 import { ROUTE_ACTIONS, type RouteInput } from './policy-actions.js';
 
 /** The table key of a request or route: HEAD is answered by its GET route. */
-export const routeKey = (method: string, url: string | undefined) => `${method === 'HEAD' ? 'GET' : method} ${url}`;
+const routeKey = (method: string, url: string | undefined) => `${method === 'HEAD' ? 'GET' : method} ${url}`;
 
 /**
  * Policy on every request: a `preHandler` (after auth and validation, so the body is typed)
