@@ -21,7 +21,7 @@ const whenValue = z.union([scalar, z.array(scalar).min(1, 'must hold at least on
   error: 'must be a string (a glob, or a $reference), a number, a boolean, or an array of them',
 });
 
-export const ruleSchema = z
+const ruleSchema = z
   .object({
     id: z.string({ error: 'must be a string' }).regex(RULE_ID, 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'),
     effect: z.enum(['allow', 'deny'], { error: 'must be allow or deny' }),
@@ -39,12 +39,11 @@ export const ruleSchema = z
   })
   .strict();
 
-export type Rule = z.infer<typeof ruleSchema>;
 export type Effect = 'allow' | 'deny';
 export type PolicyMode = 'enforce' | 'audit';
 
 /** A rule file: `{default?, mode?, rules}`. */
-export const policyDocumentSchema = z
+const policyDocumentSchema = z
   .object({
     default: z.enum(['allow', 'deny'], { error: 'must be allow or deny' }).optional(),
     mode: z.enum(['enforce', 'audit'], { error: 'must be enforce or audit' }).optional(),
@@ -81,7 +80,7 @@ export function factsOf(context: RequestContext, principal: Principal): Facts {
 
 type Condition = (facts: Facts) => boolean;
 
-export interface CompiledRule {
+interface CompiledRule {
   id: string;
   effect: Effect;
   reason: string | undefined;
@@ -193,7 +192,7 @@ export interface PolicyRequest {
   facts: Facts;
 }
 
-export interface RuleVerdict {
+interface RuleVerdict {
   /** The first matching deny rule; it decides. */
   deny: CompiledRule | undefined;
   /** The first matching allow rule. */
