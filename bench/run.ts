@@ -6,6 +6,7 @@ import { benchBrowser } from './browser-bench.js';
 import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } from './core-bench.js';
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
+import { benchPolicy } from './policy-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
@@ -90,12 +91,15 @@ async function main(): Promise<void> {
   // BENCH_ONLY=core runs the core figures alone (runs, create, exec, files, API overhead);
   // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone,
   // BENCH_ONLY=objects the durable-object figures alone.
+  // BENCH_ONLY=policy the policy decision time alone (no server).
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
   // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
   // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
+  // BENCH_ONLY=policy: one policy decision over 100 rules, in this process (no server).
+  if (only === 'policy') return benchPolicy(Number(process.env.BENCH_POLICY_BATCHES ?? 200));
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();

@@ -61,38 +61,51 @@ export async function startRuntime(
     config,
   );
   const tracing = config.otelEndpoint ? new Tracing({ endpoint: config.otelEndpoint, version: VERSION }) : undefined;
-  const services = new Services({
-    settings: {
-      defaultImage: config.defaultImage,
-      maxSandboxes: config.maxSandboxes,
-      allowSudoExec: config.allowSudoExec,
-      apiKeyConfigured: config.apiKeys.length > 0,
-      snapshotPrefix: config.snapshotPrefix,
-      batchConcurrency: config.batchConcurrency,
-      imageDetection: config.imageDetection,
-      poolSize: config.poolSize,
-      poolSizes: config.poolSizes,
-      poolMemoryMb: config.poolMemoryMb,
-      objectConcurrency: config.objectConcurrency,
-      objectMaxStorage: config.objectMaxStorage,
-      storeWorkers: config.storeWorkers,
-      storeTimeoutMs: config.storeTimeout,
-      storeAllowedHosts: config.storeAllowedHosts,
-      egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage },
-    },
-    store,
-    backend,
-    logger,
-    events: {
-      enabled: config.events || config.webhookUrls.length > 0 || config.otelEndpoint !== undefined,
-      backlog: config.eventsBacklog,
-      webhookUrls: config.webhookUrls,
-      ...(config.webhookSecret ? { webhookSecret: config.webhookSecret } : {}),
-    },
-    ...(tracing ? { tracing } : {}),
-    ...(options.clock ? { clock: options.clock } : {}),
-    secrets,
-  });
+  let services: Services;
+  try {
+    services = new Services({
+      settings: {
+        defaultImage: config.defaultImage,
+        maxSandboxes: config.maxSandboxes,
+        allowSudoExec: config.allowSudoExec,
+        apiKeyConfigured: config.apiKeys.length + config.namedKeys.length > 0,
+        snapshotPrefix: config.snapshotPrefix,
+        batchConcurrency: config.batchConcurrency,
+        imageDetection: config.imageDetection,
+        poolSize: config.poolSize,
+        poolSizes: config.poolSizes,
+        poolMemoryMb: config.poolMemoryMb,
+        objectConcurrency: config.objectConcurrency,
+        objectMaxStorage: config.objectMaxStorage,
+        storeWorkers: config.storeWorkers,
+        storeTimeoutMs: config.storeTimeout,
+        storeAllowedHosts: config.storeAllowedHosts,
+        egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage },
+        policy: {
+          ...(config.policyFile ? { file: config.policyFile } : {}),
+          ...(config.policyMode ? { mode: config.policyMode } : {}),
+          auditAllows: config.policyAuditAllows,
+        },
+      },
+      store,
+      backend,
+      logger,
+      events: {
+        enabled: config.events || config.webhookUrls.length > 0 || config.otelEndpoint !== undefined,
+        backlog: config.eventsBacklog,
+        webhookUrls: config.webhookUrls,
+        ...(config.webhookSecret ? { webhookSecret: config.webhookSecret } : {}),
+      },
+      ...(tracing ? { tracing } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+      secrets,
+    });
+  } catch (err) {
+    // A rule file that cannot be used (PolicyFileError): nothing may stay open behind the message.
+    await backend.close();
+    await store.close();
+    throw err;
+  }
 
   const unguard = options.guardProcess
     ? installCrashGuard(process, logger, services.observability.metrics.uncaughtErrors)
@@ -149,6 +162,7 @@ export async function startRuntime(
   const app = await buildApp({
     services,
     apiKeys: config.apiKeys,
+    namedKeys: config.namedKeys,
     logger,
     eventsHeartbeatMs: config.eventsHeartbeat * 1000,
     ...(https ? { https } : {}),
@@ -162,7 +176,7 @@ export async function startRuntime(
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     url = `${https ? 'https' : 'http'}://${host}:${port}`;
     writeFileSync(serverFile, JSON.stringify({ url, pid: process.pid }) + '\n');
-    logger.info({ url, backend: backend.name, dataDir: config.dataDir, auth: config.apiKeys.length > 0 }, 'sandboxd listening');
+    logger.info({ url, backend: backend.name, dataDir: config.dataDir, auth: config.apiKeys.length + config.namedKeys.length > 0 }, 'sandboxd listening');
   }
 
   return {

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpServer } from '../mcp/server.js';
+import { PolicyFileError } from '../services/governance/index.js';
 import { SecretKeyError } from '../services/support/secret-box.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import { createLogger } from '../telemetry/logger.js';
@@ -31,6 +32,8 @@ export function mcpCommand(): Command {
     .option('--pool-sizes <table>', 'in-process: image[@profile]=n entries, warmed at start')
     .option('--pids-limit <n>', 'in-process: process limit of every sandbox')
     .option('--secret-key-file <file>', 'in-process: 32-byte key that encrypts secrets at rest (default <data-dir>/secret.key)')
+    .option('--policy-file <file>', 'in-process: policy rules, TOML or JSON by extension')
+    .addOption(new Option('--policy-mode <mode>', 'in-process: enforce or audit').choices(['enforce', 'audit']))
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (logs go to stderr)')
     .action(async (opts: Record<string, unknown>) => {
       // Stdout is the protocol: whatever a library prints with console.log goes to stderr instead.
@@ -43,7 +46,7 @@ export function mcpCommand(): Command {
       try {
         target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : undefined);
       } catch (err) {
-        if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError || err instanceof PolicyFileError) return fail(err.message);
         throw err;
       }
       const mcp = await createMcpServer({ api: target.api, logger });

@@ -37,7 +37,9 @@ const PROBE_TIMEOUT_MS = 2_000;
  * says how to point at a server.
  */
 export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: string): Promise<McpTarget> {
-  const apiKey = config.apiKeys[0];
+  // The key given to this command (flag, environment, key file, [api].api_key), else the first
+  // [[api.keys]] entry: in-process, every tool call is a request of that key's principal.
+  const apiKey = config.apiKeys[0] ?? config.namedKeys[0]?.key;
   if (serverUrl) return { api: httpClient(serverUrl, { apiKey }), close: async () => undefined };
   try {
     const runtime = await startRuntime(config, logger, { listen: false });

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { startRuntime } from '../runtime.js';
+import { PolicyFileError } from '../services/governance/index.js';
 import { SecretKeyError } from '../services/support/secret-box.js';
 import { ProxyStartError } from '../services/egress/index.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
@@ -48,6 +49,9 @@ export function serveCommand(): Command {
     .option('--secret-key-file <file>', '32-byte key that encrypts secrets at rest, mode 0600 (default <data-dir>/secret.key, made on first use)')
     .option('--proxy', 'serve the proxy port (the LLM gateway) on the address sandboxes reach the host at ([proxy].enabled)')
     .option('--proxy-port <port>', 'port of the LLM gateway and egress proxy (default 18889)')
+    .option('--policy-file <file>', 'policy rules, TOML or JSON by extension; reloaded by POST /policy/reload ([policy].file)')
+    .addOption(new Option('--policy-mode <mode>', 'enforce: denials answer 403; audit: they are logged and let through ([policy].mode)').choices(['enforce', 'audit']))
+    .option('--policy-audit-allows', 'write allowed requests to the policy audit ring too ([policy].audit_allows)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);
@@ -57,7 +61,7 @@ export function serveCommand(): Command {
       try {
         runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });
       } catch (err) {
-        if (err instanceof DataDirLockedError || err instanceof SecretKeyError || err instanceof ProxyStartError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof SecretKeyError || err instanceof ProxyStartError || err instanceof PolicyFileError) return fail(err.message);
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);
         throw err;
       }

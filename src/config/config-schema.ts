@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PRINCIPAL_NAME_PATTERN, type ApiKey } from '../domain/principals.js';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { DEFAULT_IMAGE } from '../images/catalog.js';
 import { parseImageDetection } from '../images/image-detection.js';
@@ -50,7 +51,13 @@ export const OPTIONS = {
   // TOML (and env) only: a table of tables has no flag form.
   llmProviders: { toml: 'llm.providers', env: 'SERVICE_LLM_PROVIDERS', flag: '[llm.providers]' },
   llmStreamUsage: { toml: 'llm.stream_usage', env: 'SERVICE_LLM_STREAM_USAGE', flag: '[llm].stream_usage' },
+  policyFile: { toml: 'policy.file', env: 'SERVICE_POLICY_FILE', flag: '--policy-file' },
+  policyMode: { toml: 'policy.mode', env: 'SERVICE_POLICY_MODE', flag: '--policy-mode' },
+  policyAuditAllows: { toml: 'policy.audit_allows', env: 'SERVICE_POLICY_AUDIT_ALLOWS', flag: '--policy-audit-allows' },
 } as const;
+
+/** TOML keys without a flag or an environment twin: tables of their own. */
+export const TOML_ONLY = { namedKeys: 'api.keys' } as const;
 
 export type OptionName = keyof typeof OPTIONS;
 
@@ -194,6 +201,27 @@ export const configSchema = z.object({
     .default({}),
   /** Add stream_options.include_usage to OpenAI Chat streams that lack it, so that their tokens are counted. */
   llmStreamUsage: z.boolean().default(true),
+  /** Policy rules (TOML or JSON by extension), made absolute; none: every request is allowed. */
+  policyFile: z.string().min(1, 'must name a rule file').optional(),
+  /** enforce: denials are answered 403; audit: they are logged and let through. Overrides the rule file's `mode`. */
+  policyMode: z.enum(['enforce', 'audit'], { error: 'must be enforce or audit' }).optional(),
+  /** Whether allowed requests are written to the policy audit ring too (denials always are). */
+  policyAuditAllows: z.boolean().default(false),
 });
 
-export type Config = z.infer<typeof configSchema>;
+/** One `[[api.keys]]` table: a named principal and its key, given as is or by an environment variable. */
+export const namedKeySchema = z
+  .object({
+    name: z.string({ error: 'must be a string' }).regex(PRINCIPAL_NAME_PATTERN, 'must match ^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,62}$'),
+    key: z.string().min(8, 'an API key must be at least 8 characters').optional(),
+    key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+    admin: z.boolean({ error: 'must be true or false' }).default(false),
+    labels: z.record(z.string(), z.string({ error: 'label values must be strings' })).default({}),
+  })
+  .strict()
+  .refine((k) => (k.key === undefined) !== (k.key_env === undefined), { message: 'give exactly one of key and key_env' });
+
+export type Config = z.infer<typeof configSchema> & {
+  /** The keys named in `[[api.keys]]`, their key_env read; unnamed keys stay in apiKeys. */
+  namedKeys: ApiKey[];
+};

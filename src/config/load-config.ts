@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { configSchema, OPTIONS, type Config, type OptionName } from './config-schema.js';
+import type { ApiKey } from '../domain/principals.js';
+import { configSchema, namedKeySchema, OPTIONS, TOML_ONLY, type Config, type OptionName } from './config-schema.js';
 
 /** A configuration the server cannot start with; the message says what to fix. */
 export class ConfigError extends Error {
@@ -20,7 +21,7 @@ export interface ConfigSources {
   flags?: Partial<Record<OptionName, unknown>>;
 }
 
-const BOOLEAN_OPTIONS = new Set<OptionName>(['tls', 'allowSudoExec', 'events', 'proxy', 'llmStreamUsage']);
+const BOOLEAN_OPTIONS = new Set<OptionName>(['tls', 'allowSudoExec', 'events', 'proxy', 'llmStreamUsage', 'policyAuditAllows']);
 const LIST_OPTIONS = new Set<OptionName>(['apiKeys', 'webhookUrls']);
 
 /** Default data directory: /var/lib/sandboxd for root, else under XDG_DATA_HOME. */
@@ -53,8 +54,11 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     }
   };
 
+  let namedKeys: ApiKey[] = [];
   if (sources.configFile) {
-    apply(readTomlLayer(sources.configFile), (n) => `[${OPTIONS[n].toml.replace('.', '].')} in ${sources.configFile}`);
+    const toml = readTomlLayer(sources.configFile);
+    apply(toml.layer, (n) => `[${OPTIONS[n].toml.replace('.', '].')} in ${sources.configFile}`);
+    namedKeys = readNamedKeys(toml.namedKeys, sources.configFile, env);
   }
   apply(readEnvLayer(env), (n) => OPTIONS[n].env);
   apply(sources.flags ?? {}, (n) => OPTIONS[n].flag);
@@ -64,6 +68,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   merged.apiKeys = [...new Set(apiKeys.map((k) => k.trim()).filter(Boolean))];
   merged.dataDir = resolve(String(merged.dataDir ?? defaultDataDir(env)));
   if (typeof merged.secretKeyFile === 'string' && merged.secretKeyFile !== '') merged.secretKeyFile = resolve(merged.secretKeyFile);
+  if (typeof merged.policyFile === 'string' && merged.policyFile !== '') merged.policyFile = resolve(merged.policyFile);
 
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {
@@ -73,7 +78,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     });
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
-  const config = parsed.data;
+  const config: Config = { ...parsed.data, namedKeys };
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) {
     throw new ConfigError('invalid configuration: --tls-cert and --tls-key must be given together');
   }
@@ -81,7 +86,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   return config;
 }
 
-function readTomlLayer(path: string): Partial<Record<OptionName, unknown>> {
+function readTomlLayer(path: string): { layer: Partial<Record<OptionName, unknown>>; namedKeys: unknown } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -96,17 +101,47 @@ function readTomlLayer(path: string): Partial<Record<OptionName, unknown>> {
   }
   const byKey = new Map<string, OptionName>(Object.entries(OPTIONS).map(([name, o]) => [o.toml, name as OptionName]));
   const layer: Partial<Record<OptionName, unknown>> = {};
+  let namedKeys: unknown = [];
   for (const [section, table] of Object.entries(doc)) {
     if (typeof table !== 'object' || table === null || Array.isArray(table)) {
       throw new ConfigError(`config file ${path}: '${section}' must be a table such as [api]`);
     }
     for (const [key, value] of Object.entries(table)) {
+      if (`${section}.${key}` === TOML_ONLY.namedKeys) {
+        namedKeys = value;
+        continue;
+      }
       const name = byKey.get(`${section}.${key}`);
       if (!name) throw new ConfigError(`config file ${path}: unknown key [${section}].${key}`);
       layer[name] = LIST_OPTIONS.has(name) && !Array.isArray(value) ? [value] : value;
     }
   }
-  return layer;
+  return { layer, namedKeys };
+}
+
+/**
+ * The `[[api.keys]]` tables: each checked, its key_env read from the environment. Names and keys
+ * are unique, so that a principal is one key and a key one principal.
+ */
+function readNamedKeys(tables: unknown, path: string, env: NodeJS.ProcessEnv): ApiKey[] {
+  if (!Array.isArray(tables)) throw new ConfigError(`config file ${path}: api.keys must be an array of tables: [[api.keys]]`);
+  const keys: ApiKey[] = [];
+  tables.forEach((table, index) => {
+    const where = `[[api.keys]] #${index + 1} in ${path}`;
+    const parsed = namedKeySchema.safeParse(table);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'entry'}: ${issue.message}`);
+      throw new ConfigError(`invalid configuration: ${where}: ${problems.join('; ')}`);
+    }
+    const { name, key_env: keyEnv, admin, labels } = parsed.data;
+    const key = parsed.data.key ?? env[keyEnv!]?.trim();
+    if (!key) throw new ConfigError(`invalid configuration: ${where}: key_env: environment variable ${keyEnv} is not set`);
+    if (key.length < 8) throw new ConfigError(`invalid configuration: ${where}: key_env: the key in ${keyEnv} must be at least 8 characters`);
+    if (keys.some((k) => k.name === name)) throw new ConfigError(`invalid configuration: ${where}: name: '${name}' is used by another key`);
+    if (keys.some((k) => k.key === key)) throw new ConfigError(`invalid configuration: ${where}: key: the same key is given to another name`);
+    keys.push({ name, key, admin, labels });
+  });
+  return keys;
 }
 
 function readEnvLayer(env: NodeJS.ProcessEnv): Partial<Record<OptionName, unknown>> {

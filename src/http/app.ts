@@ -8,7 +8,10 @@ import { VERSION } from '../paths.js';
 import { RAW_BYTES_TYPE } from '../schemas/file-schemas.js';
 import type { Services } from '../services/services.js';
 import type { Logger } from '../telemetry/logger.js';
+import { principalsOf, type ApiKey } from '../domain/principals.js';
 import { registerAuth } from './auth.js';
+import { registerPolicy } from './policy.js';
+import { policyRoutes } from './routes/policy-routes.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { registerRequestTelemetry } from './request-telemetry.js';
@@ -31,7 +34,10 @@ import { registerQueryCheck } from './query-check.js';
 
 export interface AppOptions {
   services: Services;
+  /** Unnamed keys (flags, key file, SERVICE_API_KEY, [api].api_key). */
   apiKeys: string[];
+  /** Keys named in [[api.keys]], with their admin flags and labels. */
+  namedKeys?: ApiKey[];
   logger: Logger;
   /** Passed to Fastify for HTTPS. */
   https?: { cert: string; key: string };
@@ -90,6 +96,7 @@ function quieter(a: string, b: string): string {
 export async function buildApp({
   services,
   apiKeys,
+  namedKeys = [],
   logger,
   https,
   eventsHeartbeatMs = 15_000,
@@ -138,7 +145,10 @@ export async function buildApp({
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerRequestTelemetry(app, services.observability.metrics, services.observability.tracing);
-  registerAuth(app, apiKeys);
+  const keys = principalsOf(namedKeys, apiKeys);
+  registerAuth(app, keys);
+  services.policy.knowPrincipals(keys);
+  registerPolicy(app, services);
   registerQueryCheck(app);
 
   await app.register(swagger, {
@@ -155,7 +165,7 @@ export async function buildApp({
           apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         },
       },
-      security: apiKeys.length ? [{ bearer: [] }, { apiKeyHeader: [] }] : [],
+      security: keys.length ? [{ bearer: [] }, { apiKeyHeader: [] }] : [],
       webhooks: webhookDocument,
     },
     transform: (input) => {
@@ -196,5 +206,6 @@ export async function buildApp({
   await app.register(scheduleRoutes, context);
   await app.register(storeRoutes, context);
   await app.register(llmRoutes, context);
+  await app.register(policyRoutes, context);
   return app;
 }

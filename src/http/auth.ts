@@ -1,6 +1,14 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ANONYMOUS, type ApiKey, type Principal } from '../domain/principals.js';
 import { ServiceError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who the request acts for: the principal of the key it presented, else `anonymous`. */
+    principal: Principal;
+  }
+}
 
 /** Routes open without a key (method + route template). */
 const OPEN_ROUTES = new Set(['GET /health', 'GET /status']);
@@ -22,20 +30,29 @@ function presentedKey(request: FastifyRequest): string | undefined {
  * Authentication: when at least one key is configured every request but GET /health and
  * GET /status must present one of them. Keys are compared as SHA-256 digests in constant
  * time, against every configured key, so timing tells nothing about which came close.
+ * Every request gets its principal: the presented key's, or `anonymous` (an admin on a server
+ * without keys, where everyone may do everything; a non-admin on the open routes of one with keys).
  */
-export function registerAuth(app: FastifyInstance, keys: string[]): void {
-  if (keys.length === 0) return;
-  const digests = keys.map(digest);
-  const accepts = (key: string): boolean => {
+export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[]): void {
+  const open: Principal = { name: ANONYMOUS, admin: keys.length === 0, labels: {} };
+  app.decorateRequest('principal', null as unknown as Principal);
+  const entries = keys.map((k) => ({ digest: digest(k.key), principal: { name: k.name, admin: k.admin, labels: k.labels } }));
+  const principalOf = (key: string): Principal | undefined => {
     const candidate = digest(key);
-    let ok = false;
-    for (const d of digests) ok = timingSafeEqual(d, candidate) || ok;
-    return ok;
+    let found: Principal | undefined;
+    for (const entry of entries) {
+      // Every digest is compared, the match or not, so that timing tells nothing.
+      if (timingSafeEqual(entry.digest, candidate)) found = entry.principal;
+    }
+    return found;
   };
   app.addHook('onRequest', async (request) => {
-    if (OPEN_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) return;
+    request.principal = open;
+    if (keys.length === 0 || OPEN_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) return;
     const key = presentedKey(request);
     if (!key) throw new ServiceError('UNAUTHORIZED', 'missing API key: send Authorization: Bearer <key>');
-    if (!accepts(key)) throw new ServiceError('UNAUTHORIZED', 'invalid API key');
+    const principal = principalOf(key);
+    if (!principal) throw new ServiceError('UNAUTHORIZED', 'invalid API key');
+    request.principal = principal;
   });
 }

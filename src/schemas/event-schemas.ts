@@ -25,6 +25,7 @@ export const EVENT_TYPES = [
   'store.created',
   'store.deleted',
   'llm.budget_exceeded',
+  'policy.denied',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

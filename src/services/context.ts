@@ -3,6 +3,7 @@ import type { AuditRepository } from '../state/audit-repository.js';
 import type { BrowserEventRepository } from '../state/browser-event-repository.js';
 import type { DetachedRepository } from '../state/detached-repository.js';
 import type { ObjectRepository } from '../state/object-repository.js';
+import type { PolicyRepository } from '../state/policy-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
@@ -20,6 +21,7 @@ import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
 import type { EgressSettings } from './egress/egress-service.js';
 import type { LlmRepository } from '../state/llm-repository.js';
+import type { PolicySettings } from './governance/policy-service.js';
 
 /** The server's settings that the service layer reads. */
 export interface ServiceSettings {
@@ -49,6 +51,8 @@ export interface ServiceSettings {
   storeTimeoutMs?: number;
   /** Globs of the hosts external stores may connect to; default ['*']. */
   storeAllowedHosts?: string[];
+  /** The policy rule file, its mode and whether allowed requests are audited too; default none (everything allowed). */
+  policy?: PolicySettings;
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -67,6 +71,7 @@ export interface Repositories {
   schedules: ScheduleRepository;
   stores: StoreRepository;
   llm: LlmRepository;
+  policy: PolicyRepository;
 }
 
 /**

@@ -8,6 +8,7 @@ import { ObjectRepository } from '../state/object-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
+import { PolicyRepository } from '../state/policy-repository.js';
 import { StoreRepository } from '../state/store-repository.js';
 import { LlmRepository } from '../state/llm-repository.js';
 import type { Store } from '../state/store.js';
@@ -21,6 +22,7 @@ import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from '.
 import { StoreService, storeEngines, type StoreEngine } from './durable/stores/index.js';
 import { EgressService } from './egress/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
+import { PermissionService, PolicyService } from './governance/index.js';
 import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
@@ -72,6 +74,10 @@ export class Services {
   readonly secrets: SecretBox;
   /** The proxy port and what it serves sandboxes: the LLM gateway, its keys and usage. */
   readonly egress: EgressService;
+  /** Permission grants an admin gives. */
+  readonly permissions: PermissionService;
+  /** The policy every request is decided by. */
+  readonly policy: PolicyService;
   /** The backend as every service sees it: observed (timings, spans) by `observability`. */
   readonly backend: Backend;
   /** Event bus, metrics, webhooks and tracing. */
@@ -92,6 +98,7 @@ export class Services {
       schedules: new ScheduleRepository(store.db, store.statements),
       stores: new StoreRepository(store.db),
       llm: new LlmRepository(store.db),
+      policy: new PolicyRepository(store.db, store.statements),
     };
     this.repos = repos;
     this.settings = settings;
@@ -168,6 +175,15 @@ export class Services {
       poke: () => void this.timers.poke(),
     });
     this.timers.register(this.stores.handles);
+    this.permissions = new PermissionService({ clock, repo: repos.policy });
+    this.policy = new PolicyService({
+      ...part('policy'),
+      audit: this.audit,
+      repo: repos.policy,
+      permissions: this.permissions,
+      decisions: metrics.policyDecisions,
+      settings: settings.policy ?? {},
+    });
     this.hostStats = new HostStats(store.dataDir);
   }
 

@@ -258,6 +258,36 @@ export interface StoreTable {
   updated_at: string;
 }
 
+/** One policy decision kept in the audit ring. */
+export interface PolicyAuditTable {
+  id: Generated<number>;
+  timestamp: string;
+  principal: string;
+  action: string;
+  resource: string;
+  decision: 'allow' | 'deny';
+  /** The deciding rule's id; null for a grant or the default. */
+  rule: string | null;
+  reason: string;
+  /** audit: a deny that was let through. */
+  mode: 'enforce' | 'audit';
+}
+
+/** A permission grant of scope `always`. */
+export interface PermissionTable {
+  id: string;
+  principal: string;
+  action: string;
+  /** Glob over resources such as sandbox:build-*. */
+  resource: string;
+  /** JSON object: context values the request must have (sudo: true for a sudo_exec grant). */
+  conditions: string;
+  expires_at: string | null;
+  uses: number;
+  granted_by: string;
+  granted_at: string;
+}
+
 /** A provider key of the LLM gateway: sealed, or the name of a server environment variable. */
 export interface LlmKeyTable {
   provider: string;
@@ -313,6 +343,8 @@ export interface Database {
   schedules: ScheduleTable;
   schedule_runs: ScheduleRunTable;
   stores: StoreTable;
+  policy_audit: PolicyAuditTable;
+  permissions: PermissionTable;
   llm_keys: LlmKeyTable;
   llm_usage: LlmUsageTable;
   llm_budgets: LlmBudgetTable;

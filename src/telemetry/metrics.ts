@@ -112,6 +112,12 @@ export class Metrics {
     LATENCY_BUCKETS,
   );
 
+  readonly policyDecisions = this.counter(
+    'sandboxd_policy_decisions_total',
+    'Policy decisions on requests, by decision: allow, deny (answered 403) or audit_deny (a denial let through in audit mode)',
+    ['decision'],
+  );
+
   readonly storeOps = this.counter(
     'sandboxd_store_ops_total',
     'Durable-store operations (query, execute, command), by kind, op and outcome: ok, or the error code in lower case (sql_error, timeout, store_unavailable, ...)',

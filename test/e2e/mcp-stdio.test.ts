@@ -57,6 +57,9 @@ const TOOLS: Record<string, string[]> = {
   store_command: ['store', 'command'],
   store_delete: ['store'],
   llm_usage: [],
+  permission_grant: ['principal'],
+  permission_list: [],
+  permission_revoke: ['id'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

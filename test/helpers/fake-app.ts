@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ApiKey } from '../../src/domain/principals.js';
 import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
 import type { ServiceError } from '../../src/errors.js';
 import { buildApp } from '../../src/http/app.js';
@@ -23,7 +24,7 @@ export interface FakeHarness {
 
 /** The whole service over the fake backend and a real SQLite store in a temporary folder. */
 export async function fakeHarness(
-  settings: Partial<ServiceSettings> & { apiKeys?: string[] } = {},
+  settings: Partial<ServiceSettings> & { apiKeys?: string[]; namedKeys?: ApiKey[] } = {},
   clock?: Clock,
   events?: EventSettings,
   /** Store engines to offer (test doubles in unit tests), and a logger to read what was logged. */
@@ -33,14 +34,14 @@ export async function fakeHarness(
   const store = await openStore(dataDir);
   const backend = new FakeBackend();
   const logger = extra.logger ?? silentLogger();
-  const apiKeys = settings.apiKeys ?? [];
+  const { apiKeys = [], namedKeys = [], ...serviceSettings } = settings;
   const services = new Services({
     settings: {
       defaultImage: 'sandboxd/base:bookworm',
       maxSandboxes: 0,
       allowSudoExec: false,
-      apiKeyConfigured: apiKeys.length > 0,
-      ...settings,
+      apiKeyConfigured: apiKeys.length + namedKeys.length > 0,
+      ...serviceSettings,
     },
     store,
     backend,
@@ -49,7 +50,7 @@ export async function fakeHarness(
     ...(events ? { events } : {}),
     ...(extra.engines ? { engines: extra.engines } : {}),
   });
-  const app = await buildApp({ services, apiKeys, logger });
+  const app = await buildApp({ services, apiKeys, namedKeys, logger });
   return {
     app,
     services,

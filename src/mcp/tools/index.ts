@@ -6,6 +6,7 @@ import { fileTools } from './file-tools.js';
 import { lifecycleTools } from './lifecycle-tools.js';
 import { llmTools } from './llm-tools.js';
 import { objectTools } from './object-tools.js';
+import { permissionTools } from './permission-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
 import { scheduleTools } from './schedule-tools.js';
 import { snapshotTools } from './snapshot-tools.js';
@@ -24,4 +25,5 @@ export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
   scheduleTools,
   storeTools,
   llmTools,
+  permissionTools,
 ];

@@ -30,13 +30,18 @@ export class ExecService {
 
   /** Refuses a request no sandbox would accept: sudo while it is disabled, a relative workdir. */
   check(input: ExecInput): void {
-    if (input.sudo && !this.allowSudoExec) {
+    this.checkSudo(input.sudo);
+    if (input.workdir !== undefined && !input.workdir.startsWith('/')) {
+      throw badRequest(`workdir: '${input.workdir}' must be an absolute path`);
+    }
+  }
+
+  /** Refuses sudo while it is disabled: a hard gate, checked before the policy too. */
+  checkSudo(sudo: boolean | undefined): void {
+    if (sudo && !this.allowSudoExec) {
       throw forbidden(
         'sudo exec is disabled: start the server with --allow-sudo-exec (or SERVICE_ALLOW_SUDO_EXEC=true, or allow_sudo_exec = true in the [api] section of the config file)',
       );
-    }
-    if (input.workdir !== undefined && !input.workdir.startsWith('/')) {
-      throw badRequest(`workdir: '${input.workdir}' must be an absolute path`);
     }
   }
 

@@ -301,6 +301,12 @@ export class SandboxService {
     });
   }
 
+  /** The name of the visible sandbox with this uuid, if any: a stored read, no engine call. */
+  async nameOf(uuid: string): Promise<string | undefined> {
+    const record = await this.repo.byUuid(uuid);
+    return record && isVisible(record) ? record.name : undefined;
+  }
+
   /** The stored record of a visible sandbox, or NOT_FOUND. */
   async require(name: string): Promise<SandboxRecord> {
     const record = await this.repo.byName(name);
