@@ -2,8 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors.js';
 
-/** Routes open without a key (method + route template). */
-const OPEN_ROUTES = new Set(['GET /health', 'GET /status']);
+/** Routes open without a key (method + route template): probes, and the dashboard's static files. */
+const OPEN_ROUTES = new Set(['GET /health', 'GET /status', 'GET /', 'GET /ui', 'GET /ui/*', 'GET /docs']);
 
 const digest = (key: string) => createHash('sha256').update(key).digest();
 
@@ -19,8 +19,8 @@ function presentedKey(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Authentication: when at least one key is configured every request but GET /health and
- * GET /status must present one of them. Keys are compared as SHA-256 digests in constant
+ * Authentication: when at least one key is configured every request but the OPEN_ROUTES
+ * must present one of them. Keys are compared as SHA-256 digests in constant
  * time, against every configured key, so timing tells nothing about which came close.
  */
 export function registerAuth(app: FastifyInstance, keys: string[]): void {
