@@ -15,6 +15,10 @@ const MEMBER_OF: Record<string, string> = {
   pages: 'page',
   runs: 'run',
   calls: 'call',
+  orchestrations: 'orchestration',
+  definitions: 'definition',
+  permissions: 'permission',
+  keys: 'key',
 };
 
 /**
@@ -80,8 +84,11 @@ export function operationIdFor(method: string, url: string): string {
   else if (method === 'POST' && MEMBER_OF[last]) {
     verb = 'create';
     words[words.length - 1] = MEMBER_OF[last]!;
-  } else if (method === 'POST') verb = words.pop() ?? 'post';
-  else verb = method.toLowerCase();
+  } else if (method === 'POST' && words.length > 1) {
+    // The last word is the action on the resource before it (`POST /schedules/:id/trigger`).
+    const action = pascal(words.pop()!);
+    verb = action.charAt(0).toLowerCase() + action.slice(1);
+  } else verb = method.toLowerCase();
   return verb + words.map(pascal).join('');
 }
 

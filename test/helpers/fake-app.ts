@@ -26,8 +26,8 @@ export async function fakeHarness(
   settings: Partial<ServiceSettings> & { apiKeys?: string[] } = {},
   clock?: Clock,
   events?: EventSettings,
-  /** Store engines to offer (test doubles in unit tests), and a logger to read what was logged. */
-  extra: { engines?: StoreEngine[]; logger?: Logger } = {},
+  /** Store engines to offer (test doubles in unit tests), a logger to read what was logged, the dashboard's files. */
+  extra: { engines?: StoreEngine[]; logger?: Logger; webRoot?: string } = {},
 ): Promise<FakeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
   const store = await openStore(dataDir);
@@ -49,7 +49,7 @@ export async function fakeHarness(
     ...(events ? { events } : {}),
     ...(extra.engines ? { engines: extra.engines } : {}),
   });
-  const app = await buildApp({ services, apiKeys, logger });
+  const app = await buildApp({ services, apiKeys, logger, ...(extra.webRoot ? { webRoot: extra.webRoot } : {}) });
   return {
     app,
     services,
