@@ -28,8 +28,24 @@ export function forgetKey(): void {
   sessionStorage.removeItem(KEY_ITEM);
 }
 
+/** One question at a time: the calls that need a key while it is being asked all wait on it. */
+let asking: Promise<string> | undefined;
+function ask(reason: string): Promise<string> {
+  asking ??= askForKey(reason).finally(() => (asking = undefined));
+  return asking;
+}
+
+/** Whether the server wants a key (GET /status is open): asked before the first call, so no call is refused for want of one. */
+let authOn: Promise<boolean> | undefined;
+const needsKey = () =>
+  (authOn ??= fetch('/status')
+    .then((r) => r.json() as Promise<{ data?: { api_key_configured?: boolean } }>)
+    .then((body) => body.data?.api_key_configured === true)
+    .catch(() => false));
+
 /** Sends a request with the key; on 401 asks for a key (once per failure) and sends it again. */
 export async function authorizedFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  if (!storedKey() && (await needsKey())) sessionStorage.setItem(KEY_ITEM, await ask('This server needs an API key.'));
   for (;;) {
     const key = storedKey();
     const headers = new Headers(init.headers);
@@ -37,8 +53,10 @@ export async function authorizedFetch(path: string, init: RequestInit = {}): Pro
     const response = await fetch(path, { ...init, headers });
     if (response.status !== 401) return response;
     const reason = key ? 'That key was refused: enter a valid API key.' : 'This server needs an API key.';
-    forgetKey();
-    sessionStorage.setItem(KEY_ITEM, await askForKey(reason));
+    if (storedKey() === key) {
+      forgetKey();
+      sessionStorage.setItem(KEY_ITEM, await ask(reason));
+    }
   }
 }
 

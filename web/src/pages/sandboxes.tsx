@@ -20,21 +20,34 @@ function labelQuery(filter: string): string {
   return pairs.map((p) => `label=${enc(p)}`).join('&');
 }
 
-/** Reloads whenever a sandbox event arrives on /events (created, started, stopped, removed, ...). */
-function useLiveReload(reload: () => void): void {
+/**
+ * Reloads whenever a sandbox event arrives on /events (created, started, stopped, removed, ...).
+ * A server started without --events answers 503: then the list is polled every 5 s instead.
+ */
+function useLiveReload(reload: () => void): 'live' | 'polling' | 'connecting' {
+  const [mode, setMode] = useState<'live' | 'polling' | 'connecting'>('connecting');
   useEffect(() => {
     const abort = new AbortController();
+    let poll: ReturnType<typeof setInterval> | undefined;
     void (async () => {
       try {
-        for await (const event of events('/events', abort.signal)) {
+        const stream = events('/events', abort.signal);
+        setMode('live');
+        for await (const event of stream) {
           if (String((event.data as { event?: string }).event ?? '').startsWith('sandbox.')) reload();
         }
       } catch {
-        // Aborted when the page goes away; a dropped stream leaves the list as it was.
+        if (abort.signal.aborted) return;
+        setMode('polling');
+        poll = setInterval(reload, 5000);
       }
     })();
-    return () => abort.abort();
+    return () => {
+      abort.abort();
+      clearInterval(poll);
+    };
   }, [reload]);
+  return mode;
 }
 
 function CreateForm({ onCreated }: { onCreated: () => void }) {
@@ -119,9 +132,16 @@ export function SandboxActions({ sandbox, onDone }: { sandbox: { name: string; s
 export function SandboxesPage() {
   const [filter, setFilter] = useState('');
   const list = useLoad(() => api<SandboxSummary[]>('GET', `/sandboxes?${labelQuery(filter)}`), [filter]);
-  useLiveReload(list.reload);
+  const mode = useLiveReload(list.reload);
   return (
-    <Page title="Sandboxes">
+    <Page
+      title="Sandboxes"
+      actions={
+        <span class="muted" title={mode === 'polling' ? 'the server runs without --events: the list is refreshed every 5 s' : 'updated through /events'}>
+          {mode === 'live' ? '● live' : mode === 'polling' ? 'refreshing every 5 s' : ''}
+        </span>
+      }
+    >
       <CreateForm onCreated={list.reload} />
       <label class="filter">
         Label filter <input type="search" placeholder="team=ml" value={filter} onChange={(e) => setFilter(e.currentTarget.value)} />
