@@ -51,7 +51,7 @@ function Route({ route }: { route: string }) {
 }
 
 /** Asks for the API key in a modal dialog; the API layer waits on it (api.ts onKeyNeeded). */
-function KeyDialog() {
+function KeyDialog({ onKey }: { onKey: () => void }) {
   const [request, setRequest] = useState<{ reason: string; resolve: (key: string) => void }>();
   const dialog = useRef<HTMLDialogElement>(null);
   useEffect(() => onKeyNeeded((reason) => new Promise((resolve) => setRequest({ reason, resolve }))), []);
@@ -65,6 +65,7 @@ function KeyDialog() {
     dialog.current?.close();
     setRequest(undefined);
     request.resolve(key);
+    onKey();
   };
   return (
     // Escape would leave every waiting call hanging: the key is required to go on.
@@ -84,6 +85,8 @@ function KeyDialog() {
 
 function App() {
   const route = useRoute();
+  // The header shows "Forget key" once a key is kept: render again when one is entered.
+  const [, keyEntered] = useState(0);
   const onDocs = route === '#/docs';
   const link = (hash: string) => (onDocs ? `/ui/${hash}` : hash);
   return (
@@ -114,7 +117,7 @@ function App() {
       <main id="main" tabIndex={-1}>
         <Route route={route} key={route} />
       </main>
-      <KeyDialog />
+      <KeyDialog onKey={() => setTimeout(() => keyEntered((n) => n + 1))} />
     </>
   );
 }

@@ -1,14 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc, events } from '../api';
-import { age, Alert, labelText, Page, Status, Table, useAction, useLoad } from '../ui';
+import { Alert, labelText, Page, Status, Table, useAction, useLoad } from '../ui';
 
 export interface SandboxSummary {
   name: string;
   status: string;
   image: string;
-  profile: string;
+  backend: string;
   labels: Record<string, string>;
-  created_at: string;
+  description?: string;
 }
 
 /** `k=v, k2=v2` (or `k:v`) as the API's `label=k:v` query. */
@@ -148,15 +148,14 @@ export function SandboxesPage() {
       </label>
       <Alert error={list.error} />
       <Table
-        head={['Name', 'Status', 'Image', 'Profile', 'Age', 'Labels', '']}
+        head={['Name', 'Status', 'Image', 'Labels', 'Description', '']}
         empty={list.data ? 'No sandboxes.' : 'Loading…'}
         rows={(list.data ?? []).map((s) => [
           <a href={`#/sandboxes/${enc(s.name)}`}>{s.name}</a>,
           <Status value={s.status} />,
           s.image,
-          s.profile,
-          age(s.created_at),
           labelText(s.labels),
+          s.description ?? '',
           <SandboxActions sandbox={s} onDone={list.reload} />,
         ])}
       />
