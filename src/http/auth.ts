@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors.js';
 
 /** Routes open without a key (method + route template): probes, and the dashboard's static files. */
-const OPEN_ROUTES = new Set(['GET /health', 'GET /status', 'GET /', 'GET /ui', 'GET /ui/*', 'GET /docs']);
+const OPEN_ROUTES = new Set(['GET /health', 'GET /status', 'GET /', 'GET /ui', 'GET /ui/*', 'GET /docs', 'HEAD /ui/*', 'HEAD /docs']);
 
 const digest = (key: string) => createHash('sha256').update(key).digest();
 

@@ -58,6 +58,7 @@ describe('the dashboard\'s static files', () => {
     const head = await h.app.inject({ url: '/ui/assets/app-1234.js' });
     expect(head.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect((await h.app.inject({ url: '/ui/' })).headers['cache-control']).toBe('no-cache');
+    expect((await h.app.inject({ method: 'HEAD', url: '/ui/assets/app-1234.js' })).statusCode).toBe(200);
   });
 
   it('serves the API reference page at /docs without a key; its document still needs one', async () => {

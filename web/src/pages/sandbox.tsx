@@ -4,6 +4,14 @@ import { Alert, Fields, Page, Status, Table, useAction, useLoad } from '../ui';
 import { SandboxActions } from './sandboxes';
 import { SnapshotTable, type Snapshot } from './snapshots';
 
+interface Detached {
+  id: string;
+  command: string[];
+  status: string;
+  exit_code: number | null;
+  started_at: string;
+}
+
 interface Sandbox {
   name: string;
   status: string;
@@ -39,8 +47,11 @@ function Console({ name }: { name: string }) {
         }
       };
       await Promise.all([follow('stdout'), follow('stderr')]);
+      detached.reload();
     });
   };
+  const detached = useLoad(() => api<Detached[]>('GET', `/sandboxes/${enc(name)}/exec/detached`), [name]);
+  const kill = (id: string) => void run(async () => (await api('DELETE', `/sandboxes/${enc(name)}/exec/detached/${enc(id)}`), detached.reload()));
   return (
     <div class="card">
       <form class="form-row" onSubmit={submit} aria-label="Run a command">
@@ -57,7 +68,25 @@ function Console({ name }: { name: string }) {
         ))}
       </pre>
       {exit && <p data-testid="console-exit">{exit}</p>}
-      <Alert error={error} />
+      <Alert error={error ?? detached.error} />
+      <h2>Detached commands</h2>
+      <Table
+        head={['Command', 'Status', 'Exit code', 'Started', '']}
+        empty={detached.data ? 'None yet.' : 'Loading…'}
+        rows={[...(detached.data ?? [])].reverse().map((d) => [
+          <code>{d.command.join(' ')}</code>,
+          <Status value={d.status} />,
+          d.exit_code ?? '—',
+          d.started_at,
+          d.status === 'running' ? (
+            <button class="danger" onClick={() => kill(d.id)}>
+              Kill
+            </button>
+          ) : (
+            ''
+          ),
+        ])}
+      />
     </div>
   );
 }
