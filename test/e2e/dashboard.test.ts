@@ -207,8 +207,11 @@ describe('the dashboard', () => {
     ]);
     expect(readFileSync((await download.path())!, 'utf8')).toBe('narrow\n');
 
+    // Deleted from its own page: back to the list, where it is gone.
     await page.getByRole('button', { name: `Delete ${name}` }).click();
-    await expect.poll(async () => (await api('GET', `/sandboxes/${name}`)).status, { timeout: 60_000 }).toBe(404);
+    await expect.poll(() => page.getByRole('heading', { name: 'Sandboxes', level: 1 }).isVisible(), { timeout: 60_000 }).toBe(true);
+    await expect.poll(() => row(page, name).count()).toBe(0);
+    expect((await api('GET', `/sandboxes/${name}`)).status).toBe(404);
     expect(errors).toEqual([]);
     await context.close();
   });

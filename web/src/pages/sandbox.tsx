@@ -219,7 +219,7 @@ export function SandboxPage({ name }: { name: string }) {
   const [tab, setTab] = useState<(typeof TABS)[number]>('Overview');
   const gone = () => (location.hash = '#/sandboxes');
   return (
-    <Page title={name} actions={sandbox.data && <SandboxActions sandbox={sandbox.data} onDone={() => (sandbox.reload(), undefined)} />}>
+    <Page title={name} actions={sandbox.data && <SandboxActions sandbox={sandbox.data} onDone={sandbox.reload} onDeleted={gone} />}>
       <Alert error={sandbox.error} />
       <p>
         <a href="#/sandboxes">← All sandboxes</a> {sandbox.data && <Status value={sandbox.data.status} />}
@@ -240,7 +240,6 @@ export function SandboxPage({ name }: { name: string }) {
       {tab === 'Files' && <Files name={name} />}
       {tab === 'Audit log' && <AuditLog name={name} />}
       {tab === 'Snapshots' && <Snapshots name={name} />}
-      {sandbox.error?.includes('not found') && <button onClick={gone}>Back to the list</button>}
     </Page>
   );
 }

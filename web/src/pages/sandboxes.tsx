@@ -101,9 +101,17 @@ function CreateForm({ onCreated }: { onCreated: () => void }) {
 }
 
 /** Start, stop and delete buttons of one sandbox. */
-export function SandboxActions({ sandbox, onDone }: { sandbox: { name: string; status: string }; onDone: () => void }) {
+export function SandboxActions({
+  sandbox,
+  onDone,
+  onDeleted = onDone,
+}: {
+  sandbox: { name: string; status: string };
+  onDone: () => void;
+  onDeleted?: () => void;
+}) {
   const [error, run, busy] = useAction();
-  const act = (method: string, path: string) => () => void run(async () => (await api(method, path), onDone()));
+  const act = (method: string, path: string, then = onDone) => () => void run(async () => (await api(method, path), then()));
   const base = `/sandboxes/${enc(sandbox.name)}`;
   return (
     <span class="actions">
@@ -120,7 +128,7 @@ export function SandboxActions({ sandbox, onDone }: { sandbox: { name: string; s
         class="danger"
         disabled={busy}
         aria-label={`Delete ${sandbox.name}`}
-        onClick={() => confirm(`Delete sandbox ${sandbox.name}? Its files are lost.`) && act('DELETE', base)()}
+        onClick={() => confirm(`Delete sandbox ${sandbox.name}? Its files are lost.`) && act('DELETE', base, onDeleted)()}
       >
         Delete
       </button>
