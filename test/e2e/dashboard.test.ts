@@ -140,7 +140,6 @@ describe('the dashboard', () => {
     for (const [hash, heading, file] of [
       ['#/snapshots', 'Snapshots', 'snapshots.png'],
       ['#/objects', 'Durable objects', 'objects.png'],
-      ['#/schedules', 'Schedules', 'schedules.png'],
       ['#/server', 'Server', 'server.png'],
     ] as const) {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: heading.split(' ').pop()!, exact: false }).first().click();
@@ -151,6 +150,16 @@ describe('the dashboard', () => {
       await page.screenshot({ path: join(shots, file) });
     }
     expect(await page.locator('.bars').first().textContent()).toContain('sandboxes active');
+
+    // A schedule, triggered from its page: the run shows in its history.
+    const schedule = { name: `nightly-${suffix}`, method: 'exec', target_sandbox: name, args: { command: ['echo', 'nightly'] }, cron: '0 3 * * *' };
+    expect((await api('POST', '/schedules', schedule)).status).toBe(201);
+    await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Schedules' }).click();
+    await page.getByRole('button', { name: 'Trigger' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: `Runs of ${schedule.name}` }).isVisible()).toBe(true);
+    const runs = page.locator('.card').filter({ has: page.getByRole('heading', { name: `Runs of ${schedule.name}` }) });
+    await expect.poll(async () => (await runs.textContent()) ?? '', { timeout: 30_000 }).toContain('succeeded');
+    await page.screenshot({ path: join(shots, 'schedules.png') });
 
     await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Stores' }).click();
     await page.getByRole('button', { name: 'Open SQL' }).click();
