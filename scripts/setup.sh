@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares this machine for sandboxd: Debian packages, Docker with the gVisor runtime,
-# node_modules, the TypeScript build and the sandbox images. Idempotent; on a machine that
+# node_modules, the TypeScript build, the dashboard and the sandbox images. Idempotent; on a machine that
 # already has everything it only checks (a few seconds), so `npm test` runs it every time.
 #
 # Usage: bash scripts/setup.sh [--quiet] [--images "base python node"]
@@ -29,8 +29,9 @@ done
 # prometheus: its promtool checks the /metrics exposition in the tests. Only the tool is
 # wanted: it is installed without its recommends (node exporter and friends), and the
 # prometheus daemon that Debian enables on systemd hosts is disabled right after.
-PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus)
-TOOL_ONLY_PACKAGES=(prometheus)
+# chromium: the dashboard's end-to-end test drives Debian's Chromium through playwright-core.
+PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus chromium)
+TOOL_ONLY_PACKAGES=(prometheus chromium)
 # --network=none: gVisor's own netstack does not work on this kind of host.
 # --host-uds=create: the agent's socket, created inside the sandbox, must be visible to the host.
 RUNSC_ARGS='["--network=none","--host-uds=create"]'
@@ -217,6 +218,21 @@ if [ ! -f "$stamp" ] || [ -n "$(find src bench tsconfig.json package.json -newer
   touch "$stamp"
 else
   say "dist is up to date"
+fi
+
+# --- The dashboard: web/ is its own package (own lockfile and node_modules), built by Vite into
+# dist/web, which the server serves at /ui/ and /docs. Rebuilt only when its sources change. ----
+web_stamp=dist/web/.setup-build-stamp
+if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  act "npm ci in web/ (the dashboard)"
+  (cd web && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error)
+fi
+if [ ! -f "$web_stamp" ] || [ -n "$(find web/src web/index.html web/vite.config.ts web/package.json web/package-lock.json -newer "$web_stamp" -print -quit)" ]; then
+  act "building the dashboard (web/ -> dist/web)"
+  (cd web && npm run --silent build >/dev/null)
+  touch "$web_stamp"
+else
+  say "the dashboard is up to date"
 fi
 
 # --- The in-sandbox agent: a static Go binary (standard library only, built offline). --------

@@ -28,7 +28,9 @@ import { sandboxRoutes } from './routes/sandbox-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { storeRoutes } from './routes/store-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
+import { DEFAULT_WEB_ROOT, uiRoutes } from './routes/ui-routes.js';
 import { snapshotRoutes } from './routes/snapshot-routes.js';
+import { operationIdFor, tidyDocument } from './openapi-document.js';
 import { zodValidatorCompiler } from './validation.js';
 import { registerQueryCheck } from './query-check.js';
 
@@ -45,6 +47,8 @@ export interface AppOptions {
   eventsHeartbeatMs?: number;
   /** Longest a client may take to send a whole request, headers and body (REQUEST_TIMEOUT_MS). */
   requestTimeoutMs?: number;
+  /** The built dashboard served at /ui/ and /docs (dist/web). */
+  webRoot?: string;
 }
 
 /**
@@ -101,6 +105,7 @@ export async function buildApp({
   https,
   eventsHeartbeatMs = 15_000,
   requestTimeoutMs = REQUEST_TIMEOUT_MS,
+  webRoot = DEFAULT_WEB_ROOT,
 }: AppOptions): Promise<App> {
   // Node checks the time-outs of requests under way this often (30 s by default, as long as the limit itself).
   const timeouts = {
@@ -165,6 +170,8 @@ export async function buildApp({
           apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         },
       },
+      // Relative: the server that serves the document (clients put their own base URL in front).
+      servers: [{ url: '/', description: 'the sandboxd server that serves this document' }],
       security: keys.length ? [{ bearer: [] }, { apiKeyHeader: [] }] : [],
       webhooks: webhookDocument,
     },
@@ -178,6 +185,8 @@ export async function buildApp({
       });
       schema.response = { ...(schema.response as object), ...Object.fromEntries(responses.filter(([, s]) => !isZod(s))) };
       documentRawBytes(schema as DocumentedSchema);
+      const method = [input.route.method].flat()[0]!;
+      (schema as { operationId?: string }).operationId ??= operationIdFor(method, input.url);
       // The wildcard of the file routes is the file path.
       if (!url.includes('*')) return { schema, url };
       const params = schema.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
@@ -188,7 +197,7 @@ export async function buildApp({
       }
       return { schema, url: url.replace('*', ':path') };
     },
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => tidyDocument(jsonSchemaTransformObject(input)),
   });
 
   const context = { services };
@@ -207,5 +216,6 @@ export async function buildApp({
   await app.register(storeRoutes, context);
   await app.register(llmRoutes, context);
   await app.register(policyRoutes, context);
+  await app.register(uiRoutes, { webRoot });
   return app;
 }

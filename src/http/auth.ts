@@ -10,8 +10,8 @@ declare module 'fastify' {
   }
 }
 
-/** Routes open without a key (method + route template). */
-const OPEN_ROUTES = new Set(['GET /health', 'GET /status']);
+/** Routes open without a key (method + route template): probes, and the dashboard's static files. */
+const OPEN_ROUTES = new Set(['GET /health', 'GET /status', 'GET /', 'GET /ui', 'GET /ui/*', 'GET /docs', 'HEAD /ui/*', 'HEAD /docs']);
 
 const digest = (key: string) => createHash('sha256').update(key).digest();
 
@@ -27,8 +27,8 @@ function presentedKey(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Authentication: when at least one key is configured every request but GET /health and
- * GET /status must present one of them. Keys are compared as SHA-256 digests in constant
+ * Authentication: when at least one key is configured every request but the OPEN_ROUTES
+ * must present one of them. Keys are compared as SHA-256 digests in constant
  * time, against every configured key, so timing tells nothing about which came close.
  * Every request gets its principal: the presented key's, or `anonymous` (an admin on a server
  * without keys, where everyone may do everything; a non-admin on the open routes of one with keys).

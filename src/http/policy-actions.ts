@@ -56,6 +56,11 @@ const objectByName = (input: RouteInput) => `object:${input.params.class}/${inpu
 export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'GET /health': 'open',
   'GET /status': 'open',
+  // The dashboard's static files and the API reference page (its calls are API routes, decided).
+  'GET /': 'open',
+  'GET /ui': 'open',
+  'GET /ui/*': 'open',
+  'GET /docs': 'open',
   'GET /stats': { action: 'service.stats', resource: () => 'service:stats' },
   'GET /metrics': { action: 'service.metrics', resource: () => 'service:metrics' },
   'GET /openapi.json': { action: 'service.openapi', resource: () => 'service:openapi' },

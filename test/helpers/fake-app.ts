@@ -27,8 +27,8 @@ export async function fakeHarness(
   settings: Partial<ServiceSettings> & { apiKeys?: string[]; namedKeys?: ApiKey[] } = {},
   clock?: Clock,
   events?: EventSettings,
-  /** Store engines to offer (test doubles in unit tests), and a logger to read what was logged. */
-  extra: { engines?: StoreEngine[]; logger?: Logger } = {},
+  /** Store engines to offer (test doubles in unit tests), a logger to read what was logged, the dashboard's files. */
+  extra: { engines?: StoreEngine[]; logger?: Logger; webRoot?: string } = {},
 ): Promise<FakeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
   const store = await openStore(dataDir);
@@ -50,7 +50,7 @@ export async function fakeHarness(
     ...(events ? { events } : {}),
     ...(extra.engines ? { engines: extra.engines } : {}),
   });
-  const app = await buildApp({ services, apiKeys, namedKeys, logger });
+  const app = await buildApp({ services, apiKeys, namedKeys, logger, ...(extra.webRoot ? { webRoot: extra.webRoot } : {}) });
   return {
     app,
     services,

@@ -123,7 +123,7 @@ describe('raw file bytes (application/octet-stream)', () => {
     h = await fakeHarness();
     const doc = (await h.app.inject({ url: '/openapi.json' })).json();
     const path = doc.paths['/sandboxes/{name}/files/{path}'];
-    expect(path.put.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WriteFileInput' });
+    expect(path.put.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WriteFile' });
     expect(path.put.requestBody.content[RAW].schema).toEqual({ type: 'string', format: 'binary' });
     expect(path.get.responses['200'].content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/FileContent' });
     expect(path.get.responses['200'].content[RAW].schema).toEqual({ type: 'string', format: 'binary' });

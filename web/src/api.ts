@@ -1,0 +1,144 @@
+/**
+ * Every call the dashboard makes to the sandboxd API: the key (when auth is on) goes with each
+ * one, kept in sessionStorage for this browser session; a 401 asks for it again and retries.
+ */
+
+const KEY_ITEM = 'sandboxd.apiKey';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code = '',
+  ) {
+    super(message);
+  }
+}
+
+/** Shows the key form and resolves with what the person typed; set once by the app. */
+let askForKey: (reason: string) => Promise<string> = () => Promise.reject(new Error('no key form'));
+
+export function onKeyNeeded(ask: (reason: string) => Promise<string>): void {
+  askForKey = ask;
+}
+
+export const storedKey = (): string | null => sessionStorage.getItem(KEY_ITEM);
+
+export function forgetKey(): void {
+  sessionStorage.removeItem(KEY_ITEM);
+}
+
+/** One question at a time: the calls that need a key while it is being asked all wait on it. */
+let asking: Promise<string> | undefined;
+function ask(reason: string): Promise<string> {
+  asking ??= askForKey(reason).finally(() => (asking = undefined));
+  return asking;
+}
+
+/** Whether the server wants a key (GET /status is open): asked before the first call, so no call is refused for want of one. */
+let authOn: Promise<boolean> | undefined;
+const needsKey = () =>
+  (authOn ??= fetch('/status')
+    .then((r) => r.json() as Promise<{ data?: { api_key_configured?: boolean } }>)
+    .then((body) => body.data?.api_key_configured === true)
+    .catch(() => false));
+
+/** Sends a request with the key; on 401 asks for a key (once per failure) and sends it again. */
+export async function authorizedFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  if (!storedKey() && (await needsKey())) sessionStorage.setItem(KEY_ITEM, await ask('This server needs an API key.'));
+  for (;;) {
+    const key = storedKey();
+    const headers = new Headers(init.headers);
+    if (key) headers.set('authorization', `Bearer ${key}`);
+    const response = await fetch(path, { ...init, headers });
+    if (response.status !== 401) return response;
+    const reason = key ? 'That key was refused: enter a valid API key.' : 'This server needs an API key.';
+    if (storedKey() === key) {
+      forgetKey();
+      sessionStorage.setItem(KEY_ITEM, await ask(reason));
+    }
+  }
+}
+
+/** The reply's error as a message: the envelope's `error` where there is one. */
+async function failure(response: Response): Promise<ApiError> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { error?: string; code?: string };
+    return new ApiError(response.status, body.error ?? text, body.code);
+  } catch {
+    return new ApiError(response.status, text || response.statusText);
+  }
+}
+
+/** A JSON call: the envelope's `data`, or an ApiError carrying its message. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { 'content-type': 'application/json' };
+  }
+  const response = await authorizedFetch(path, init);
+  if (!response.ok) throw await failure(response);
+  return ((await response.json()) as { data: T }).data;
+}
+
+/** A file's bytes as they are. */
+export async function download(path: string): Promise<Blob> {
+  const response = await authorizedFetch(path, { headers: { accept: 'application/octet-stream' } });
+  if (!response.ok) throw await failure(response);
+  return response.blob();
+}
+
+export async function upload(path: string, bytes: Blob): Promise<void> {
+  const response = await authorizedFetch(path, { method: 'PUT', body: bytes, headers: { 'content-type': 'application/octet-stream' } });
+  if (!response.ok) throw await failure(response);
+}
+
+/** Plain text (the Prometheus exposition of /metrics). */
+export async function text(path: string): Promise<string> {
+  const response = await authorizedFetch(path);
+  if (!response.ok) throw await failure(response);
+  return response.text();
+}
+
+export interface ServerSentEvent {
+  event: string;
+  data: unknown;
+}
+
+/**
+ * Server-Sent Events over fetch: EventSource cannot send an Authorization header. Yields each
+ * event with its data parsed as JSON, until the stream ends or `signal` aborts.
+ */
+export async function* events(path: string, signal: AbortSignal, init: RequestInit = {}): AsyncGenerator<ServerSentEvent> {
+  const response = await authorizedFetch(path, { ...init, signal, headers: { ...init.headers, accept: 'text/event-stream' } });
+  if (!response.ok || !response.body) throw await failure(response);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let event = 'message';
+        const data: string[] = [];
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) event = line.slice(6).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
+        }
+        if (data.length) yield { event, data: JSON.parse(data.join('\n')) as unknown };
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/** A path segment, encoded; a file path keeps its slashes. */
+export const enc = encodeURIComponent;
+export const encPath = (path: string) => path.replace(/^\/+/, '').split('/').map(encodeURIComponent).join('/');

@@ -1,0 +1,172 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, enc, events } from '../api';
+import { Alert, labelText, Page, Status, Table, useAction, useLoad } from '../ui';
+
+export interface SandboxSummary {
+  name: string;
+  status: string;
+  image: string;
+  backend: string;
+  labels: Record<string, string>;
+  description?: string;
+}
+
+/** `k=v, k2=v2` (or `k:v`) as the API's `label=k:v` query. */
+function labelQuery(filter: string): string {
+  const pairs = filter
+    .split(/[,\s]+/)
+    .filter(Boolean)
+    .map((pair) => pair.replace('=', ':'));
+  return pairs.map((p) => `label=${enc(p)}`).join('&');
+}
+
+/**
+ * Reloads whenever a sandbox event arrives on /events (created, started, stopped, removed, ...).
+ * A server started without --events answers 503: then the list is polled every 5 s instead.
+ */
+function useLiveReload(reload: () => void): 'live' | 'polling' | 'connecting' {
+  const [mode, setMode] = useState<'live' | 'polling' | 'connecting'>('connecting');
+  useEffect(() => {
+    const abort = new AbortController();
+    let poll: ReturnType<typeof setInterval> | undefined;
+    void (async () => {
+      try {
+        const stream = events('/events', abort.signal);
+        setMode('live');
+        for await (const event of stream) {
+          if (String((event.data as { event?: string }).event ?? '').startsWith('sandbox.')) reload();
+        }
+      } catch {
+        if (abort.signal.aborted) return;
+        setMode('polling');
+        poll = setInterval(reload, 5000);
+      }
+    })();
+    return () => {
+      abort.abort();
+      clearInterval(poll);
+    };
+  }, [reload]);
+  return mode;
+}
+
+function CreateForm({ onCreated }: { onCreated: () => void }) {
+  const [error, run, busy] = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const labels = Object.fromEntries(
+      String(form.get('labels') ?? '')
+        .split(/[,\s]+/)
+        .filter(Boolean)
+        .map((pair) => pair.split(/[=:]/, 2) as [string, string]),
+    );
+    const body: Record<string, unknown> = { name: form.get('name'), labels };
+    for (const field of ['image', 'profile', 'ttl']) if (form.get(field)) body[field] = form.get(field);
+    void run(async () => {
+      await api('POST', '/sandboxes', body);
+      (e.target as HTMLFormElement).reset();
+      onCreated();
+    });
+  };
+  return (
+    <form class="card form-row" onSubmit={submit} aria-label="Create a sandbox">
+      <label>
+        Name <input name="name" required pattern="[a-z0-9][a-z0-9_.\-]{0,62}" placeholder="my-sandbox" />
+      </label>
+      <label>
+        Image <input name="image" placeholder="server default" />
+      </label>
+      <label>
+        Profile
+        <select name="profile">
+          <option value="">default</option>
+          <option>permissive</option>
+          <option>moderate</option>
+          <option>restrictive</option>
+        </select>
+      </label>
+      <label>
+        Labels <input name="labels" placeholder="team=ml, env=dev" />
+      </label>
+      <label>
+        TTL <input name="ttl" placeholder="2h" size={5} />
+      </label>
+      <button type="submit" disabled={busy}>
+        {busy ? 'Creating…' : 'Create'}
+      </button>
+      <Alert error={error} />
+    </form>
+  );
+}
+
+/** Start, stop and delete buttons of one sandbox. */
+export function SandboxActions({
+  sandbox,
+  onDone,
+  onDeleted = onDone,
+}: {
+  sandbox: { name: string; status: string };
+  onDone: () => void;
+  onDeleted?: () => void;
+}) {
+  const [error, run, busy] = useAction();
+  const act = (method: string, path: string, then = onDone) => () => void run(async () => (await api(method, path), then()));
+  const base = `/sandboxes/${enc(sandbox.name)}`;
+  return (
+    <span class="actions">
+      {sandbox.status === 'running' ? (
+        <button disabled={busy} onClick={act('POST', `${base}/stop`)} aria-label={`Stop ${sandbox.name}`}>
+          Stop
+        </button>
+      ) : (
+        <button disabled={busy} onClick={act('POST', `${base}/start`)} aria-label={`Start ${sandbox.name}`}>
+          Start
+        </button>
+      )}
+      <button
+        class="danger"
+        disabled={busy}
+        aria-label={`Delete ${sandbox.name}`}
+        onClick={() => confirm(`Delete sandbox ${sandbox.name}? Its files are lost.`) && act('DELETE', base, onDeleted)()}
+      >
+        Delete
+      </button>
+      <Alert error={error} />
+    </span>
+  );
+}
+
+export function SandboxesPage() {
+  const [filter, setFilter] = useState('');
+  const list = useLoad(() => api<SandboxSummary[]>('GET', `/sandboxes?${labelQuery(filter)}`), [filter]);
+  const mode = useLiveReload(list.reload);
+  return (
+    <Page
+      title="Sandboxes"
+      actions={
+        <span class="muted" title={mode === 'polling' ? 'the server runs without --events: the list is refreshed every 5 s' : 'updated through /events'}>
+          {mode === 'live' ? '● live' : mode === 'polling' ? 'refreshing every 5 s' : ''}
+        </span>
+      }
+    >
+      <CreateForm onCreated={list.reload} />
+      <label class="filter">
+        Label filter <input type="search" placeholder="team=ml" value={filter} onChange={(e) => setFilter(e.currentTarget.value)} />
+      </label>
+      <Alert error={list.error} />
+      <Table
+        head={['Name', 'Status', 'Image', 'Labels', 'Description', '']}
+        empty={list.data ? 'No sandboxes.' : 'Loading…'}
+        rows={(list.data ?? []).map((s) => [
+          <a href={`#/sandboxes/${enc(s.name)}`}>{s.name}</a>,
+          <Status value={s.status} />,
+          s.image,
+          labelText(s.labels),
+          s.description ?? '',
+          <SandboxActions sandbox={s} onDone={list.reload} />,
+        ])}
+      />
+    </Page>
+  );
+}

@@ -1,0 +1,51 @@
+import { api, enc } from '../api';
+import { age, Alert, Page, Table, useAction, useLoad } from '../ui';
+
+export interface Snapshot {
+  name: string;
+  sandbox: string;
+  base_image: string;
+  created_at: string;
+}
+
+export function SnapshotTable({ snapshots, onChange }: { snapshots?: Snapshot[]; onChange: () => void }) {
+  const [error, run, busy] = useAction();
+  const restore = (s: Snapshot) => {
+    const as = prompt(`Restore ${s.name} as a new sandbox named:`, `${s.sandbox}-restored`);
+    if (as) void run(async () => (await api('POST', `/snapshots/${enc(s.name)}/restore`, { as_name: as }), (location.hash = `#/sandboxes/${enc(as)}`)));
+  };
+  const remove = (s: Snapshot) => confirm(`Delete snapshot ${s.name}?`) && void run(async () => (await api('DELETE', `/snapshots/${enc(s.name)}`), onChange()));
+  return (
+    <>
+      <Alert error={error} />
+      <Table
+        head={['Name', 'Sandbox', 'Base image', 'Age', '']}
+        empty={snapshots ? 'No snapshots.' : 'Loading…'}
+        rows={(snapshots ?? []).map((s) => [
+          s.name,
+          <a href={`#/sandboxes/${enc(s.sandbox)}`}>{s.sandbox}</a>,
+          s.base_image,
+          age(s.created_at),
+          <span class="actions">
+            <button disabled={busy} onClick={() => restore(s)}>
+              Restore
+            </button>
+            <button class="danger" disabled={busy} onClick={() => remove(s)} aria-label={`Delete snapshot ${s.name}`}>
+              Delete
+            </button>
+          </span>,
+        ])}
+      />
+    </>
+  );
+}
+
+export function SnapshotsPage() {
+  const list = useLoad(() => api<Snapshot[]>('GET', '/snapshots'), []);
+  return (
+    <Page title="Snapshots">
+      <Alert error={list.error} />
+      <SnapshotTable snapshots={list.data} onChange={list.reload} />
+    </Page>
+  );
+}
