@@ -103,7 +103,7 @@ async function waitForServerUrl(dataDir: string, ownerPid: number | undefined): 
 }
 
 /** Over HTTPS, the self-signed certificate a server keeps in its data directory is trusted besides the usual roots. */
-function trustFor(url: string, dataDir: string): { ca?: string[] } {
+export function trustFor(url: string, dataDir: string): { ca?: string[] } {
   const selfSigned = join(dataDir, 'tls', 'cert.pem');
   if (!url.startsWith('https:') || !existsSync(selfSigned)) return {};
   return { ca: [...rootCertificates, readFileSync(selfSigned, 'utf8')] };
