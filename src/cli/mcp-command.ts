@@ -31,6 +31,7 @@ export function mcpCommand(): Command {
     .option('--pool-sizes <table>', 'in-process: image[@profile]=n entries, warmed at start')
     .option('--pids-limit <n>', 'in-process: process limit of every sandbox')
     .option('--secret-key-file <file>', 'in-process: 32-byte key that encrypts secrets at rest (default <data-dir>/secret.key)')
+    .option('--log-format <format>', 'pretty (readable lines), json, or auto: pretty when stderr is a terminal (default)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (logs go to stderr)')
     .action(async (opts: Record<string, unknown>) => {
       // Stdout is the protocol: whatever a library prints with console.log goes to stderr instead.
@@ -38,7 +39,7 @@ export function mcpCommand(): Command {
       const { server: serverUrl, ...rest } = opts;
       const config = configFromOptions(rest);
       if (!config) return;
-      const logger = createLogger(config.logLevel);
+      const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let target: McpTarget;
       try {
         target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : undefined);

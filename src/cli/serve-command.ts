@@ -45,11 +45,12 @@ export function serveCommand(): Command {
     .option('--events-heartbeat <seconds>', 'heartbeat comment interval of GET /events (15)')
     .option('--otel-endpoint <url>', 'OTLP/HTTP collector for trace export, e.g. http://127.0.0.1:4318')
     .option('--secret-key-file <file>', '32-byte key that encrypts secrets at rest, mode 0600 (default <data-dir>/secret.key, made on first use)')
+    .option('--log-format <format>', 'pretty (readable lines), json, or auto: pretty when stderr is a terminal (default)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);
       if (!config) return;
-      const logger = createLogger(config.logLevel);
+      const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let runtime;
       try {
         runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });
