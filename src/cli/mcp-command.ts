@@ -1,12 +1,7 @@
 import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createMcpServer } from '../mcp/server.js';
-import { SecretKeyError } from '../services/support/secret-box.js';
-import { DataDirLockedError } from '../state/data-dir-lock.js';
-import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
-import { McpTargetError, openMcpTarget, type McpTarget } from './mcp-target.js';
+import type { McpTarget } from './mcp-target.js';
 
 /**
  * `sandboxd mcp`: the MCP tool server on stdio. Stdout carries JSON-RPC only; logs go to
@@ -39,6 +34,16 @@ export function mcpCommand(): Command {
       const { server: serverUrl, ...rest } = opts;
       const config = configFromOptions(rest);
       if (!config) return;
+      // Loaded here, not at the top: the client commands start without the service's modules.
+      const [{ StdioServerTransport }, { createMcpServer }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { McpTargetError, openMcpTarget }] =
+        await Promise.all([
+          import('@modelcontextprotocol/sdk/server/stdio.js'),
+          import('../mcp/server.js'),
+          import('../services/support/secret-box.js'),
+          import('../state/data-dir-lock.js'),
+          import('../telemetry/logger.js'),
+          import('./mcp-target.js'),
+        ]);
       const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let target: McpTarget;
       try {

@@ -1,9 +1,5 @@
 import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
-import { startRuntime } from '../runtime.js';
-import { SecretKeyError } from '../services/support/secret-box.js';
-import { DataDirLockedError } from '../state/data-dir-lock.js';
-import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
 
 /** Flags of `serve`; each has a SERVICE_* twin (see README) and a TOML key. */
@@ -50,6 +46,13 @@ export function serveCommand(): Command {
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);
       if (!config) return;
+      // Loaded here, not at the top: the client commands start without the service's modules.
+      const [{ startRuntime }, { SecretKeyError }, { DataDirLockedError }, { createLogger }] = await Promise.all([
+        import('../runtime.js'),
+        import('../services/support/secret-box.js'),
+        import('../state/data-dir-lock.js'),
+        import('../telemetry/logger.js'),
+      ]);
       const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let runtime;
       try {

@@ -6,7 +6,7 @@ import { ServiceError } from '../../errors.js';
 import { unwrap, urlOf, type ApiClient, type ApiRequest } from '../../mcp/api-client.js';
 import { httpClient } from '../../mcp/http-client.js';
 import { loadConfig } from '../../config/load-config.js';
-import { trustFor } from '../mcp-target.js';
+import { trustFor } from '../server-trust.js';
 
 /** The global flags of the client commands (accepted anywhere before `--`, see global-flags.ts). */
 export interface GlobalFlags {
@@ -36,7 +36,7 @@ const KEY_ADVICE = "give sandboxd the server's key with --api-key or SERVICE_API
 export function connect(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): Connection {
   const config = loadConfig({ env });
   const apiKey = flags.apiKey ?? config.apiKeys[0];
-  const base = (flags.server ?? env.SERVICE_URL ?? localServerUrl(config.dataDir) ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
+  const base = (flags.server ?? (env.SERVICE_URL || undefined) ?? localServerUrl(config.dataDir) ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
   const { ca } = trustFor(base, config.dataDir);
   return {
     api: httpClient(base, { apiKey, ...(ca ? { ca } : {}), unauthorizedAdvice: KEY_ADVICE }),
