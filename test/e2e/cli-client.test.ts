@@ -79,7 +79,7 @@ describe('sandboxd client commands (fake backend)', () => {
     }
     // After --, a flag belongs to the command in the sandbox (the fake backend prints its argv).
     const exec = await cli('exec', 'flags', '--json', '--', 'echo', '--json');
-    expect(JSON.parse(exec.stdout)).toMatchObject({ exit_code: 0, stdout: 'echo --json' });
+    expect(JSON.parse(exec.stdout)).toMatchObject({ exit_code: 0, stdout: 'echo --json\n' });
     await cli('sandbox', 'rm', 'flags');
   });
 
