@@ -1,16 +1,15 @@
 import { withNextStep, type NextStepRenderers } from '../../errors.js';
 import { ServiceError } from '../../errors.js';
 
-/** The next steps in the words of the command line: the sandboxd command that does it. */
+/** The next steps in the words of the command line: the sandboxd command that does it (the API route where no command does). */
 export const CLI_NEXT_STEPS: NextStepRenderers = {
   start: ({ sandbox }) => `start it with \`sandboxd sandbox start ${sandbox}\``,
   recover: ({ sandbox, then }) =>
     then === 'start'
       ? `recover it with \`sandboxd sandbox recover ${sandbox}\`, then start it with \`sandboxd sandbox start ${sandbox}\``
       : `recover it first with \`sandboxd sandbox recover ${sandbox}\``,
-  browser_open: ({ sandbox, page }) => `open the page '${page}' of sandbox ${sandbox} (POST /sandboxes/${sandbox}/browser/open)`,
-  browser_snapshot: ({ sandbox, page, use_refs }) =>
-    `take a new snapshot of the page '${page}' of sandbox ${sandbox}${use_refs ? ' and use its refs' : ''}`,
+  browser_open: ({ sandbox, page }) => `open it with POST /sandboxes/${sandbox}/browser/pages/${page}/goto`,
+  browser_snapshot: ({ sandbox, page, use_refs }) => `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
 };
 
 /** Whether escape codes may go to a stream: a terminal, and NO_COLOR unset or empty (https://no-color.org). */
