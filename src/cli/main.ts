@@ -22,6 +22,11 @@ try {
   process.exit();
 }
 const ctx = clientContext(parsed.flags);
+// A reader that stops early (`sandboxd sandbox ls | head -1`) closes the pipe: end quietly, as Unix tools do.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
 
 const program = new Command('sandboxd')
   .description('isolated sandboxes for untrusted commands: HTTP/JSON API, MCP tool server, CLI')

@@ -80,6 +80,9 @@ describe('sandboxd client commands (fake backend)', () => {
     // After --, a flag belongs to the command in the sandbox (the fake backend prints its argv).
     const exec = await cli('exec', 'flags', '--json', '--', 'echo', '--json');
     expect(JSON.parse(exec.stdout)).toMatchObject({ exit_code: 0, stdout: 'echo --json\n' });
+    // run goes through /run/stream (the fake backend prints the argv it was given).
+    expect(await cli('run', '--json', '--', 'echo', 'fresh')).toMatchObject({ code: 0, stderr: '' });
+    expect(await cli('run', '--', 'echo', 'fresh')).toEqual({ code: 0, stdout: 'echo fresh\n', stderr: '' });
     await cli('sandbox', 'rm', 'flags');
   });
 
@@ -104,6 +107,11 @@ describe('sandboxd client commands (fake backend)', () => {
     const unreachable = await cli('sandbox', 'ls', '--server', 'http://127.0.0.1:1');
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toContain('cannot reach the sandboxd server at http://127.0.0.1:1');
+
+    // A missing sandbox answers before the stream opens.
+    const execMissing = await cli('exec', 'nope', '--', 'true');
+    expect(execMissing).toMatchObject({ code: 1, stdout: '' });
+    expect(execMissing.stderr).toMatch(/^error: .*nope.*\n$/);
 
     const rmSome = await cli('sandbox', 'rm', 'nope-1');
     expect(rmSome.code).toBe(1);
@@ -166,19 +174,19 @@ describe('sandboxd client commands (fake backend)', () => {
         if (stdout.includes('\n')) resolve(stdout.split('\n')[0]!);
       });
     });
-    // The stream is open once the server answers; an event before that would be missed, so create until one arrives.
-    const creating = (async () => {
-      await new Promise((r) => setTimeout(r, 500));
+    // The stream opens at some point after the spawn: sandboxes come and go until it shows one.
+    let seen: string | undefined;
+    void firstLine.then((line) => (seen = line));
+    while (seen === undefined) {
       await cli('sandbox', 'create', 'other');
       await cli('sandbox', 'create', 'watched');
-    })();
-    const line = await firstLine;
-    await creating;
+      await cli('sandbox', 'rm', 'other', 'watched');
+    }
     child.kill('SIGINT');
     await new Promise((resolve) => child.once('exit', resolve));
-    expect(JSON.parse(line)).toMatchObject({ type: 'sandbox.created', sandbox: 'watched' });
+    expect(JSON.parse(seen)).toMatchObject({ type: expect.stringMatching(/^sandbox\./), sandbox: 'watched' });
+    expect(stdout).not.toContain('"other"');
     expect(child.exitCode).toBe(0);
-    await cli('sandbox', 'rm', 'other', 'watched');
   });
 
   it('completes commands, flags and sandbox names for bash and zsh', async () => {
