@@ -23,9 +23,15 @@ complete -o default -F _sandboxd sandboxd
 const ZSH = `#compdef sandboxd
 # sandboxd completion for zsh: source <(sandboxd completion zsh)
 _sandboxd() {
-  local -a candidates
+  local -a candidates prefixes
   candidates=("\${(@f)$(sandboxd __complete "\${(@)words[2,CURRENT]}" 2>/dev/null)}")
-  [[ -n "\${candidates[1]}" ]] && compadd -S '' -- "\${candidates[@]/%/ }" || _files
+  candidates=(\${candidates:#})
+  (( \${#candidates} )) || { _files; return }
+  # NAME: of cp goes on without a space; everything else ends the word.
+  prefixes=(\${(M)candidates:#*:})
+  candidates=(\${candidates:#*:})
+  (( \${#prefixes} )) && compadd -S '' -- "\${prefixes[@]}"
+  (( \${#candidates} )) && compadd -- "\${candidates[@]}"
 }
 compdef _sandboxd sandboxd
 `;
