@@ -4,8 +4,7 @@ import type { ExecResultBody } from '../schemas/exec-schemas.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
 import { sseEvents } from './client/connection.js';
-import { dim, colours, pairs, printJson } from './client/output.js';
-import { integer } from './sandbox-command.js';
+import { colours, dim, integer, pairs, printJson } from './client/output.js';
 
 interface CommandOptions {
   workdir?: string;

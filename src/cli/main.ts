@@ -3,7 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { VERSION } from '../paths.js';
 import { clientContext } from './client/client-context.js';
 import { extractGlobalFlags } from './client/global-flags.js';
-import { reportFailure, UsageError } from './client/output.js';
+import { reportFailure } from './client/output.js';
 import { completionCommands } from './completion-command.js';
 import { cpCommand } from './cp-command.js';
 import { execCommands } from './exec-command.js';
@@ -18,7 +18,7 @@ let parsed;
 try {
   parsed = extractGlobalFlags(process.argv.slice(2));
 } catch (err) {
-  reportFailure(err instanceof UsageError ? err : new UsageError(String(err)));
+  reportFailure(err);
   process.exit();
 }
 const ctx = clientContext(parsed.flags);

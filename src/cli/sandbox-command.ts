@@ -3,7 +3,7 @@ import { apiPath } from '../mcp/api-client.js';
 import type { SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
-import { age, labelText, pairs, printFields, printJson, printTable, UsageError, withProgress } from './client/output.js';
+import { age, integer, labelText, pairs, printFields, printJson, printTable, withProgress } from './client/output.js';
 
 interface CreateOptions {
   image?: string;
@@ -132,10 +132,4 @@ function printSandbox(sandbox: SandboxDetail, json: boolean): void {
     ['backend', sandbox.backend],
     ['uuid', sandbox.uuid],
   ]);
-}
-
-/** A positive integer flag value, or a usage error naming the flag. */
-export function integer(value: string, flag: string): number {
-  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} '${value}': expected a whole number`);
-  return Number(value);
 }

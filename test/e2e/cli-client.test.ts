@@ -139,6 +139,9 @@ describe('sandboxd client commands (fake backend)', () => {
       expect(result.stdout, args.join(' ')).toBe('');
       expect(result.stderr, args.join(' ')).toMatch(message);
     }
+    const badSetting = await runCli(['sandbox', 'ls'], { ...env(), SERVICE_PORT: 'abc' });
+    expect(badSetting).toMatchObject({ code: 2, stdout: '' });
+    expect(badSetting.stderr).toContain('SERVICE_PORT');
     expect((await cli('--help')).code).toBe(0);
     expect((await cli('sandbox', '--help')).stdout).toContain('create');
   });

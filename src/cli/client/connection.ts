@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { ServiceError } from '../../errors.js';
 import { unwrap, urlOf, type ApiClient, type ApiRequest } from '../../mcp/api-client.js';
 import { httpClient } from '../../mcp/http-client.js';
-import { loadConfig } from '../../config/load-config.js';
+import { ConfigError, loadConfig } from '../../config/load-config.js';
 import { trustFor } from '../server-trust.js';
+import { UsageError } from './output.js';
 
 /** The global flags of the client commands (accepted anywhere before `--`, see global-flags.ts). */
 export interface GlobalFlags {
@@ -34,7 +35,7 @@ const KEY_ADVICE = "give sandboxd the server's key with --api-key or SERVICE_API
  * configured one (SERVICE_API_KEY, SERVICE_API_KEY_FILE).
  */
 export function connect(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): Connection {
-  const config = loadConfig({ env });
+  const config = configFrom(env);
   const apiKey = flags.apiKey ?? config.apiKeys[0];
   const base = (flags.server ?? (env.SERVICE_URL || undefined) ?? localServerUrl(config.dataDir) ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
   const { ca } = trustFor(base, config.dataDir);
@@ -43,6 +44,16 @@ export function connect(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env
     base,
     open: (request, signal) => openStream(base, request, { apiKey, ca, signal }),
   };
+}
+
+/** The settings the client reads (data directory, port, keys); a bad one is a usage error naming it. */
+function configFrom(env: NodeJS.ProcessEnv) {
+  try {
+    return loadConfig({ env });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** The URL a live local server wrote into server.json; undefined without one. */

@@ -119,3 +119,9 @@ export function pairs(values: string[] | undefined, flag: string): Record<string
   }
   return result;
 }
+
+/** A whole-number flag value, or a usage error naming the flag. */
+export function integer(value: string, flag: string): number {
+  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} '${value}': expected a whole number`);
+  return Number(value);
+}
