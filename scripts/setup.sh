@@ -250,22 +250,6 @@ else
 fi
 
 # --- `sandboxd` on the PATH: a link to this checkout's CLI, as `npm link` makes. -------------
-# Made only where no `sandboxd` is, or where the link already points into this checkout; a
-# link to another checkout (or a file someone put there) is left alone and said so.
-link=/usr/local/bin/sandboxd
-cli="$PWD/dist/src/cli/main.js"
-if [ -f "$cli" ]; then
-  current="$(readlink "$link" 2>/dev/null || true)"
-  if [ "$current" = "$cli" ]; then
-    say "$link -> $cli"
-  elif [ -L "$link" ] && [[ "$current" == "$PWD"/* ]]; then
-    ln -sfn "$cli" "$link" && act "relinked $link -> $cli"
-  elif [ -e "$link" ] || [ -L "$link" ]; then
-    say "$link is not this checkout's (${current:-a file}): left alone; this checkout's CLI is $cli"
-  elif [ -w "$(dirname "$link")" ]; then
-    chmod +x "$cli"
-    ln -s "$cli" "$link" && act "linked $link -> $cli: \`sandboxd\` works in a new shell"
-  else
-    act "cannot write $(dirname "$link"): put sandboxd on the PATH with: sudo ln -s $cli $link"
-  fi
-fi
+# shellcheck source=scripts/setup-link.sh
+. scripts/setup-link.sh
+link_cli /usr/local/bin/sandboxd "$PWD"
