@@ -11,6 +11,7 @@ interface CommandOptions {
   env?: string[];
   sudo?: boolean;
   timeout?: string;
+  stdin?: boolean;
   image?: string;
   profile?: string;
 }
@@ -29,9 +30,10 @@ export function execCommands(ctx: ClientContext): Command[] {
     .option('--env <K=V>', 'an environment variable; repeatable', collect)
     .option('--sudo', 'run as root (the server must allow it)')
     .option('--timeout <ms>', 'kill the command after this many milliseconds (default 300000)')
+    .option('-i, --stdin', "send this process's standard input (read to its end) to the command")
     .action(
       action(async (name: string, command: string[], opts: CommandOptions) => {
-        const body = commandBody(command, opts);
+        const body = { ...commandBody(command, opts), ...(opts.stdin ? { stdin: await readStdin() } : {}) };
         await stream(ctx, { method: 'POST', path: apiPath('sandboxes', name, 'exec', 'stream'), body }, { method: 'POST', path: apiPath('sandboxes', name, 'exec'), body });
       }),
     );
@@ -52,6 +54,13 @@ export function execCommands(ctx: ClientContext): Command[] {
       }),
     );
   return [exec, run];
+}
+
+/** All of standard input as text: the exec body carries stdin as one string. */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function commandBody(command: string[], opts: CommandOptions) {

@@ -66,6 +66,15 @@ describe('sandboxd exec, run and cp (Docker)', () => {
     expect(sudo.stderr).toContain('sudo exec is disabled');
   });
 
+  it('sends standard input to the command with -i', async () => {
+    const child = spawn(process.execPath, [CLI, 'exec', '-i', box, '--server', server.url, '--', 'sh', '-c', 'tr a-z A-Z; exit 2'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stdin.end('hello\nworld\n');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect({ code, stdout }).toEqual({ code: 2, stdout: 'HELLO\nWORLD\n' });
+  });
+
   it('prints output before the command ends, and Ctrl-C ends the command (exit 130)', async () => {
     const child = spawn(process.execPath, [CLI, 'exec', box, '--server', server.url, '--', 'sh', '-c', 'echo first; sleep 600; echo never'], {
       stdio: ['ignore', 'pipe', 'pipe'],
