@@ -41,6 +41,8 @@ DOCKERD_LOG=/var/log/dockerd.log
 say() { [ "$QUIET" = 1 ] || echo "setup: $*"; }  # state that needs no action
 act() { echo "setup: $*"; }                        # a change, always shown
 die() { echo "setup: error: $*" >&2; exit 1; }
+# apt's download and unpack lines as progress (`setup:   Unpacking git ...`) instead of minutes of silence.
+apt_progress() { grep --line-buffered -E '^(Get:|Unpacking|Setting up)' | sed -u 's/^/setup:   /' || true; }
 has_systemd() { [ "$(ps -p 1 -o comm= 2>/dev/null)" = systemd ]; }
 wait_for_docker() {
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
@@ -94,9 +96,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   for pkg in "${missing[@]}"; do
     if [[ " ${TOOL_ONLY_PACKAGES[*]} " == *" $pkg "* ]]; then lean+=("$pkg"); else full+=("$pkg"); fi
   done
-  [ ${#full[@]} -eq 0 ] || apt-get install -y -qq "${full[@]}" >/dev/null
+  [ ${#full[@]} -eq 0 ] || apt-get install -y -q -o Dpkg::Progress-Fancy=0 "${full[@]}" | apt_progress
   if [ ${#lean[@]} -gt 0 ]; then
-    apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
+    apt-get install -y -q -o Dpkg::Progress-Fancy=0 --no-install-recommends "${lean[@]}" | apt_progress
     if has_systemd; then systemctl disable --now "${lean[@]}" >/dev/null 2>&1 || true; fi
   fi
 else
@@ -116,7 +118,7 @@ if [ "$(runsc_date || echo 0)" -lt "$RUNSC_MIN_DATE" ]; then
     die "runsc $(runsc_date) rejects coreutils' statx; install a runsc of ${RUNSC_MIN_DATE} or later (gVisor) and rerun"
   ensure_backports
   act "installing runsc from bookworm-backports (found $(runsc_date), need ${RUNSC_MIN_DATE} or later)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Progress-Fancy=0 -t bookworm-backports runsc | apt_progress
 else
   say "runsc $(runsc_date) accepts coreutils' statx"
 fi
@@ -215,6 +217,7 @@ stamp=dist/.setup-build-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find src bench tsconfig.json package.json -newer "$stamp" -print -quit 2>/dev/null)" ]; then
   act "npm run build"
   npm run --silent build
+  chmod +x dist/src/cli/main.js
   touch "$stamp"
 else
   say "dist is up to date"
@@ -261,3 +264,8 @@ else
     esac
   done <<<"$out"
 fi
+
+# --- `sandboxd` on the PATH: a link to this checkout's CLI, as `npm link` makes. -------------
+# shellcheck source=scripts/setup-link.sh
+. scripts/setup-link.sh
+link_cli /usr/local/bin/sandboxd "$PWD"

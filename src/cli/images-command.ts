@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import Dockerode from 'dockerode';
 import { CATALOG } from '../images/catalog.js';
-import { buildImage, imageState } from '../images/image-builder.js';
 
 /**
  * Adds `images build <name...>` and `images list` to the CLI. Progress goes to stderr; stdout
@@ -19,6 +17,7 @@ export function registerImagesCommand(program: Command): void {
     .option('--tag <tag>', 'import under this tag instead of the catalog tag (one image only)')
     .action(async (names: string[], opts: { force: boolean; tag?: string }) => {
       if (opts.tag && names.length > 1) return fail('--tag takes a single image name');
+      const [{ default: Dockerode }, { buildImage }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
       const docker = new Dockerode();
       for (const name of names) {
         try {
@@ -56,6 +55,8 @@ export function registerImagesCommand(program: Command): void {
 
 /** Prints the catalog with each image's state, as a table or as JSON. */
 async function listImages(json: boolean): Promise<void> {
+  // Loaded here, not at the top: the other commands start without Docker's client.
+  const [{ default: Dockerode }, { imageState }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
   const docker = new Dockerode();
   const rows = await Promise.all(
     CATALOG.map(async (entry) => ({

@@ -1,13 +1,7 @@
 import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createMcpServer } from '../mcp/server.js';
-import { PolicyFileError } from '../services/governance/index.js';
-import { SecretKeyError } from '../services/support/secret-box.js';
-import { DataDirLockedError } from '../state/data-dir-lock.js';
-import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
-import { McpTargetError, openMcpTarget, type McpTarget } from './mcp-target.js';
+import type { McpTarget } from './mcp-target.js';
 
 /**
  * `sandboxd mcp`: the MCP tool server on stdio. Stdout carries JSON-RPC only; logs go to
@@ -34,6 +28,7 @@ export function mcpCommand(): Command {
     .option('--secret-key-file <file>', 'in-process: 32-byte key that encrypts secrets at rest (default <data-dir>/secret.key)')
     .option('--policy-file <file>', 'in-process: policy rules, TOML or JSON by extension')
     .addOption(new Option('--policy-mode <mode>', 'in-process: enforce or audit').choices(['enforce', 'audit']))
+    .option('--log-format <format>', 'pretty (readable lines), json, or auto: pretty when stderr is a terminal (default)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (logs go to stderr)')
     .action(async (opts: Record<string, unknown>) => {
       // Stdout is the protocol: whatever a library prints with console.log goes to stderr instead.
@@ -41,7 +36,18 @@ export function mcpCommand(): Command {
       const { server: serverUrl, ...rest } = opts;
       const config = configFromOptions(rest);
       if (!config) return;
-      const logger = createLogger(config.logLevel);
+      // Loaded here, not at the top: the client commands start without the service's modules.
+      const [{ StdioServerTransport }, { createMcpServer }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { McpTargetError, openMcpTarget }, { PolicyFileError }] =
+        await Promise.all([
+          import('@modelcontextprotocol/sdk/server/stdio.js'),
+          import('../mcp/server.js'),
+          import('../services/support/secret-box.js'),
+          import('../state/data-dir-lock.js'),
+          import('../telemetry/logger.js'),
+          import('./mcp-target.js'),
+          import('../services/governance/index.js'),
+        ]);
+      const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let target: McpTarget;
       try {
         target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : undefined);

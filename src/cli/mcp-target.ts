@@ -1,6 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { rootCertificates } from 'node:tls';
 import type { Config } from '../config/config-schema.js';
 import { httpClient } from '../mcp/http-client.js';
 import type { ApiClient } from '../mcp/api-client.js';
@@ -8,6 +7,7 @@ import { injectClient } from '../mcp/inject-client.js';
 import { startRuntime } from '../runtime.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import type { Logger } from '../telemetry/logger.js';
+import { trustFor } from './server-trust.js';
 
 /** The API the MCP tools work through, and what to close when the session ends. */
 export interface McpTarget {
@@ -102,13 +102,6 @@ async function waitForServerUrl(dataDir: string, ownerPid: number | undefined): 
     if (Date.now() > deadline || (ownerPid !== undefined && !alive(ownerPid))) return undefined;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-}
-
-/** Over HTTPS, the self-signed certificate a server keeps in its data directory is trusted besides the usual roots. */
-function trustFor(url: string, dataDir: string): { ca?: string[] } {
-  const selfSigned = join(dataDir, 'tls', 'cert.pem');
-  if (!url.startsWith('https:') || !existsSync(selfSigned)) return {};
-  return { ca: [...rootCertificates, readFileSync(selfSigned, 'utf8')] };
 }
 
 function alive(pid: number): boolean {

@@ -1,11 +1,5 @@
 import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
-import { startRuntime } from '../runtime.js';
-import { PolicyFileError } from '../services/governance/index.js';
-import { SecretKeyError } from '../services/support/secret-box.js';
-import { ProxyStartError } from '../services/egress/index.js';
-import { DataDirLockedError } from '../state/data-dir-lock.js';
-import { createLogger } from '../telemetry/logger.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
 
 /** Flags of `serve`; each has a SERVICE_* twin (see README) and a TOML key. */
@@ -52,11 +46,21 @@ export function serveCommand(): Command {
     .option('--policy-file <file>', 'policy rules, TOML or JSON by extension; reloaded by POST /policy/reload ([policy].file)')
     .addOption(new Option('--policy-mode <mode>', 'enforce: denials answer 403; audit: they are logged and let through ([policy].mode)').choices(['enforce', 'audit']))
     .option('--policy-audit-allows', 'write allowed requests to the policy audit ring too ([policy].audit_allows)')
+    .option('--log-format <format>', 'pretty (readable lines), json, or auto: pretty when stderr is a terminal (default)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (opts: Record<string, unknown>) => {
       const config = configFromOptions(opts);
       if (!config) return;
-      const logger = createLogger(config.logLevel);
+      // Loaded here, not at the top: the client commands start without the service's modules.
+      const [{ startRuntime }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { PolicyFileError }, { ProxyStartError }] = await Promise.all([
+        import('../runtime.js'),
+        import('../services/support/secret-box.js'),
+        import('../state/data-dir-lock.js'),
+        import('../telemetry/logger.js'),
+        import('../services/governance/index.js'),
+        import('../services/egress/index.js'),
+      ]);
+      const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let runtime;
       try {
         runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });

@@ -40,6 +40,7 @@ export const OPTIONS = {
   eventsHeartbeat: { toml: 'events.heartbeat_seconds', env: 'SERVICE_EVENTS_HEARTBEAT', flag: '--events-heartbeat' },
   otelEndpoint: { toml: 'events.otel_endpoint', env: 'SERVICE_OTEL_ENDPOINT', flag: '--otel-endpoint' },
   logLevel: { toml: 'server.log_level', env: 'SERVICE_LOG_LEVEL', flag: '--log-level' },
+  logFormat: { toml: 'server.log_format', env: 'SERVICE_LOG_FORMAT', flag: '--log-format' },
   objectConcurrency: { toml: 'objects.concurrency', env: 'SERVICE_OBJECT_CONCURRENCY', flag: '--object-concurrency' },
   objectMaxStorage: { toml: 'objects.max_storage_bytes', env: 'SERVICE_OBJECT_MAX_STORAGE', flag: '--object-max-storage' },
   storeWorkers: { toml: 'stores.workers', env: 'SERVICE_STORE_WORKERS', flag: '--store-workers' },
@@ -149,6 +150,8 @@ export const configSchema = z.object({
   eventsHeartbeat: z.coerce.number().positive().max(3600).default(15),
   otelEndpoint: url.optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** auto: readable lines when stderr is a terminal, JSON otherwise. */
+  logFormat: z.enum(['auto', 'pretty', 'json']).default('auto'),
   /** Durable-object calls running at once, over all objects. */
   objectConcurrency: z.coerce.number().int().min(1).max(1024).default(16),
   /** Storage limit (bytes of JSON) of an object whose class sets none. */

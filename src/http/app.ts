@@ -203,7 +203,7 @@ export async function buildApp({
   const context = { services };
   await app.register(serviceRoutes, context);
   await app.register(sandboxRoutes, context);
-  await app.register(execRoutes, context);
+  await app.register(execRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(detachedRoutes, context);
   await app.register(fileRoutes, context);
   await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });

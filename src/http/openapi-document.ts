@@ -28,6 +28,7 @@ const MEMBER_OF: Record<string, string> = {
 const NAMED: Record<string, string> = {
   'GET /sandboxes/by-uuid/:uuid': 'getSandboxByUuid',
   'POST /sandboxes/:name/exec': 'execCommand',
+  'POST /sandboxes/:name/exec/stream': 'execCommandStream',
   'POST /sandboxes/:name/exec/detach': 'startDetachedCommand',
   'GET /sandboxes/:name/exec/detached': 'listDetachedCommands',
   'GET /sandboxes/:name/exec/detached/:id': 'getDetachedCommand',

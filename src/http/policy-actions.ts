@@ -90,6 +90,7 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'DELETE /sandboxes/:name': onSandbox('sandbox.delete'),
   'GET /sandboxes/:name/logs': onSandbox('sandbox.logs'),
   'POST /sandboxes/:name/exec': onSandbox('sandbox.exec', { context: (i) => execContext(i.body) }),
+  'POST /sandboxes/:name/exec/stream': onSandbox('sandbox.exec', { context: (i) => execContext(i.body) }),
   'POST /sandboxes/:name/exec/detach': onSandbox('sandbox.exec', { context: (i) => execContext(i.body) }),
   'GET /sandboxes/:name/exec/detached': onSandbox('sandbox.get'),
   'GET /sandboxes/:name/exec/detached/:id': onSandbox('sandbox.get'),

@@ -8,7 +8,11 @@ export interface HttpClientOptions {
   apiKey?: string;
   /** Certificates to trust for HTTPS (e.g. the server's self-signed one besides the usual roots). */
   ca?: string[];
+  /** What to do about a refused key, in the words of the face that uses this client. */
+  unauthorizedAdvice?: string;
 }
+
+const MCP_KEY_ADVICE = "give sandboxd mcp the server's key with --api-key or SERVICE_API_KEY";
 
 /**
  * The remote client: requests go to a running `sandboxd serve` over HTTP(S) with the
@@ -16,7 +20,7 @@ export interface HttpClientOptions {
  * server. A server that cannot be reached or refuses the key gets a message that says what
  * to do.
  */
-export function httpClient(baseUrl: string, { apiKey, ca }: HttpClientOptions = {}): ApiClient {
+export function httpClient(baseUrl: string, { apiKey, ca, unauthorizedAdvice = MCP_KEY_ADVICE }: HttpClientOptions = {}): ApiClient {
   const base = baseUrl.replace(/\/+$/, '');
   return {
     target: base,
@@ -35,7 +39,7 @@ export function httpClient(baseUrl: string, { apiKey, ca }: HttpClientOptions = 
         return unwrap(reply.status, reply.text);
       } catch (err) {
         if (err instanceof ServiceError && err.code === 'UNAUTHORIZED') {
-          throw new ServiceError('UNAUTHORIZED', `${err.message}: give sandboxd mcp the server's key with --api-key or SERVICE_API_KEY`);
+          throw new ServiceError('UNAUTHORIZED', `${err.message}: ${unauthorizedAdvice}`);
         }
         throw err;
       }
@@ -47,7 +51,7 @@ export function httpClient(baseUrl: string, { apiKey, ca }: HttpClientOptions = 
 function send(
   url: URL,
   { method, body, headers: extra }: ApiRequest,
-  { apiKey, ca, signal }: HttpClientOptions & { signal?: AbortSignal | undefined },
+  { apiKey, ca, signal }: Omit<HttpClientOptions, 'unauthorizedAdvice'> & { signal?: AbortSignal | undefined },
 ): Promise<{ status: number; text: string }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers = {

@@ -77,6 +77,8 @@ export const sandboxSummary = z
     image: z.string(),
     labels: z.record(z.string(), z.string()),
     description: z.string().optional(),
+    profile: profile,
+    created_at: timestamp,
   })
   .meta({ id: 'SandboxSummary' });
 
@@ -85,9 +87,7 @@ export const sandboxDetail = sandboxSummary
     vcpus: z.int(),
     memory_mb: z.int(),
     disk_mb: z.int().optional().meta({ description: 'What the sandbox may write in MiB over all its writable paths; absent: no bound (its engine has no disk quota, or it was made before disk_mb)' }),
-    profile: profile,
     lifecycle: lifecycle.optional(),
-    created_at: timestamp,
     last_activity_at: timestamp.optional(),
     expires_at: timestamp.optional(),
     archived_at: timestamp.optional(),

@@ -1,0 +1,55 @@
+import { UsageError } from './output.js';
+import type { GlobalFlags } from './connection.js';
+
+/** The commands that talk to a server and take the global flags anywhere before `--`. */
+export const CLIENT_COMMANDS = ['sandbox', 'exec', 'run', 'cp', 'logs', 'events', 'snapshot', '__complete'] as const;
+
+const WITH_VALUE = new Set(['--server', '--api-key']);
+
+/**
+ * Takes the global flags (`--server URL`, `--api-key KEY`, `--json`, each also as `--flag=value`)
+ * out of the arguments of a client command, wherever they stand before `--`, as kubectl does;
+ * `sandboxd --json sandbox ls` and `sandboxd sandbox ls --json` are the same. Arguments of
+ * other commands (`serve`, `mcp`, `images`: their `--api-key` means something else) and
+ * everything after `--` (the command of `exec` and `run`) are left alone; `client` is false then.
+ */
+export function extractGlobalFlags(args: string[]): { args: string[]; flags: GlobalFlags; client: boolean } {
+  const flags: GlobalFlags = { json: false };
+  if (!isClientCommand(args)) return { args, flags, client: false };
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      rest.push(...args.slice(i));
+      break;
+    }
+    const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (name === '--json') {
+      if (inline !== undefined) throw new UsageError('--json takes no value');
+      flags.json = true;
+    } else if (WITH_VALUE.has(name)) {
+      const value = inline ?? args[++i];
+      if (value === undefined || value === '' || (inline === undefined && value.startsWith('-'))) throw new UsageError(`${name} needs a value`);
+      if (name === '--server') flags.server = value;
+      else flags.apiKey = value;
+    } else {
+      rest.push(arg);
+    }
+  }
+  return { args: rest, flags, client: true };
+}
+
+/** Whether the first command word (past any global flags) names a client command. */
+function isClientCommand(args: string[]): boolean {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') return false;
+    if (WITH_VALUE.has(arg)) {
+      i++;
+      continue;
+    }
+    if (arg.startsWith('-')) continue;
+    return (CLIENT_COMMANDS as readonly string[]).includes(arg);
+  }
+  return false;
+}

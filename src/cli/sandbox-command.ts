@@ -1,0 +1,135 @@
+import { Command } from 'commander';
+import { apiPath } from '../mcp/api-client.js';
+import type { SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
+import { collect } from './cli-config.js';
+import { action, type ClientContext } from './client/client-context.js';
+import { age, integer, labelText, pairs, printFields, printJson, printTable, withProgress } from './client/output.js';
+
+interface CreateOptions {
+  image?: string;
+  profile?: string;
+  vcpus?: string;
+  memory?: string;
+  label?: string[];
+  env?: string[];
+  ttl?: string;
+}
+
+/** `sandboxd sandbox create|list|get|rm|start|stop|recover`: the sandboxes of the API, for people and scripts. */
+export function sandboxCommand(ctx: ClientContext): Command {
+  const sandbox = new Command('sandbox').description('create, list, inspect, start, stop and remove sandboxes');
+  const api = () => ctx.connection().api;
+
+  sandbox
+    .command('create')
+    .description('create and start a sandbox; prints it')
+    .argument('<name>', 'sandbox name')
+    .option('--image <image>', "container image (default: the server's)")
+    .option('--profile <profile>', 'security profile: permissive, moderate, restrictive')
+    .option('--vcpus <n>', 'CPU cores')
+    .option('--memory <mb>', 'memory limit in MiB')
+    .option('--label <k=v>', 'a label; repeatable', collect)
+    .option('--env <K=V>', 'an environment variable of every process; repeatable', collect)
+    .option('--ttl <duration>', 'time to live, e.g. 1h')
+    .action(
+      action(async (name: string, opts: CreateOptions) => {
+        const body = {
+          name,
+          ...(opts.image ? { image: opts.image } : {}),
+          ...(opts.profile ? { profile: opts.profile } : {}),
+          ...(opts.vcpus ? { vcpus: integer(opts.vcpus, '--vcpus') } : {}),
+          ...(opts.memory ? { memory_mb: integer(opts.memory, '--memory') } : {}),
+          ...(opts.label ? { labels: pairs(opts.label, '--label') } : {}),
+          ...(opts.env ? { env: pairs(opts.env, '--env') } : {}),
+          ...(opts.ttl ? { ttl: opts.ttl } : {}),
+        };
+        const created = await withProgress(`creating ${name}`, api().request<SandboxDetail>({ method: 'POST', path: '/sandboxes', body }));
+        printSandbox(created, ctx.flags.json);
+      }),
+    );
+
+  sandbox
+    .command('list')
+    .alias('ls')
+    .description('list sandboxes: name, status, image, profile, age, labels')
+    .option('--label <k=v>', 'only sandboxes with this label; repeatable, ANDed', collect)
+    .option('--status <status>', 'only sandboxes in this status; repeatable, ORed', collect)
+    .action(
+      action(async (opts: { label?: string[]; status?: string[] }) => {
+        const labels = Object.entries(pairs(opts.label, '--label') ?? {}).map(([k, v]) => `${k}:${v}`);
+        const query = { ...(labels.length ? { label: labels } : {}), ...(opts.status ? { status: opts.status } : {}) };
+        const list = await api().request<SandboxSummary[]>({ method: 'GET', path: '/sandboxes', query });
+        if (ctx.flags.json) return printJson(list);
+        printTable(
+          ['NAME', 'STATUS', 'IMAGE', 'PROFILE', 'AGE', 'LABELS'],
+          list.map((s) => [s.name, s.status, s.image, s.profile, age(s.created_at), labelText(s.labels)]),
+        );
+      }),
+    );
+
+  sandbox
+    .command('get')
+    .description('show a sandbox')
+    .argument('<name>', 'sandbox name')
+    .action(action(async (name: string) => printSandbox(await api().request<SandboxDetail>({ method: 'GET', path: apiPath('sandboxes', name) }), ctx.flags.json)));
+
+  sandbox
+    .command('rm')
+    .alias('delete')
+    .description('remove sandboxes and everything in them')
+    .argument('<name...>', 'sandbox names')
+    .action(
+      action(async (names: string[]) => {
+        // Every name is tried; the first failure is reported after the others were removed.
+        let failure: unknown;
+        for (const name of names) {
+          try {
+            await api().request({ method: 'DELETE', path: apiPath('sandboxes', name) });
+            if (ctx.flags.json) printJson({ removed: name });
+            else process.stdout.write(`${name}\n`);
+          } catch (err) {
+            failure ??= err;
+          }
+        }
+        if (failure) throw failure;
+      }),
+    );
+
+  for (const [verb, description, progress] of [
+    ['start', 'start a stopped sandbox', 'starting'],
+    ['stop', 'stop a sandbox, keeping its files', 'stopping'],
+    ['recover', 'recover an archived sandbox (it is then stopped; start it after)', 'recovering'],
+  ] as const) {
+    sandbox
+      .command(verb)
+      .description(description)
+      .argument('<name>', 'sandbox name')
+      .action(
+        action(async (name: string) => {
+          const done = await withProgress(`${progress} ${name}`, api().request<SandboxDetail>({ method: 'POST', path: apiPath('sandboxes', name, verb) }));
+          printSandbox(done, ctx.flags.json);
+        }),
+      );
+  }
+  return sandbox;
+}
+
+function printSandbox(sandbox: SandboxDetail, json: boolean): void {
+  if (json) return printJson(sandbox);
+  printFields([
+    ['name', sandbox.name],
+    ['status', sandbox.status_reason ? `${sandbox.status} (${sandbox.status_reason})` : sandbox.status],
+    ['image', sandbox.image],
+    ['profile', sandbox.profile],
+    ['vcpus', sandbox.vcpus],
+    ['memory_mb', sandbox.memory_mb],
+    ['disk_mb', sandbox.disk_mb],
+    ['ip', sandbox.ip],
+    ['labels', labelText(sandbox.labels)],
+    ['created', `${sandbox.created_at} (${age(sandbox.created_at)} ago)`],
+    ['expires', sandbox.expires_at],
+    ['restored_from', sandbox.restored_from],
+    ['backend', sandbox.backend],
+    ['uuid', sandbox.uuid],
+  ]);
+}

@@ -1,0 +1,97 @@
+import { Command } from 'commander';
+import { apiPath } from '../mcp/api-client.js';
+import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
+import type { SnapshotView } from '../schemas/snapshot-schemas.js';
+import { action, type ClientContext } from './client/client-context.js';
+import { age, printFields, printJson, printTable, withProgress } from './client/output.js';
+
+/** `sandboxd snapshot take|list|get|restore|rm`. */
+export function snapshotCommand(ctx: ClientContext): Command {
+  const snapshot = new Command('snapshot').description("take, list, restore and remove snapshots of a sandbox's filesystem and settings");
+  const api = () => ctx.connection().api;
+
+  snapshot
+    .command('take')
+    .description('snapshot a sandbox (it may keep running)')
+    .argument('<sandbox>', 'the sandbox')
+    .argument('<name>', 'the snapshot name')
+    .action(
+      action(async (sandbox: string, name: string) => {
+        const taken = await withProgress(`snapshotting ${sandbox}`, api().request<SnapshotView>({ method: 'POST', path: '/snapshots', body: { sandbox, name } }));
+        printSnapshot(taken, ctx.flags.json);
+      }),
+    );
+
+  snapshot
+    .command('list')
+    .alias('ls')
+    .description('list snapshots')
+    .action(
+      action(async () => {
+        const list = await api().request<SnapshotView[]>({ method: 'GET', path: '/snapshots' });
+        if (ctx.flags.json) return printJson(list);
+        printTable(
+          ['NAME', 'SANDBOX', 'IMAGE', 'PROFILE', 'AGE'],
+          list.map((s) => [s.name, s.sandbox, s.base_image, s.profile, age(s.created_at)]),
+        );
+      }),
+    );
+
+  snapshot
+    .command('get')
+    .description('show a snapshot')
+    .argument('<name>', 'the snapshot name')
+    .action(action(async (name: string) => printSnapshot(await api().request<SnapshotView>({ method: 'GET', path: apiPath('snapshots', name) }), ctx.flags.json)));
+
+  snapshot
+    .command('restore')
+    .description('restore a snapshot as a new running sandbox')
+    .argument('<name>', 'the snapshot name')
+    .option('--as <sandbox>', 'name of the new sandbox (default <sandbox>-restored)')
+    .action(
+      action(async (name: string, opts: { as?: string }) => {
+        const restored = await withProgress(
+          `restoring ${name}`,
+          api().request<SandboxDetail>({ method: 'POST', path: apiPath('snapshots', name, 'restore'), body: opts.as ? { as_name: opts.as } : {} }),
+        );
+        if (ctx.flags.json) return printJson(restored);
+        process.stdout.write(`${restored.name}\n`);
+      }),
+    );
+
+  snapshot
+    .command('rm')
+    .alias('delete')
+    .description('delete snapshots and their images')
+    .argument('<name...>', 'snapshot names')
+    .action(
+      action(async (names: string[]) => {
+        let failure: unknown;
+        for (const name of names) {
+          try {
+            await api().request({ method: 'DELETE', path: apiPath('snapshots', name) });
+            if (ctx.flags.json) printJson({ removed: name });
+            else process.stdout.write(`${name}\n`);
+          } catch (err) {
+            failure ??= err;
+          }
+        }
+        if (failure) throw failure;
+      }),
+    );
+  return snapshot;
+}
+
+function printSnapshot(snapshot: SnapshotView, json: boolean): void {
+  if (json) return printJson(snapshot);
+  printFields([
+    ['name', snapshot.name],
+    ['sandbox', snapshot.sandbox],
+    ['image', snapshot.base_image],
+    ['profile', snapshot.profile],
+    ['vcpus', snapshot.vcpus],
+    ['memory_mb', snapshot.memory_mb],
+    ['created', snapshot.created_at],
+    ['image_tag', snapshot.image_tag],
+  ]);
+}

@@ -1,0 +1,211 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, runCli, startServer, type ServerProcess } from '../helpers/server-process.js';
+
+const KEY = 'cli-client-test-key';
+const ESC = '\u001b';
+
+/**
+ * The client commands of `sandboxd` against a spawned server on the fake backend: the local
+ * server is found through <data-dir>/server.json, the key comes from SERVICE_API_KEY or
+ * --api-key. Output is piped, as a script sees it: no escape codes anywhere.
+ */
+describe('sandboxd client commands (fake backend)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-cli-client-'));
+  let server: ServerProcess;
+  const env = () => ({ SERVICE_DATA_DIR: dataDir, SERVICE_API_KEY: KEY, SERVICE_URL: '' });
+  const cli = async (...args: string[]) => {
+    const result = await runCli(args, env());
+    expect(result.stdout + result.stderr, 'no escape codes when piped').not.toContain(ESC);
+    return result;
+  };
+
+  beforeAll(async () => {
+    server = await startServer(dataDir, ['--backend', 'fake', '--api-key', KEY, '--events']);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates, lists, gets, stops, starts and removes sandboxes; tables for people, JSON for scripts', async () => {
+    const created = await cli('sandbox', 'create', 'alpha', '--label', 'team=red', '--label', 'tier=1', '--profile', 'restrictive', '--memory', '256');
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    expect(created.stdout).toMatch(/^name: +alpha$/m);
+    expect(created.stdout).toMatch(/^memory_mb: +256$/m);
+    const json = await cli('--json', 'sandbox', 'create', 'beta', '--ttl', '1h');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ name: 'beta', status: 'running', profile: 'moderate' });
+
+    const table = await cli('sandbox', 'ls');
+    expect(table.code).toBe(0);
+    const [header, ...rows] = table.stdout.trimEnd().split('\n');
+    expect(header!.split(/ {2,}/)).toEqual(['NAME', 'STATUS', 'IMAGE', 'PROFILE', 'AGE', 'LABELS']);
+    expect(rows.map((row) => row.split(/ {2,}/))).toEqual(
+      expect.arrayContaining([
+        ['alpha', 'running', expect.any(String), 'restrictive', expect.stringMatching(/^\d+[smhd]$/), 'team=red,tier=1'],
+        ['beta', 'running', expect.any(String), 'moderate', expect.stringMatching(/^\d+[smhd]$/), '-'],
+      ]),
+    );
+    const filtered = JSON.parse((await cli('sandbox', 'list', '--label', 'team=red', '--json')).stdout) as { name: string }[];
+    expect(filtered.map((s) => s.name)).toEqual(['alpha']);
+
+    expect(JSON.parse((await cli('sandbox', 'get', 'alpha', '--json')).stdout)).toMatchObject({ name: 'alpha', labels: { team: 'red', tier: '1' } });
+    expect(JSON.parse((await cli('sandbox', 'stop', '--json', 'alpha')).stdout)).toMatchObject({ status: 'stopped' });
+    expect((await cli('sandbox', 'get', 'alpha')).stdout).toMatch(/^status: +stopped$/m);
+    expect(JSON.parse((await cli('sandbox', 'start', 'alpha', '--json')).stdout)).toMatchObject({ status: 'running' });
+
+    const removed = await cli('sandbox', 'rm', 'alpha', 'beta');
+    expect(removed).toMatchObject({ code: 0, stdout: 'alpha\nbeta\n', stderr: '' });
+    expect(JSON.parse((await cli('sandbox', 'ls', '--json')).stdout)).toEqual([]);
+  });
+
+  it('takes the global flags anywhere before --, as kubectl does', async () => {
+    await cli('sandbox', 'create', 'flags');
+    const positions = [
+      ['--json', 'sandbox', 'ls'],
+      ['sandbox', '--json', 'ls'],
+      ['sandbox', 'ls', '--json'],
+      ['--server', server.url, 'sandbox', 'ls', '--json'],
+      ['sandbox', 'ls', `--server=${server.url}`, '--api-key', KEY, '--json'],
+    ];
+    for (const args of positions) {
+      const result = await cli(...args);
+      expect(result.code, args.join(' ')).toBe(0);
+      expect((JSON.parse(result.stdout) as { name: string }[]).map((s) => s.name), args.join(' ')).toContain('flags');
+    }
+    // After --, a flag belongs to the command in the sandbox (the fake backend prints its argv).
+    const exec = await cli('exec', 'flags', '--json', '--', 'echo', '--json');
+    expect(JSON.parse(exec.stdout)).toMatchObject({ exit_code: 0, stdout: 'echo --json\n' });
+    // run goes through /run/stream (the fake backend prints the argv it was given).
+    expect(await cli('run', '--json', '--', 'echo', 'fresh')).toMatchObject({ code: 0, stderr: '' });
+    expect(await cli('run', '--', 'echo', 'fresh')).toEqual({ code: 0, stdout: 'echo fresh\n', stderr: '' });
+    await cli('sandbox', 'rm', 'flags');
+  });
+
+  it("prints the API's message and its next step as a sandboxd command, exit 1, nothing on stdout", async () => {
+    const missing = await cli('sandbox', 'get', 'nope');
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toMatch(/^error: .*nope.*\n$/);
+
+    await cli('sandbox', 'create', 'sleepy');
+    await cli('sandbox', 'stop', 'sleepy');
+    for (const args of [['exec', 'sleepy', '--', 'true'], ['exec', '--json', 'sleepy', '--', 'true']]) {
+      const stopped = await cli(...args);
+      expect(stopped).toMatchObject({ code: 1, stdout: '' });
+      expect(stopped.stderr).toContain('start it with `sandboxd sandbox start sleepy`');
+    }
+    await cli('sandbox', 'rm', 'sleepy');
+
+    const refused = await runCli(['sandbox', 'ls', '--api-key', 'wrong'], { ...env(), SERVICE_API_KEY: '' });
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toContain("give sandboxd the server's key with --api-key or SERVICE_API_KEY");
+
+    const unreachable = await cli('sandbox', 'ls', '--server', 'http://127.0.0.1:1');
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain('cannot reach the sandboxd server at http://127.0.0.1:1');
+
+    // A missing sandbox answers before the stream opens.
+    const execMissing = await cli('exec', 'nope', '--', 'true');
+    expect(execMissing).toMatchObject({ code: 1, stdout: '' });
+    expect(execMissing.stderr).toMatch(/^error: .*nope.*\n$/);
+
+    const rmSome = await cli('sandbox', 'rm', 'nope-1');
+    expect(rmSome.code).toBe(1);
+  });
+
+  it('exits 2 on usage errors, naming what is wrong', async () => {
+    const cases: [string[], RegExp][] = [
+      [['sandbox', 'lsx'], /unknown command 'lsx'/],
+      [['sandbox', 'get'], /missing required argument 'name'/],
+      [['sandbox', 'create', 'x', '--label', 'novalue'], /--label 'novalue': expected KEY=VALUE/],
+      [['sandbox', 'create', 'x', '--vcpus', 'two'], /--vcpus 'two': expected a whole number/],
+      [['sandbox', 'ls', '--server'], /--server needs a value/],
+      [['sandbox', 'ls', '--json=yes'], /--json takes no value/],
+      [['exec', 'x'], /missing required argument 'command'/],
+      [['cp', 'a', 'b'], /cp needs a sandbox path, NAME:\/path/],
+      [['cp', 'a:/x', 'b:/y'], /one of SRC and DST must be local/],
+      [['cp', './x', 'box:relative'], /must be absolute/],
+      [['snapshot', 'take', 'only-one'], /missing required argument 'name'/],
+      [['completion', 'fish'], /unknown shell 'fish'/],
+      [['sandbox', 'ls', '--bogus'], /unknown option '--bogus'/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await cli(...args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout, args.join(' ')).toBe('');
+      expect(result.stderr, args.join(' ')).toMatch(message);
+    }
+    const badSetting = await runCli(['sandbox', 'ls'], { ...env(), SERVICE_PORT: 'abc' });
+    expect(badSetting).toMatchObject({ code: 2, stdout: '' });
+    expect(badSetting.stderr).toContain('SERVICE_PORT');
+    expect((await cli('--help')).code).toBe(0);
+    expect((await cli('sandbox', '--help')).stdout).toContain('create');
+  });
+
+  it('shows the audit log and takes, lists, restores and removes snapshots', async () => {
+    await cli('sandbox', 'create', 'snap-src');
+    await cli('exec', 'snap-src', '--', 'echo', 'hi');
+    const logs = await cli('logs', 'snap-src');
+    expect(logs.code).toBe(0);
+    expect(logs.stdout.split('\n')[0]).toMatch(/^\S+Z {2}sandbox_created +image=/);
+    expect(logs.stdout).toContain('command_executed');
+    const entries = JSON.parse((await cli('logs', 'snap-src', '--json')).stdout) as { event: string }[];
+    expect(entries.map((e) => e.event)).toEqual(['sandbox_created', 'command_executed']);
+
+    expect((await cli('snapshot', 'take', 'snap-src', 'snap-1')).stdout).toMatch(/^sandbox: +snap-src$/m);
+    const listed = await cli('snapshot', 'ls');
+    expect(listed.stdout.split('\n')[0]!.split(/ {2,}/)).toEqual(['NAME', 'SANDBOX', 'IMAGE', 'PROFILE', 'AGE']);
+    expect(listed.stdout).toMatch(/^snap-1 +snap-src /m);
+    expect(JSON.parse((await cli('--json', 'snapshot', 'get', 'snap-1')).stdout)).toMatchObject({ name: 'snap-1', sandbox: 'snap-src' });
+    expect(await cli('snapshot', 'restore', 'snap-1', '--as', 'snap-copy')).toMatchObject({ code: 0, stdout: 'snap-copy\n' });
+    expect(JSON.parse((await cli('sandbox', 'get', 'snap-copy', '--json')).stdout)).toMatchObject({ restored_from: 'snap-1' });
+    expect(await cli('snapshot', 'rm', 'snap-1')).toMatchObject({ code: 0, stdout: 'snap-1\n' });
+    expect((await cli('snapshot', 'restore', 'snap-1')).code).toBe(1);
+    await cli('sandbox', 'rm', 'snap-src', 'snap-copy');
+  });
+
+  it('follows the live event stream, filtered by sandbox, as NDJSON with --json', async () => {
+    const child = spawn(process.execPath, [CLI, 'events', '--sandbox', 'watched', '--json'], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    const firstLine = new Promise<string>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (stdout.includes('\n')) resolve(stdout.split('\n')[0]!);
+      });
+    });
+    // The stream opens at some point after the spawn: sandboxes come and go until it shows one.
+    let seen: string | undefined;
+    void firstLine.then((line) => (seen = line));
+    while (seen === undefined) {
+      await cli('sandbox', 'create', 'other');
+      await cli('sandbox', 'create', 'watched');
+      await cli('sandbox', 'rm', 'other', 'watched');
+    }
+    child.kill('SIGINT');
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(JSON.parse(seen)).toMatchObject({ type: expect.stringMatching(/^sandbox\./), sandbox: 'watched' });
+    expect(stdout).not.toContain('"other"');
+    expect(child.exitCode).toBe(0);
+  });
+
+  it('completes commands, flags and sandbox names for bash and zsh', async () => {
+    await cli('sandbox', 'create', 'complete-me');
+    expect((await cli('completion', 'bash')).stdout).toContain('complete -o default -F _sandboxd sandboxd');
+    expect((await cli('completion', 'zsh')).stdout).toContain('compdef _sandboxd sandboxd');
+    const complete = async (...words: string[]) => (await cli('__complete', ...words)).stdout.split('\n').filter(Boolean);
+    expect(await complete('sn')).toEqual(['snapshot']);
+    expect(await complete('sandbox', '')).toEqual(['create', 'list', 'get', 'rm', 'start', 'stop', 'recover']);
+    expect(await complete('exec', '--w')).toEqual(['--workdir']);
+    expect(await complete('sandbox', 'ls', '--js')).toEqual(['--json']);
+    expect(await complete('sandbox', 'get', 'complete')).toEqual(['complete-me']);
+    expect(await complete('exec', 'c')).toEqual(['complete-me']);
+    expect(await complete('cp', './x', 'comp')).toEqual(['complete-me:']);
+    // Out of reach: no names, no error (the shell falls back to files).
+    expect(await runCli(['__complete', '--server', 'http://127.0.0.1:1', 'sandbox', 'get', ''], env())).toMatchObject({ code: 0, stdout: '' });
+    await cli('sandbox', 'rm', 'complete-me');
+  });
+});
