@@ -22,6 +22,10 @@ export const EVENT_TYPES = [
   'object.deleted',
   'object.alarm.failed',
   'schedule.run.failed',
+  'orchestration.started',
+  'orchestration.completed',
+  'orchestration.failed',
+  'orchestration.terminated',
   'store.created',
   'store.deleted',
 ] as const;

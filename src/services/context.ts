@@ -3,6 +3,7 @@ import type { AuditRepository } from '../state/audit-repository.js';
 import type { BrowserEventRepository } from '../state/browser-event-repository.js';
 import type { DetachedRepository } from '../state/detached-repository.js';
 import type { ObjectRepository } from '../state/object-repository.js';
+import type { OrchestrationRepository } from '../state/orchestration-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
@@ -47,6 +48,10 @@ export interface ServiceSettings {
   storeTimeoutMs?: number;
   /** Globs of the hosts external stores may connect to; default ['*']. */
   storeAllowedHosts?: string[];
+  /** Orchestration activities running at once, over all instances; default 8. */
+  orchestrationConcurrency?: number;
+  /** Milliseconds finished orchestration instances are kept; default 30 days. */
+  orchestrationRetentionMs?: number;
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -62,6 +67,7 @@ export interface Repositories {
   objects: ObjectRepository;
   schedules: ScheduleRepository;
   stores: StoreRepository;
+  orchestrations: OrchestrationRepository;
 }
 
 /**
