@@ -56,6 +56,12 @@ const TOOLS: Record<string, string[]> = {
   store_execute: ['store'],
   store_command: ['store', 'command'],
   store_delete: ['store'],
+  orchestration_define: ['definition'],
+  orchestration_start: ['name'],
+  orchestration_get: ['id'],
+  orchestration_list: [],
+  orchestration_raise_event: ['id', 'name'],
+  orchestration_terminate: ['id'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

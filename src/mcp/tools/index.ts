@@ -5,6 +5,7 @@ import { execTools } from './exec-tools.js';
 import { fileTools } from './file-tools.js';
 import { lifecycleTools } from './lifecycle-tools.js';
 import { objectTools } from './object-tools.js';
+import { orchestrationTools } from './orchestration-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
 import { scheduleTools } from './schedule-tools.js';
 import { snapshotTools } from './snapshot-tools.js';
@@ -22,4 +23,5 @@ export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
   objectTools,
   scheduleTools,
   storeTools,
+  orchestrationTools,
 ];
