@@ -8,6 +8,7 @@ import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
+import { benchStartToRunning, benchTransition } from './orchestration-bench.js';
 import { benchKvGet, benchRunawayQuery, benchSqlitePointQuery } from './store-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
@@ -80,6 +81,12 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
   await benchAlarmLag(docker, Number(process.env.BENCH_ALARMS ?? 200));
 }
 
+/** The orchestration figures (BENCH_ONLY=orchestrations). */
+async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
+  await benchTransition(fake, n * 10);
+  await benchStartToRunning(docker, n);
+}
+
 /**
  * `npm run bench`: real servers on temporary data directories; each figure is printed beside
  * the plain alternative measured in the same run, interleaved. Never part of npm test.
@@ -91,6 +98,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=objects the durable-object figures alone.
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
   // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
+  // BENCH_ONLY=orchestrations the orchestration figures alone (transition on the fake backend, start on Docker).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -103,6 +111,7 @@ async function main(): Promise<void> {
     if (only === 'objects') return await benchObjects(docker, n);
     if (only === 'schedules') return await benchScheduleLag(fake, firings);
     if (only === 'stores') return await benchStores(fake, n);
+    if (only === 'orchestrations') return await benchOrchestrations(docker, fake, n);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -126,6 +135,7 @@ async function main(): Promise<void> {
     await benchBrowser(docker, n);
     await benchObjects(docker, n);
     await benchStores(fake, n);
+    await benchOrchestrations(docker, fake, n);
   } finally {
     await docker.stop();
     await fake.stop();
