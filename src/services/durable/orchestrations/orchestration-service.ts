@@ -125,9 +125,10 @@ export class OrchestrationService implements OrchestrationStarter {
       } else {
         const decision = decide(definition, [], { instance: { id, name: request.name }, now, inputs: [{ type: 'start', input }] });
         this.repo.create(record, decision.newEvents, this.writeOf(decision, now));
-        this.carryOut(id, request.name, decision.commands);
+        // Started before whatever the first decision ends in (an instance of `set` steps completes in it).
         this.input.audit.resourceEvent('orchestration.started', this.resource(record), { definition_version: version });
         this.input.metrics.orchestrations.inc({ status: 'started' });
+        this.carryOut(id, request.name, decision.commands);
       }
       return { instance: this.viewOf(this.repo.instance(id)!, true), created: true };
     });
