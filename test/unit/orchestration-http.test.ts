@@ -299,6 +299,21 @@ describe('start_at, retention, list paging, schedules', () => {
     expect((await until(body.data.id, 'completed')).output.word).toBe('later\n');
   });
 
+  it('keeps an event raised while pending for the wait, and terminates a pending instance for good', async () => {
+    await api('POST', '/orchestrations/definitions', { name: 'wait', steps: [{ id: 'w', type: 'wait_for_event', event: 'go' }] });
+    const startAt = new Date(time.clock().getTime() + 60_000).toISOString();
+    const early = (await api('POST', '/orchestrations', { name: 'wait', start_at: startAt })).body.data;
+    expect((await api('POST', `/orchestrations/${early.id}/events`, { name: 'go', data: 'early' })).status).toBe(202);
+    expect((await api('GET', `/orchestrations/${early.id}`)).body.data.status).toBe('pending');
+    const stopped = (await api('POST', '/orchestrations', { name: 'wait', start_at: startAt })).body.data;
+    const terminated = await api('POST', `/orchestrations/${stopped.id}/terminate`, { reason: 'not needed' });
+    expect(terminated.body.data).toMatchObject({ status: 'terminated', error: 'not needed' });
+    time.advance(60);
+    await h.services.timers.tick();
+    expect((await until(early.id, 'completed')).output).toBe('early');
+    expect((await api('GET', `/orchestrations/${stopped.id}`)).body.data).toMatchObject({ status: 'terminated', started_at: null });
+  });
+
   it('purges finished instances after the retention', async () => {
     await api('POST', '/orchestrations/definitions', { name: 'quick', steps: [{ id: 'x', type: 'set', value: 1 }] });
     const { body } = await api('POST', '/orchestrations', { name: 'quick' });
