@@ -41,7 +41,9 @@ export async function runActivity(engines: ActivityEngines, command: ActivityCom
         args: body.args ?? null,
         idempotency_key: command.idempotency_key,
         source: 'orchestration',
-        ...(command.timeout_ms !== null && { timeout_ms: command.timeout_ms }),
+        // Only the call's own timeout: the definition's default is for run and exec, and an object
+        // call may not ask for more than its class allows (the class's timeout applies otherwise).
+        ...(body.timeout_ms !== undefined && { timeout_ms: body.timeout_ms }),
       });
       return { type: 'activity_completed', step, attempt, duration_ms: elapsed(), value: (value ?? null) as JsonValue };
     }
