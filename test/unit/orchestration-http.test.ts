@@ -140,6 +140,9 @@ describe('instances', () => {
     expect([other.status, other.body.code]).toEqual([409, 'CONFLICT']);
     await until('build-42', 'completed');
     expect(ran.filter((command) => command.startsWith('echo'))).toEqual(['echo a']);
+    // A repeat answers the instance even after its definition went.
+    await api('DELETE', '/orchestrations/definitions/two');
+    expect((await api('POST', '/orchestrations', { name: 'two', id: 'build-42' })).status).toBe(200);
   });
 
   it.each([

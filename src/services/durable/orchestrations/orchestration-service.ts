@@ -91,15 +91,17 @@ export class OrchestrationService implements OrchestrationStarter {
    * The instance row and its first decision commit together: the answer's status is committed.
    */
   async create(request: StartRequest, callerKey: string | null = null): Promise<{ instance: InstanceView; created: boolean }> {
-    const { definition, version, input } = this.resolve(request);
-    if (jsonBytes(input) > LIMITS.inputBytes) throw new ServiceError('PAYLOAD_TOO_LARGE', `input: ${jsonBytes(input)} bytes of JSON; at most ${LIMITS.inputBytes} (1 MiB)`);
     const id = request.id ?? uuidv7();
     return this.mutex.run(id, async () => {
+      // A repeat answers the instance as it is, even if its definition changed or went since.
       const existing = this.repo.instance(id);
       if (existing) {
         if (existing.name !== request.name) throw conflict(`orchestration '${id}' exists already, of definition '${existing.name}'`);
         return { instance: this.viewOf(existing, true), created: false };
       }
+      const { definition, version, input } = this.resolve(request);
+      const bytes = jsonBytes(input);
+      if (bytes > LIMITS.inputBytes) throw new ServiceError('PAYLOAD_TOO_LARGE', `input: ${bytes} bytes of JSON; at most ${LIMITS.inputBytes} (1 MiB)`);
       const now = this.now();
       const startAt = request.start_at && Date.parse(request.start_at) > Date.parse(now) ? new Date(request.start_at).toISOString() : null;
       const record: InstanceRecord = {
