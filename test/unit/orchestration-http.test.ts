@@ -356,3 +356,21 @@ describe('start_at, retention, list paging, schedules', () => {
     expect((await api('GET', `/orchestrations/${run.body.data.orchestration_id}`)).body.data.output).toBe(7);
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents every orchestration route with its schemas', async () => {
+    const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(Object.keys(doc.paths).filter((path) => path.startsWith('/orchestrations'))).toEqual([
+      '/orchestrations/definitions',
+      '/orchestrations/definitions/{name}',
+      '/orchestrations',
+      '/orchestrations/{id}',
+      '/orchestrations/{id}/events',
+      '/orchestrations/{id}/terminate',
+    ]);
+    expect(Object.keys(doc.paths['/orchestrations/{id}'])).toEqual(['get', 'delete']);
+    expect(Object.keys(doc.paths['/orchestrations']['post'].responses)).toEqual(expect.arrayContaining(['200', '202', '404', '409', '413']));
+    expect(doc.components.schemas).toHaveProperty('OrchestrationInstance');
+    expect(doc.components.schemas).toHaveProperty('StartOrchestration');
+  });
+});
