@@ -81,3 +81,49 @@ export async function benchStartToRunning(server: Server, n: number): Promise<vo
   report('orchestration start -> completed (1 run)', summarize(toDone), summarize(plainRun), 'POST /run');
   await send('DELETE', `${server.url}/orchestrations/definitions/${name}`);
 }
+
+/**
+ * Fan-out: a `map` over `items` items with max_concurrency 8, each a `run` of `true`, from start
+ * to completed, against the same number of POST /run calls made directly by 8 clients. Target:
+ * within 3x of the direct calls.
+ */
+export async function benchMapFanOut(server: Server, items: number): Promise<void> {
+  const name = `bench-map-${process.pid}`;
+  await post(`${server.url}/orchestrations/definitions`, {
+    name,
+    steps: [{ id: 'each', type: 'map', items: '${input.items}', max_concurrency: 8, step: { type: 'activity', run: { command: ['true'] } } }],
+  });
+  // 8 clients of direct /run calls; the first round (untimed) grows the pool to 8 instances, so
+  // that neither side pays for the cold starts the other one saves.
+  const direct = async () => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < items) {
+          next++;
+          await send('POST', `${server.url}/run`, { command: ['true'] });
+        }
+      }),
+    );
+  };
+  await direct();
+  const started = performance.now();
+  const { id } = await post(`${server.url}/orchestrations`, { name, input: { items: Array.from({ length: items }, (_, i) => i) } });
+  for (;;) {
+    const view = JSON.parse((await send('GET', `${server.url}/orchestrations/${id}?history=false`)).body.toString()).data;
+    if (view.status === 'completed' || view.status === 'failed') {
+      if (view.status === 'failed') throw new Error(`map failed: ${view.error}`);
+      break;
+    }
+    await sleep(20);
+  }
+  const ours = performance.now() - started;
+  const plainStarted = performance.now();
+  await direct();
+  const plain = performance.now() - plainStarted;
+  process.stdout.write(
+    `${`orchestration map of ${items} runs (8 at once)`.padEnd(40)} ${(ours / 1000).toFixed(2)} s  | ${`${items} POST /run, 8 clients`.padEnd(26)} ${(plain / 1000).toFixed(2)} s  | ratio ${(ours / plain).toFixed(2)}x  (target < 3x)\n`,
+  );
+  await send('DELETE', `${server.url}/orchestrations/${id}`);
+  await send('DELETE', `${server.url}/orchestrations/definitions/${name}`);
+}

@@ -8,7 +8,7 @@ import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
-import { benchStartToRunning, benchTransition } from './orchestration-bench.js';
+import { benchMapFanOut, benchStartToRunning, benchTransition } from './orchestration-bench.js';
 import { benchKvGet, benchRunawayQuery, benchSqlitePointQuery } from './store-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
@@ -85,6 +85,7 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
 async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
   await benchTransition(fake, n * 10);
   await benchStartToRunning(docker, n);
+  await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50));
 }
 
 /**
