@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { resourceName, timestamp } from './common.js';
 
-/** Statuses of an orchestration instance (DECISIONS-WAVE2 4.3). */
+/** Statuses of an orchestration instance (README, Orchestrations). */
 export const INSTANCE_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'terminated'] as const;
 /** A caller-chosen instance id (idempotent start). */
 export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

@@ -7,12 +7,12 @@ import { call } from '../helpers/docker-runtime.js';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
 
 /**
- * Orchestrations across kill -9 of a real server on Docker (DECISIONS-WAVE2 4.5, 4.8): a 3-step
+ * Orchestrations across kill -9 of a real server on Docker: a 3-step
  * definition whose exec activities append lines to a file in one sandbox; each run is killed
  * at a random moment of step 2 and the server restarted on the same data directory. After the
  * restart every run completes; step 1's and step 3's lines are there exactly once (completed
  * steps never run again), step 2's at most twice (at least once: it was cut and re-run).
- * ORCH_CRASH_RUNS sets the number of runs (the contract's figure is 20; the default keeps CI short).
+ * ORCH_CRASH_RUNS sets the number of runs (20 is the figure docs/decisions.md reports; the default keeps CI short).
  */
 const RUNS = Number(process.env.ORCH_CRASH_RUNS ?? 6);
 const docker = new Docker();

@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/telemetry/logger.js';
 import { manualClock } from '../helpers/manual-clock.js';
 
 /**
- * Restart safety (DECISIONS-WAVE2 4.5) at the service level: the services are closed in the
+ * Restart safety at the service level: the services are closed in the
  * middle of an activity (its task row stays `running`, as after a kill -9) and opened again
  * on the same data directory; the instance completes without re-running completed steps.
  */

@@ -31,7 +31,7 @@ import { DefinitionStore } from './definition-store.js';
 export type InstanceStatus = InstanceRecord['status'];
 const FINAL: ReadonlySet<InstanceStatus> = new Set(['completed', 'failed', 'terminated']);
 
-/** The instance view of 4.7; `history` only when asked for. */
+/** The instance view (README, Orchestrations); `history` only when asked for. */
 export type InstanceView = OrchestrationInstance;
 
 export interface StartRequest {
@@ -177,7 +177,7 @@ export class OrchestrationService implements OrchestrationStarter {
   }
 
   /**
-   * After a restart (4.5): an attempt found running died with the process and becomes
+   * After a restart (docs/decisions.md, "Orchestrations (service)"): an attempt found running died with the process and becomes
    * `activity_interrupted` (a new attempt, or a failure where `retry_on_interrupt` is false);
    * scheduled attempts run; timers are rows the timer source reads (overdue ones fire at once).
    */
@@ -364,7 +364,7 @@ export class OrchestrationService implements OrchestrationStarter {
   }
 
   /**
-   * The instance view of 4.7: the row's columns, and what the interpreter's projection of the
+   * The instance view: the row's columns, and what the interpreter's projection of the
    * history says (steps, output, error, waiting_for).
    */
   private viewOf(record: InstanceRecord, withHistory: boolean): InstanceView {
