@@ -10,6 +10,7 @@ import { benchPolicy } from './policy-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
+import { benchMapFanOut, benchStartToRunning, benchTransition } from './orchestration-bench.js';
 import { benchKvGet, benchRunawayQuery, benchSqlitePointQuery } from './store-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
 
@@ -82,6 +83,13 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
   await benchAlarmLag(docker, Number(process.env.BENCH_ALARMS ?? 200));
 }
 
+/** The orchestration figures (BENCH_ONLY=orchestrations). */
+async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
+  await benchTransition(fake, n * 10);
+  await benchStartToRunning(docker, n);
+  await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50));
+}
+
 /**
  * `npm run bench`: real servers on temporary data directories; each figure is printed beside
  * the plain alternative measured in the same run, interleaved. Never part of npm test.
@@ -95,6 +103,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
   // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
   // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
+  // BENCH_ONLY=orchestrations the orchestration figures alone (transition on the fake backend, start on Docker).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -110,6 +119,7 @@ async function main(): Promise<void> {
     if (only === 'schedules') return await benchScheduleLag(fake, firings);
     if (only === 'stores') return await benchStores(fake, n);
     if (only === 'llm') return await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
+    if (only === 'orchestrations') return await benchOrchestrations(docker, fake, n);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -134,6 +144,7 @@ async function main(): Promise<void> {
     await benchObjects(docker, n);
     await benchStores(fake, n);
     await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
+    await benchOrchestrations(docker, fake, n);
   } finally {
     await docker.stop();
     await fake.stop();

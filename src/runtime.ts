@@ -9,6 +9,7 @@ import type { App } from './http/route-types.js';
 import { loadTls } from './http/tls.js';
 import { buildHint } from './images/catalog.js';
 import { VERSION } from './paths.js';
+import { durationMs } from './schemas/common.js';
 import { repeatEvery } from './services/support/background-loop.js';
 import type { Clock } from './services/support/clock.js';
 import { secretBoxFor } from './services/support/secret-box.js';
@@ -77,6 +78,8 @@ export async function startRuntime(
         poolMemoryMb: config.poolMemoryMb,
         objectConcurrency: config.objectConcurrency,
         objectMaxStorage: config.objectMaxStorage,
+        orchestrationConcurrency: config.orchestrationConcurrency,
+        orchestrationRetentionMs: durationMs(config.orchestrationRetention),
         storeWorkers: config.storeWorkers,
         storeTimeoutMs: config.storeTimeout,
         storeAllowedHosts: config.storeAllowedHosts,
@@ -141,6 +144,8 @@ export async function startRuntime(
     unguard();
     throw err;
   }
+  // Orchestration activities cut by the stop: a new attempt each (or a failure); scheduled ones run.
+  await services.orchestrations.recover();
   // After recovery, like the loops: due work may act on sandboxes, which recovery settles first.
   void services.timers.start();
   const loops = [

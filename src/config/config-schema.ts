@@ -43,6 +43,8 @@ export const OPTIONS = {
   logFormat: { toml: 'server.log_format', env: 'SERVICE_LOG_FORMAT', flag: '--log-format' },
   objectConcurrency: { toml: 'objects.concurrency', env: 'SERVICE_OBJECT_CONCURRENCY', flag: '--object-concurrency' },
   objectMaxStorage: { toml: 'objects.max_storage_bytes', env: 'SERVICE_OBJECT_MAX_STORAGE', flag: '--object-max-storage' },
+  orchestrationConcurrency: { toml: 'orchestrations.concurrency', env: 'SERVICE_ORCHESTRATION_CONCURRENCY', flag: '--orchestration-concurrency' },
+  orchestrationRetention: { toml: 'orchestrations.retention', env: 'SERVICE_ORCHESTRATION_RETENTION', flag: '--orchestration-retention' },
   storeWorkers: { toml: 'stores.workers', env: 'SERVICE_STORE_WORKERS', flag: '--store-workers' },
   storeTimeout: { toml: 'stores.timeout_ms', env: 'SERVICE_STORE_TIMEOUT', flag: '--store-timeout' },
   storeAllowedHosts: { toml: 'stores.allowed_hosts', env: 'SERVICE_STORE_ALLOWED_HOSTS', flag: '--store-allowed-hosts' },
@@ -156,6 +158,13 @@ export const configSchema = z.object({
   objectConcurrency: z.coerce.number().int().min(1).max(1024).default(16),
   /** Storage limit (bytes of JSON) of an object whose class sets none. */
   objectMaxStorage: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(4 * 1024 * 1024),
+  /** Orchestration activities running at once, over all instances. */
+  orchestrationConcurrency: z.coerce.number().int().min(1).max(1024).default(8),
+  /** How long finished orchestration instances are kept: a duration (<int><s|m|h|d>). */
+  orchestrationRetention: z
+    .string()
+    .regex(/^[1-9][0-9]{0,8}[smhd]$/, 'must be a duration like 30d, 12h, 90m')
+    .default('30d'),
   /** Child processes that run the SQL of host sqlite stores (a runaway statement is killed with its process). */
   storeWorkers: z.coerce.number().int().min(1).max(64).default(2),
   /** Default timeout_ms of store query, execute and command; a request may ask for up to 60000. */

@@ -25,6 +25,7 @@ import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
 import { sandboxRoutes } from './routes/sandbox-routes.js';
+import { orchestrationRoutes } from './routes/orchestration-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { storeRoutes } from './routes/store-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
@@ -213,6 +214,7 @@ export async function buildApp({
   await app.register(browserRoutes, context);
   await app.register(objectRoutes, context);
   await app.register(scheduleRoutes, context);
+  await app.register(orchestrationRoutes, context);
   await app.register(storeRoutes, context);
   await app.register(llmRoutes, context);
   await app.register(policyRoutes, context);

@@ -166,6 +166,17 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'POST /stores/:id/execute': { action: 'store.execute', resource: named('store', 'id') },
   'POST /stores/:id/command': { action: 'store.command', resource: named('store', 'id') },
 
+  'GET /orchestrations/definitions': { action: 'orchestration.definition.list', resource: all('orchestration-definition') },
+  'POST /orchestrations/definitions': { action: 'orchestration.definition.create', resource: (i) => `orchestration-definition:${text(i.body?.name) ?? ''}` },
+  'GET /orchestrations/definitions/:name': { action: 'orchestration.definition.get', resource: named('orchestration-definition', 'name') },
+  'DELETE /orchestrations/definitions/:name': { action: 'orchestration.definition.delete', resource: named('orchestration-definition', 'name') },
+  'POST /orchestrations': { action: 'orchestration.start', resource: (i) => `orchestration-definition:${text(i.body?.name) ?? ''}` },
+  'GET /orchestrations': { action: 'orchestration.list', resource: all('orchestration') },
+  'GET /orchestrations/:id': { action: 'orchestration.get', resource: named('orchestration', 'id') },
+  'POST /orchestrations/:id/events': { action: 'orchestration.event', resource: named('orchestration', 'id') },
+  'POST /orchestrations/:id/terminate': { action: 'orchestration.terminate', resource: named('orchestration', 'id') },
+  'DELETE /orchestrations/:id': { action: 'orchestration.delete', resource: named('orchestration', 'id') },
+
   'GET /policy/status': { action: 'policy.status', resource: () => 'policy:*' },
   'POST /policy/check': { action: 'policy.check', resource: () => 'policy:*' },
   'POST /policy/reload': { action: 'policy.reload', resource: () => 'policy:*' },

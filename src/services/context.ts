@@ -4,6 +4,7 @@ import type { BrowserEventRepository } from '../state/browser-event-repository.j
 import type { DetachedRepository } from '../state/detached-repository.js';
 import type { ObjectRepository } from '../state/object-repository.js';
 import type { PolicyRepository } from '../state/policy-repository.js';
+import type { OrchestrationRepository } from '../state/orchestration-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
@@ -53,6 +54,10 @@ export interface ServiceSettings {
   storeAllowedHosts?: string[];
   /** The policy rule file, its mode and whether allowed requests are audited too; default none (everything allowed). */
   policy?: PolicySettings;
+  /** Orchestration activities running at once, over all instances; default 8. */
+  orchestrationConcurrency?: number;
+  /** Milliseconds finished orchestration instances are kept; default 30 days. */
+  orchestrationRetentionMs?: number;
   /** Host limits that vcpus and memory_mb are checked against; default this host's. */
   hostCpus?: number;
   hostMemoryMb?: number;
@@ -72,6 +77,7 @@ export interface Repositories {
   stores: StoreRepository;
   llm: LlmRepository;
   policy: PolicyRepository;
+  orchestrations: OrchestrationRepository;
 }
 
 /**

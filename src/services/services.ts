@@ -5,6 +5,7 @@ import { AuditRepository } from '../state/audit-repository.js';
 import { BrowserEventRepository } from '../state/browser-event-repository.js';
 import { DetachedRepository } from '../state/detached-repository.js';
 import { ObjectRepository } from '../state/object-repository.js';
+import { OrchestrationRepository } from '../state/orchestration-repository.js';
 import { SandboxRepository } from '../state/sandbox-repository.js';
 import { ScheduleRepository } from '../state/schedule-repository.js';
 import { SnapshotRepository } from '../state/snapshot-repository.js';
@@ -17,7 +18,8 @@ import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
 import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
-import { DurableTimers, NO_ORCHESTRATIONS, ScheduleService } from './durable/index.js';
+import { DurableTimers, ScheduleService } from './durable/index.js';
+import { OrchestrationService, OrchestrationTimers } from './durable/orchestrations/service-index.js';
 import { ObjectAlarms, ObjectClasses, ObjectHibernation, ObjectService } from './durable/objects/index.js';
 import { StoreService, storeEngines, type StoreEngine } from './durable/stores/index.js';
 import { EgressService } from './egress/index.js';
@@ -69,6 +71,8 @@ export class Services {
   readonly objects: ObjectService;
   /** Cron and one-shot firings; its `firing` is a source of `timers`. */
   readonly schedules: ScheduleService;
+  /** Orchestration definitions and instances; its timers are a source of `timers`. */
+  readonly orchestrations: OrchestrationService;
   /** Durable stores; its `handles` is a source of `timers` (idle connections closed). */
   readonly stores: StoreService;
   readonly secrets: SecretBox;
@@ -99,6 +103,7 @@ export class Services {
       stores: new StoreRepository(store.db),
       llm: new LlmRepository(store.db),
       policy: new PolicyRepository(store.db, store.statements),
+      orchestrations: new OrchestrationRepository(store.statements),
     };
     this.repos = repos;
     this.settings = settings;
@@ -157,12 +162,24 @@ export class Services {
     });
     this.timers.register(new ObjectAlarms(repos.objects, this.objects, () => void this.timers.poke(), logger.child({ part: 'object-alarms' }), clock));
     this.timers.register(new ObjectHibernation(repos.objects, this.objects));
+    this.orchestrations = new OrchestrationService({
+      ...ctx,
+      ...part('orchestrations'),
+      repo: repos.orchestrations,
+      runs: this.runs,
+      exec: this.exec,
+      objects: this.objects,
+      metrics,
+      concurrency: settings.orchestrationConcurrency ?? 8,
+      retentionMs: settings.orchestrationRetentionMs ?? 30 * 86_400_000,
+    });
+    this.timers.register(new OrchestrationTimers(repos.orchestrations, this.orchestrations));
     this.schedules = new ScheduleService({
       ...ctx,
       ...part('schedules'),
       runs: this.runs,
       objects: this.objects,
-      orchestrations: NO_ORCHESTRATIONS,
+      orchestrations: this.orchestrations,
       metrics,
     });
     this.timers.register(this.schedules.firing);
@@ -216,6 +233,7 @@ export class Services {
   async close(): Promise<void> {
     await this.timers.close();
     await this.egress.close();
+    await this.orchestrations.close();
     this.objects.close();
     await this.schedules.close();
     await this.stores.close();

@@ -324,6 +324,72 @@ export interface LlmBudgetTable {
   budget_tokens: number;
 }
 
+/** An orchestration definition: the validated DSL as JSON; `version` moves when `hash` does. */
+export interface OrchestrationDefinitionTable {
+  name: string;
+  version: number;
+  /** JSON: the validated definition. */
+  content: string;
+  /** definitionHash of the content. */
+  hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** An orchestration instance. Output, error and times mirror its history, for listing. */
+export interface OrchestrationTable {
+  id: string;
+  name: string;
+  definition_version: number;
+  /** JSON: the definition snapshot the instance started with. */
+  definition: string;
+  /** pending | running | waiting | completed | failed | terminated */
+  status: string;
+  /** JSON; null: JSON null. */
+  input: string | null;
+  /** JSON; null until completed. */
+  output: string | null;
+  error: string | null;
+  failed_step: string | null;
+  /** The key of a caller that starts idempotently without choosing the id (a schedule's run). */
+  caller_key: string | null;
+  /** When a pending instance starts; null once started or when it started at once. */
+  start_at: string | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+/** One event of an instance's history. */
+export interface OrchestrationHistoryTable {
+  instance: string;
+  sequence: number;
+  type: string;
+  step: string | null;
+  /** JSON */
+  data: string;
+  timestamp: string;
+}
+
+/** An open activity attempt of an instance. */
+export interface OrchestrationTaskTable {
+  instance: string;
+  step: string;
+  attempt: number;
+  /** scheduled | running */
+  state: string;
+  /** JSON: the interpreter's ActivityCommand. */
+  command: string;
+}
+
+/** A due time of an instance's step: a timer, a wait's deadline, a retry's back-off. */
+export interface OrchestrationTimerTable {
+  instance: string;
+  step: string;
+  fire_at: string;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -348,5 +414,10 @@ export interface Database {
   llm_keys: LlmKeyTable;
   llm_usage: LlmUsageTable;
   llm_budgets: LlmBudgetTable;
+  orchestration_definitions: OrchestrationDefinitionTable;
+  orchestrations: OrchestrationTable;
+  orchestration_history: OrchestrationHistoryTable;
+  orchestration_tasks: OrchestrationTaskTable;
+  orchestration_timers: OrchestrationTimerTable;
   meta: MetaTable;
 }

@@ -137,6 +137,25 @@ export class Metrics {
     ['provider', 'direction'],
   );
 
+  readonly orchestrations = this.counter(
+    'sandboxd_orchestrations_total',
+    'Orchestration instances, by status: started, then completed, failed or terminated',
+    ['status'],
+  );
+
+  readonly activitiesInflight = new Gauge({
+    name: 'sandboxd_activities_inflight',
+    help: 'Orchestration activity attempts running now (at most [orchestrations].concurrency)',
+    registers: [this.registry],
+  });
+
+  readonly activityDuration = this.histogram(
+    'sandboxd_activity_duration_seconds',
+    'Run time of orchestration activity attempts, by type (run, exec, call) and outcome (completed, failed, cancelled)',
+    COMMAND_BUCKETS,
+    ['type', 'outcome'],
+  );
+
   readonly uncaughtErrors = this.counter(
     'sandboxd_uncaught_errors_total',
     'Errors that escaped every handler (each one a bug), by kind: exception or rejection; the server logged them and kept serving',

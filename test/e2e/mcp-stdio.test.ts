@@ -60,6 +60,12 @@ const TOOLS: Record<string, string[]> = {
   permission_grant: ['principal'],
   permission_list: [],
   permission_revoke: ['id'],
+  orchestration_define: ['definition'],
+  orchestration_start: ['name'],
+  orchestration_get: ['id'],
+  orchestration_list: [],
+  orchestration_raise_event: ['id', 'name'],
+  orchestration_terminate: ['id'],
 };
 
 /** `sandboxd mcp` hosting the service in-process on its own data directory, on real Docker. */

@@ -136,6 +136,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: {}, flags: { dataDir: dir, storeAllowedHosts: 'db/32' } })).toThrow(/--store-allowed-hosts: 'db\/32' is not a host glob/);
   });
 
+  it('reads the orchestration options from every source and refuses bad values by name', () => {
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ orchestrationConcurrency: 8, orchestrationRetention: '30d' });
+    const configFile = file('orchestrations.toml', '[orchestrations]\nconcurrency = 4\nretention = "7d"\n');
+    expect(loadConfig({ configFile, env: {}, flags: { dataDir: dir } })).toMatchObject({ orchestrationConcurrency: 4, orchestrationRetention: '7d' });
+    const env = { SERVICE_ORCHESTRATION_RETENTION: '12h' };
+    expect(loadConfig({ configFile, env, flags: { dataDir: dir, orchestrationConcurrency: '16' } })).toMatchObject({ orchestrationConcurrency: 16, orchestrationRetention: '12h' });
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, orchestrationRetention: 'forever' } })).toThrow(/--orchestration-retention/);
+    expect(() => loadConfig({ env: { SERVICE_ORCHESTRATION_CONCURRENCY: '0' }, flags: { dataDir: dir } })).toThrow(/SERVICE_ORCHESTRATION_CONCURRENCY/);
+  });
+
   it('turns TLS on with a certificate pair or --tls alone', () => {
     expect(loadConfig({ env: { SERVICE_TLS_CERT: '/c.pem', SERVICE_TLS_KEY: '/k.pem' }, flags: { dataDir: dir } }).tls).toBe(true);
     expect(loadConfig({ env: {}, flags: { dataDir: dir, tls: true } }).tls).toBe(true);

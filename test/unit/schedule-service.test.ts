@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { notFound, ServiceError } from '../../src/errors.js';
 import type { CreateScheduleInput } from '../../src/schemas/schedule-schemas.js';
-import { DurableTimers, NO_ORCHESTRATIONS, type ObjectCaller, type ObjectCallInput } from '../../src/services/durable/index.js';
+import { DurableTimers, NO_ORCHESTRATIONS, type ObjectCaller, type OrchestrationStarter, type ObjectCallInput } from '../../src/services/durable/index.js';
 import { ScheduleService } from '../../src/services/durable/schedules/index.js';
 import { ScheduleRepository } from '../../src/state/schedule-repository.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -54,7 +54,7 @@ let timers: DurableTimers;
 const opened: ScheduleService[] = [];
 
 /** A schedule service on the harness's store with its own driver, the object double as its objects. */
-function scheduleService(caller: ObjectCaller = objects): { service: ScheduleService; timers: DurableTimers } {
+function scheduleService(caller: ObjectCaller = objects, orchestrations: OrchestrationStarter = NO_ORCHESTRATIONS): { service: ScheduleService; timers: DurableTimers } {
   const driver = new DurableTimers({ clock: clock.clock, logger: silentLogger() });
   const service = new ScheduleService({
     repos: { schedules: new ScheduleRepository(h.store.db, h.store.statements) },
@@ -66,7 +66,7 @@ function scheduleService(caller: ObjectCaller = objects): { service: ScheduleSer
     exec: h.services.exec,
     runs: h.services.runs,
     objects: caller,
-    orchestrations: NO_ORCHESTRATIONS,
+    orchestrations,
     metrics: h.services.observability.metrics,
   });
   driver.register(service.firing);
@@ -317,6 +317,32 @@ describe('at most once', () => {
     expect(objects.effects.get(key)).toBe(1);
     expect(await runsOf('tick', restarted.service)).toMatchObject([{ status: 'succeeded', scheduled_for: '2026-01-01T00:01:00.000Z' }]);
     expect(held).toBeDefined();
+  });
+
+  it('retries an orchestration start once after a restart with the same idempotency key', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const keys: string[] = [];
+    const starter: OrchestrationStarter = {
+      requireDefinition: async () => undefined,
+      async start({ idempotency_key }) {
+        keys.push(idempotency_key);
+        if (keys.length === 1) await held;
+        return { orchestration_id: `orch-for-${idempotency_key}` };
+      },
+    };
+    const first = scheduleService(objects, starter);
+    const created = await first.service.create({ name: 'flow', method: 'start', cron: '* * * * *', target_orchestration: 'build', args: { n: 1 } });
+    clock.advance(60);
+    await first.timers.tick();
+    first.service.close();
+    const restarted = scheduleService(objects, starter);
+    expect(await restarted.service.recover()).toEqual({ interrupted: 0, retried: 1 });
+    await restarted.service.settled();
+    const key = `schedule:${created.id}:2026-01-01T00:01:00.000Z`;
+    expect(keys).toEqual([key, key]);
+    expect(await runsOf('flow', restarted.service)).toMatchObject([{ status: 'succeeded', orchestration_id: `orch-for-${key}` }]);
+    release();
   });
 
   it('interrupts an object-method run whose retry was in flight at a second crash (no third try)', async () => {

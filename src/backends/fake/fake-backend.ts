@@ -238,7 +238,8 @@ export class FakeBackend
     const collector = new OutputCollector(request.max_output_bytes, options.onOutput);
     for (const chunk of script.chunks ?? []) collector.push({ stream: chunk.stream, data: Buffer.from(chunk.text) });
     let timedOut = false;
-    if (script.hang) {
+    // A signal aborted before the command got here kills it at once, as a dropped request would.
+    if (script.hang && !options.signal?.aborted) {
       timedOut = await new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => resolve(true), request.timeout_ms);
         options.signal?.addEventListener('abort', () => {

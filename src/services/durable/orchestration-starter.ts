@@ -2,10 +2,8 @@ import { notFound } from '../../errors.js';
 
 /**
  * How schedules (and later other callers) reach orchestrations: a definition check at create and
- * the start of an instance. The orchestration service implements it.
- * TODO(issue 15): the orchestration service implements this, and a schedule's start is inserted
- * in the claim transaction itself (exactly-once start), as the schedules section of
- * docs/decisions.md says.
+ * the start of an instance. The orchestration service implements it; a start is idempotent by
+ * its key, so a schedule run cut by a crash is retried at recovery and starts one instance.
  */
 export interface OrchestrationStarter {
   /** NOT_FOUND (`orchestration definition 'x' not found`) unless definition `name` exists. */

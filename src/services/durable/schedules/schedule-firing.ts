@@ -132,8 +132,9 @@ export class ScheduleFiring implements TimerSource {
 
   /**
    * At start, before the driver: a run the stopped server had in flight is `interrupted` and not
-   * fired again (at most once), except an object-method run on its first attempt, which is
-   * retried once with the same Idempotency-Key (the object keeps one storage effect per key).
+   * fired again (at most once), except an object-method run or an orchestration start on its
+   * first attempt, which is retried once with the same idempotency key (the object keeps one
+   * storage effect per key; the orchestration service starts one instance per key).
    * Returns how many runs were interrupted and retried.
    */
   async recover(): Promise<{ interrupted: number; retried: number }> {
@@ -141,7 +142,8 @@ export class ScheduleFiring implements TimerSource {
     for (const run of this.repo.runningRuns()) {
       const schedule = await this.repo.byId(run.schedule_id);
       if (!schedule) continue;
-      if (!run.manual && run.attempt === 1 && targetKind(schedule) === 'object') {
+      const kind = targetKind(schedule);
+      if (!run.manual && run.attempt === 1 && (kind === 'object' || kind === 'orchestration')) {
         this.repo.retryRun(run.id);
         this.dispatch(schedule, { ...run, attempt: 2 });
         counts.retried++;

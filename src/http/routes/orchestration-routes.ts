@@ -1,0 +1,130 @@
+import { envelope, message } from '../../schemas/common.js';
+import {
+  definition,
+  definitionBody,
+  definitionParams,
+  eventAccepted,
+  getInstanceQuery,
+  instance,
+  instanceDeleted,
+  instanceParams,
+  listInstancesQuery,
+  raiseEventBody,
+  startBody,
+  terminateBody,
+} from '../../schemas/orchestration-schemas.js';
+import { errors, ok, type App, type RouteContext } from '../route-types.js';
+
+const tags = ['orchestrations'];
+
+/** Orchestrations: definitions (the JSON DSL) and their instances, events and termination. */
+export async function orchestrationRoutes(app: App, { services }: RouteContext): Promise<void> {
+  const orchestrations = services.orchestrations;
+  const definitions = orchestrations.definitions;
+
+  app.get(
+    '/orchestrations/definitions',
+    { schema: { tags, summary: 'List orchestration definitions, in name order', response: { 200: envelope(definition.array()), ...errors() } } },
+    async () => ok(definitions.list()),
+  );
+
+  app.post(
+    '/orchestrations/definitions',
+    {
+      schema: {
+        tags,
+        summary: 'Create or update an orchestration definition (201 first time, 200 update; the version moves only when the content changes)',
+        description: 'Every problem of the DSL is a 400 naming its path, e.g. `steps[3].when.path: refers to step \'x\' which is not before this step`.',
+        body: definitionBody,
+        response: { 200: envelope(definition), 201: envelope(definition), ...errors(400) },
+      },
+    },
+    async (request, reply) => {
+      const { definition: saved, created } = definitions.save(request.body);
+      return reply.status(created ? 201 : 200).send(ok(saved));
+    },
+  );
+
+  app.get(
+    '/orchestrations/definitions/:name',
+    { schema: { tags, summary: 'Get an orchestration definition', params: definitionParams, response: { 200: envelope(definition), ...errors(400, 404) } } },
+    async (request) => ok(definitions.get(request.params.name)),
+  );
+
+  app.delete(
+    '/orchestrations/definitions/:name',
+    {
+      schema: { tags, summary: 'Delete an orchestration definition; running instances keep their snapshot', params: definitionParams, response: { 200: message, ...errors(400, 404) } },
+    },
+    async (request) => ok(definitions.remove(request.params.name)),
+  );
+
+  app.post(
+    '/orchestrations',
+    {
+      schema: {
+        tags,
+        summary: 'Start an orchestration instance (202; 200 when `id` names an existing instance of the same definition)',
+        description:
+          'The instance row and its first decision commit together: the answer\'s status is committed (pending with a future ' +
+          'start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413.',
+        body: startBody,
+        response: { 200: envelope(instance), 202: envelope(instance), ...errors(400, 404, 409, 413) },
+      },
+    },
+    async (request, reply) => {
+      const { instance: started, created } = await orchestrations.create(request.body);
+      return reply.status(created ? 202 : 200).send(ok(started));
+    },
+  );
+
+  app.get(
+    '/orchestrations',
+    {
+      schema: { tags, summary: 'List orchestration instances, newest first, without history', querystring: listInstancesQuery, response: { 200: envelope(instance.array()), ...errors(400) } },
+    },
+    async (request) => ok(orchestrations.list(request.query)),
+  );
+
+  app.get(
+    '/orchestrations/:id',
+    {
+      schema: { tags, summary: 'Get an orchestration instance, with its history unless history=false', params: instanceParams, querystring: getInstanceQuery, response: { 200: envelope(instance), ...errors(400, 404) } },
+    },
+    async (request) => ok(orchestrations.get(request.params.id, request.query.history)),
+  );
+
+  app.post(
+    '/orchestrations/:id/events',
+    {
+      schema: {
+        tags,
+        summary: 'Raise an event (202): recorded before the answer; buffered until a wait_for_event of that name consumes it',
+        params: instanceParams,
+        body: raiseEventBody,
+        response: { 202: envelope(eventAccepted), ...errors(400, 404, 409, 413) },
+      },
+    },
+    async (request, reply) => reply.status(202).send(ok(await orchestrations.raiseEvent(request.params.id, request.body.name, request.body.data))),
+  );
+
+  app.post(
+    '/orchestrations/:id/terminate',
+    {
+      schema: {
+        tags,
+        summary: 'Terminate an instance: open work cancelled, running activities aborted (run container removed, exec process killed)',
+        params: instanceParams,
+        body: terminateBody,
+        response: { 200: envelope(instance), ...errors(400, 404, 409) },
+      },
+    },
+    async (request) => ok(await orchestrations.terminate(request.params.id, request.body?.reason)),
+  );
+
+  app.delete(
+    '/orchestrations/:id',
+    { schema: { tags, summary: 'Delete a finished instance and its history (409 unless finished)', params: instanceParams, response: { 200: envelope(instanceDeleted), ...errors(400, 404, 409) } } },
+    async (request) => ok(await orchestrations.remove(request.params.id)),
+  );
+}
