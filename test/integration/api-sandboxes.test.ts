@@ -85,7 +85,18 @@ describe('sandbox lifecycle through the API', () => {
 
     const listed = await api('GET', '/sandboxes?label=team:core&label=tier:test');
     expect(listed.body.data).toEqual([
-      { name, uuid: sb.uuid, status: 'running', backend: 'docker', ip: sb.ip, image: 'sandboxd/base:bookworm', labels: { team: 'core', tier: 'test' }, description: 'lifecycle test' },
+      {
+        name,
+        uuid: sb.uuid,
+        status: 'running',
+        backend: 'docker',
+        ip: sb.ip,
+        image: 'sandboxd/base:bookworm',
+        profile: 'moderate',
+        labels: { team: 'core', tier: 'test' },
+        description: 'lifecycle test',
+        created_at: sb.created_at,
+      },
     ]);
     expect((await api('GET', '/sandboxes?label=team:core&label=tier:prod')).body.data).toEqual([]);
 
