@@ -1,37 +1,28 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient } from '../../src/mcp/inject-client.js';
-import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { texts } from '../helpers/mcp-process.js';
+import { mcpSession, type McpSession } from '../helpers/mcp-session.js';
 
 /** The store tools through the in-process API, over the real sqlite and kv engines. */
 describe('store MCP tools', () => {
   let harness: FakeHarness;
-  let mcp: SandboxdMcpServer;
-  let client: Client;
-  const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+  let session: McpSession;
+  const call = (name: string, args: Record<string, unknown> = {}) => session.call(name, args);
   const json = async (name: string, args: Record<string, unknown> = {}) => JSON.parse(texts(await call(name, args))[0]!);
 
   beforeAll(async () => {
     harness = await fakeHarness();
-    mcp = await createMcpServer({ api: injectClient(harness.app, 'test'), logger: silentLogger() });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await mcp.server.connect(serverSide);
-    client = new Client({ name: 'unit', version: '1' });
-    await client.connect(clientSide);
+    session = await mcpSession(injectClient(harness.app, 'test'));
   });
   afterAll(async () => {
-    await client.close();
-    await mcp.close();
+    await session.close();
     await harness.close();
   });
 
   it('lists the six store tools with their required arguments', async () => {
-    const { tools } = await client.listTools();
+    const { tools } = await session.client.listTools();
     const required = Object.fromEntries(tools.filter((t) => t.name.startsWith('store_')).map((t) => [t.name, t.inputSchema.required ?? []]));
     expect(required).toEqual({
       store_create: ['name', 'kind'],
