@@ -1,19 +1,14 @@
-import { StringDecoder } from 'node:string_decoder';
-import { isServiceError } from '../../errors.js';
 import { envelope } from '../../schemas/common.js';
 import { execResult } from '../../schemas/exec-schemas.js';
 import { batchBody, batchResult, runBody } from '../../schemas/run-schemas.js';
-import { httpMessage } from '../errors.js';
 import { clientGone, errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
-import { SseStream } from '../sse-stream.js';
+import { streamCommand } from '../command-stream.js';
 
 export interface RunRouteOptions extends RouteContext {
   /** How often /run/stream sends a heartbeat comment. */
   heartbeatMs: number;
 }
 
-/** Output a /run/stream client may leave unread before it is cut off (and its run killed). */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 /** One-shot runs in fresh sandboxes: plain, streamed, and in batches. */
 export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOptions): Promise<void> {
@@ -49,32 +44,15 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
     async (request, reply) => {
       // A request no sandbox would accept is an HTTP error, before the stream opens.
       services.runs.check(request.body);
-      reply.hijack();
-      const stream = new SseStream(reply.raw, { heartbeatMs, maxBufferedBytes: MAX_BUFFERED_BYTES, onSlowClient: () => undefined });
-      const gone = new AbortController();
-      stream.onClose(() => gone.abort());
-      let id = 0;
-      const send = (event: string, data: object) => stream.send(++id, event, JSON.stringify(data));
-      // A chunk may end inside a multi-byte character: each stream keeps its own decoder.
-      const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
-      try {
-        const result = await services.runs.run(request.body, {
-          signal: gone.signal,
+      // `data` repeats `content` for clients that read that name (the agentkernel SDKs).
+      await streamCommand(reply, request.log, { heartbeatMs, what: 'run', outputExtra: (content) => ({ data: content }) }, ({ signal, send, onOutput }) =>
+        services.runs.run(request.body, {
+          signal,
+          onOutput,
           onStarted: (sandbox) => send('started', { sandbox }),
           onStage: (stage) => send('progress', { stage }),
-          onOutput: ({ stream: name, data }) => {
-            const content = decoders[name].write(data);
-            // `data` repeats `content` for clients that read that name (the agentkernel SDKs).
-            if (content) send('output', { content, stream: name, data: content });
-          },
-        });
-        const { exit_code, duration_ms, timed_out, truncated, oom_killed } = result;
-        send('done', { exit_code, duration_ms, timed_out, truncated, ...(oom_killed ? { oom_killed } : {}) });
-      } catch (err) {
-        if (!isServiceError(err)) request.log.error({ err }, 'streamed run failed');
-        send('error', { message: isServiceError(err) ? httpMessage(err) : 'internal error' });
-      }
-      stream.end();
+        }),
+      );
     },
   );
 
