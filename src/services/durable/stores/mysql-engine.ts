@@ -14,9 +14,9 @@
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, QueryError, ResultSetHeader } from 'mysql2';
 import { ServiceError } from '../../../errors.js';
-import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
+import { ExternalSqlEngine } from './external-engine.js';
+import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
 import {
-  cannotConnect,
   engineError,
   jsonValue,
   noConnection,
@@ -33,9 +33,7 @@ import type {
   QueryRequest,
   RowSet,
   StatementResult,
-  StoreEngine,
   StoreHandle,
-  StoreTarget,
 } from './store-engine.js';
 
 /** What a mysql store's config holds (see external-config.ts). */
@@ -48,36 +46,25 @@ export const MYSQL_SPEC: ExternalSpec = {
   extraFields: { database: (value, name) => checkText(value, name, 64) },
 };
 
-export class MysqlEngine implements StoreEngine {
+export class MysqlEngine extends ExternalSqlEngine {
   readonly kind = 'mysql' as const;
-  readonly ops = ['query', 'execute'] as const;
 
-  constructor(private readonly options: ExternalEngineOptions = {}) {}
-
-  checkConfig(config: Record<string, unknown>): Record<string, unknown> {
-    return checkExternalConfig(MYSQL_SPEC, config);
+  constructor(options: ExternalEngineOptions = {}) {
+    super(MYSQL_SPEC, options);
   }
 
-  async open(target: StoreTarget): Promise<StoreHandle> {
-    return new MysqlHandle(target.name, resolveEndpoint(MYSQL_SPEC, target), this.options);
+  protected handleFor(name: string, endpoint: Endpoint): StoreHandle {
+    return new MysqlHandle(name, endpoint, this.options);
   }
 
-  async prepare(target: StoreTarget, validate: boolean): Promise<void> {
-    const endpoint = resolveEndpoint(MYSQL_SPEC, target);
-    if (!validate) return;
+  protected async ping(endpoint: Endpoint): Promise<void> {
     const connection = mysql.createConnection(connectionConfig(endpoint, this.options));
     connection.on('error', () => undefined);
     try {
       await new Promise<void>((resolve, reject) => connection.query('SELECT 1', (err) => (err ? reject(err) : resolve())));
-    } catch (err) {
-      throw cannotConnect('mysql', endpoint, err);
     } finally {
       connection.destroy();
     }
-  }
-
-  async destroy(): Promise<void> {
-    // An external store's data belongs to its server; forgetting the record touches nothing there.
   }
 }
 

@@ -12,9 +12,9 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { ServiceError } from '../../../errors.js';
-import { checkExternalConfig, checkText, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
+import { ExternalSqlEngine } from './external-engine.js';
+import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
 import {
-  cannotConnect,
   engineError,
   jsonValue,
   noConnection,
@@ -31,9 +31,7 @@ import type {
   QueryRequest,
   RowSet,
   StatementResult,
-  StoreEngine,
   StoreHandle,
-  StoreTarget,
 } from './store-engine.js';
 
 /** What a postgres store's config holds (see external-config.ts). */
@@ -46,37 +44,26 @@ export const POSTGRES_SPEC: ExternalSpec = {
   extraFields: { database: (value, name) => checkText(value, name, 63) },
 };
 
-export class PostgresEngine implements StoreEngine {
+export class PostgresEngine extends ExternalSqlEngine {
   readonly kind = 'postgres' as const;
-  readonly ops = ['query', 'execute'] as const;
 
-  constructor(private readonly options: ExternalEngineOptions = {}) {}
-
-  checkConfig(config: Record<string, unknown>): Record<string, unknown> {
-    return checkExternalConfig(POSTGRES_SPEC, config);
+  constructor(options: ExternalEngineOptions = {}) {
+    super(POSTGRES_SPEC, options);
   }
 
-  async open(target: StoreTarget): Promise<StoreHandle> {
-    return new PostgresHandle(target.name, resolveEndpoint(POSTGRES_SPEC, target), this.options);
+  protected handleFor(name: string, endpoint: Endpoint): StoreHandle {
+    return new PostgresHandle(name, endpoint, this.options);
   }
 
-  async prepare(target: StoreTarget, validate: boolean): Promise<void> {
-    const endpoint = resolveEndpoint(POSTGRES_SPEC, target);
-    if (!validate) return;
+  protected async ping(endpoint: Endpoint): Promise<void> {
     const client = new pg.Client(clientConfig(endpoint, this.options));
     client.on('error', () => undefined);
     try {
       await client.connect();
       await client.query('SELECT 1');
-    } catch (err) {
-      throw cannotConnect('postgres', endpoint, err);
     } finally {
       await client.end().catch(() => undefined);
     }
-  }
-
-  async destroy(): Promise<void> {
-    // An external store's data belongs to its server; forgetting the record touches nothing there.
   }
 }
 
