@@ -21,6 +21,7 @@ import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
 import { llmRoutes } from './routes/llm-routes.js';
+import { proxyRoutes } from './routes/proxy-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
@@ -217,6 +218,7 @@ export async function buildApp({
   await app.register(orchestrationRoutes, context);
   await app.register(storeRoutes, context);
   await app.register(llmRoutes, context);
+  await app.register(proxyRoutes, context);
   await app.register(policyRoutes, context);
   await app.register(uiRoutes, { webRoot });
   return app;

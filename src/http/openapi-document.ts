@@ -19,6 +19,7 @@ const MEMBER_OF: Record<string, string> = {
   definitions: 'definition',
   permissions: 'permission',
   keys: 'key',
+  hooks: 'hook',
 };
 
 /**
@@ -64,6 +65,7 @@ const NAMED: Record<string, string> = {
   'POST /stores/:id/command': 'sendStoreCommand',
   'GET /llm/usage/:sandbox': 'getSandboxLlmUsage',
   'PUT /llm/keys/:provider': 'setLlmKey',
+  'DELETE /proxy/hooks': 'deleteProxyHookByName',
 };
 
 const pascal = (word: string) => word.replace(/(?:^|[-_.])([a-z0-9])/g, (_, c: string) => c.toUpperCase());

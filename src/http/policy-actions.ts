@@ -192,4 +192,10 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'DELETE /llm/keys/:provider': { action: 'llm.keys.delete', resource: named('llm-key', 'provider') },
   'GET /llm/usage': { action: 'llm.usage', resource: all('sandbox') },
   'GET /llm/usage/:sandbox': { action: 'llm.usage', resource: named('sandbox', 'sandbox') },
+
+  'GET /proxy/hooks': { action: 'proxy.hooks.list', resource: all('proxy-hook') },
+  'POST /proxy/hooks': { action: 'proxy.hooks.create', resource: (i) => `proxy-hook:${text(i.body?.name) ?? ''}` },
+  'DELETE /proxy/hooks/:name': { action: 'proxy.hooks.delete', resource: named('proxy-hook', 'name') },
+  'DELETE /proxy/hooks': { action: 'proxy.hooks.delete', resource: (i) => `proxy-hook:${text(i.query?.name) ?? ''}` },
+  'GET /proxy/log': { action: 'proxy.log', resource: (i) => `sandbox:${text(i.query?.sandbox) ?? '*'}` },
 };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_DISK_MB, MAX_DISK_MB, MIN_DISK_MB } from '../domain/disk.js';
+import { sandboxSecrets } from './proxy-schemas.js';
 import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
@@ -34,6 +35,11 @@ export const createSandboxBody = z
       .max(Number.MAX_SAFE_INTEGER, 'must be at most 2^53-1')
       .optional()
       .meta({ description: 'LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded' }),
+    secrets: sandboxSecrets.optional(),
+  })
+  .refine((body) => !body.secrets || !body.env || Object.keys(body.secrets).every((name) => body.env![name] === undefined), {
+    message: 'a name is either in env or in secrets, not both',
+    path: ['secrets'],
   })
   .meta({ id: 'CreateSandbox' });
 
@@ -96,6 +102,9 @@ export const sandboxDetail = sandboxSummary
     source_ref: z.string().optional(),
     runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
     restored_from: z.string().optional().meta({ description: 'The snapshot this sandbox was restored from' }),
+    secret_mappings: z.record(z.string(), z.string()).optional().meta({
+      description: "{ENV_NAME: host} of the sandbox's secrets; never their values (the sandbox's env holds placeholders the egress proxy swaps toward host)",
+    }),
     recreated: z
       .boolean()
       .optional()

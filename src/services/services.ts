@@ -12,6 +12,7 @@ import { SnapshotRepository } from '../state/snapshot-repository.js';
 import { PolicyRepository } from '../state/policy-repository.js';
 import { StoreRepository } from '../state/store-repository.js';
 import { LlmRepository } from '../state/llm-repository.js';
+import { ProxyRepository } from '../state/proxy-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -102,6 +103,7 @@ export class Services {
       schedules: new ScheduleRepository(store.db, store.statements),
       stores: new StoreRepository(store.db),
       llm: new LlmRepository(store.db),
+      proxy: new ProxyRepository(store.statements),
       policy: new PolicyRepository(store.db, store.statements),
       orchestrations: new OrchestrationRepository(store.statements),
     };
@@ -133,14 +135,20 @@ export class Services {
       settings: settings.egress ?? { enabled: false, port: 0 },
       sandboxes: repos.sandboxes,
       llm: repos.llm,
+      proxy: repos.proxy,
+      audit: this.audit,
       secrets: this.secrets,
       metrics,
       ...(env ? { env } : {}),
     });
     this.sandboxes.onCreated(async (sandbox, input) => {
       if (input.llm_budget_tokens !== undefined) await this.egress.setBudget(sandbox.uuid, input.llm_budget_tokens);
+      if (input.secrets) this.egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
     });
-    this.sandboxes.onRemoved((sandbox) => this.egress.setBudget(sandbox.uuid, undefined));
+    this.sandboxes.onRemoved(async (sandbox) => {
+      await this.egress.setBudget(sandbox.uuid, undefined);
+      this.egress.secrets.remove(sandbox.uuid);
+    });
     const exec = new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit, serverEnv: (sandbox) => this.egress.sandboxEnv(sandbox) });
     const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec, timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;

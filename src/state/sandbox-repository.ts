@@ -30,10 +30,11 @@ export interface SandboxRecord
       labels: Record<string, string>;
       lifecycle: Lifecycle | null;
       env: Record<string, string>;
+      secret_mappings: Record<string, string> | null;
     }
   > {}
 
-const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env']);
+const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings']);
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
 

@@ -35,6 +35,8 @@ export interface SandboxTable {
   root_image: string | null;
   /** The snapshot this sandbox was restored from; null for one made otherwise. */
   restored_from: string | null;
+  /** JSON `{ENV_NAME: host}` of the sandbox's secrets (values in sandbox_secrets); null without. */
+  secret_mappings: string | null;
 }
 
 export interface SnapshotTable {
@@ -289,6 +291,25 @@ export interface PermissionTable {
 }
 
 /** A provider key of the LLM gateway: sealed, or the name of a server environment variable. */
+/** A hook of the egress proxy; `match` and `target` are JSON. */
+export interface ProxyHookTable {
+  id: Generated<number>;
+  name: string;
+  event: string;
+  match: string;
+  target: string;
+  created_at: string;
+}
+
+/** A sandbox secret: `secret` is SecretBox ciphertext of the value. */
+export interface SandboxSecretTable {
+  sandbox_uuid: string;
+  name: string;
+  host: string;
+  placeholder: string;
+  secret: string;
+}
+
 export interface LlmKeyTable {
   provider: string;
   /** SecretBox ciphertext of the key; null when `env` names where it is read. */
@@ -414,6 +435,8 @@ export interface Database {
   llm_keys: LlmKeyTable;
   llm_usage: LlmUsageTable;
   llm_budgets: LlmBudgetTable;
+  proxy_hooks: ProxyHookTable;
+  sandbox_secrets: SandboxSecretTable;
   orchestration_definitions: OrchestrationDefinitionTable;
   orchestrations: OrchestrationTable;
   orchestration_history: OrchestrationHistoryTable;

@@ -5,9 +5,17 @@ import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Metrics } from '../../telemetry/metrics.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { Clock } from '../support/clock.js';
+import { isoNow, type Clock } from '../support/clock.js';
 import type { SecretBox } from '../support/secret-box.js';
+import type { ProxyRepository } from '../../state/proxy-repository.js';
+import type { SandboxRecord } from '../../state/sandbox-repository.js';
+import type { AuditService } from '../events/audit-service.js';
+import { EgressProxy, type EgressLookup, type Resolver } from './egress-proxy.js';
+import { InternalAddresses } from './internal-addresses.js';
 import { LlmGateway } from './llm-gateway.js';
+import { ProxyHooks, type ProxyOutcome, type ProxyRequestFacts } from './proxy-hooks.js';
+import { ProxyLog } from './proxy-log.js';
+import { SandboxSecrets } from './sandbox-secrets.js';
 import { LlmKeys } from './llm-keys.js';
 import { providersFrom, type ProviderSettings } from './llm-providers.js';
 import { LlmUsage } from './llm-usage.js';
@@ -34,7 +42,16 @@ export interface EgressSettings {
   providers?: Record<string, ProviderSettings>;
   /** `[llm].stream_usage`: ask OpenAI Chat streams for their usage; default true. */
   streamUsage?: boolean;
+  /** Host names to addresses for the egress proxy (tests map names to local upstreams); default DNS. */
+  resolve?: Resolver;
+  /** CIDRs of the sandbox networks the proxy refuses; default the host's Docker bridges' ranges. */
+  sandboxRanges?: () => readonly string[];
+  /** Sandboxes' egress rules (tests); see the `egressOf` input. */
+  egressOf?: EgressLookup;
 }
+
+/** How long a `proxy.denied` event stands for the same sandbox and host (no flood from a retrying client). */
+const DENIED_EVENT_EVERY_MS = 10_000;
 
 /** What the env of a sandbox's commands is made from. */
 export interface SandboxIdentity {
@@ -51,6 +68,14 @@ export class EgressService {
   readonly tokens: SandboxTokens;
   readonly keys: LlmKeys;
   readonly usage: LlmUsage;
+  /** Hooks of the egress proxy (persisted). */
+  readonly hooks: ProxyHooks;
+  /** Recent decisions of the egress proxy. */
+  readonly proxyLog = new ProxyLog();
+  /** Sandbox secrets and their swap. */
+  readonly secrets: SandboxSecrets;
+  private readonly proxy: EgressProxy;
+  private readonly deniedAt = new Map<string, number>();
   private readonly server: ProxyServer;
   private readonly gateway: LlmGateway;
   private readonly llmRepo: LlmRepository;
@@ -61,7 +86,14 @@ export class EgressService {
       backend: Backend;
       sandboxes: SandboxRepository;
       llm: LlmRepository;
+      proxy: ProxyRepository;
+      audit: AuditService;
       secrets: SecretBox;
+      /**
+       * A sandbox's egress rules, read per request. TODO(lead): the `net` branch's lookup of the
+       * sandbox `network` field; until then `egressFromRecord` (open, or none for restrictive).
+       */
+      egressOf?: EgressLookup;
       bus: EventBus;
       metrics: Metrics;
       clock: Clock;
@@ -86,6 +118,23 @@ export class EgressService {
       streamUsage: input.settings.streamUsage ?? true,
     });
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
+    this.hooks = new ProxyHooks({ repo: input.proxy, audit: input.audit, clock: input.clock, logger: input.logger, audited: (facts, hook, outcome) => this.publish('proxy.audited', facts, { hook, ...outcome }) });
+    this.secrets = new SandboxSecrets({ repo: input.proxy, box: input.secrets });
+    this.proxy = new EgressProxy({
+      tokens: this.tokens,
+      egressOf: input.egressOf ?? input.settings.egressOf ?? (async (uuid) => egressFromRecord(await input.sandboxes.byUuid(uuid))),
+      sandboxes: input.sandboxes,
+      hooks: this.hooks,
+      secrets: this.secrets,
+      log: this.proxyLog,
+      internal: new InternalAddresses(input.settings.sandboxRanges),
+      decisions: input.metrics.proxyRequests,
+      denied: (facts, reason) => this.publishDenied(facts, reason),
+      clock: input.clock,
+      logger: input.logger,
+      ...(input.settings.resolve ? { resolve: input.settings.resolve } : {}),
+    });
+    this.server.mountForward(this.proxy);
   }
 
   /** The proxy port's base URL while it listens (`http://<gateway>:<port>`). */
@@ -124,6 +173,28 @@ export class EgressService {
   async close(): Promise<void> {
     await this.server.close();
     this.gateway.close();
+    this.proxy.close();
+  }
+
+  /** `proxy.denied`, at most once per DENIED_EVENT_EVERY_MS for a sandbox and host. */
+  private publishDenied(facts: ProxyRequestFacts, reason: string): void {
+    const key = `${facts.sandbox_uuid} ${facts.host}`;
+    const now = Date.now();
+    if ((this.deniedAt.get(key) ?? 0) > now - DENIED_EVENT_EVERY_MS) return;
+    if (this.deniedAt.size > 10_000) this.deniedAt.clear();
+    this.deniedAt.set(key, now);
+    this.publish('proxy.denied', facts, { reason });
+  }
+
+  private publish(type: 'proxy.denied' | 'proxy.audited', facts: ProxyRequestFacts, extra: Partial<ProxyOutcome> & Record<string, unknown>): void {
+    this.input.bus.publish({
+      type,
+      timestamp: isoNow(this.input.clock),
+      sandbox: facts.sandbox,
+      sandbox_uuid: facts.sandbox_uuid,
+      labels: facts.labels,
+      metadata: { method: facts.method, url: facts.url, host: facts.host, port: facts.port, ...extra },
+    });
   }
 
   /**
@@ -148,4 +219,14 @@ export class EgressService {
     if (budgetTokens === undefined) await this.llmRepo.deleteBudget(sandboxUuid);
     else await this.llmRepo.setBudget(sandboxUuid, budgetTokens);
   }
+}
+
+/**
+ * A sandbox's egress from its record while the sandbox `network` field is not there:
+ * restrictive sandboxes reach nothing, others are `open` (the proxy still refuses the host's,
+ * the sandboxes', loopback and link-local addresses). TODO(lead): replace with the `net` branch's lookup.
+ */
+export function egressFromRecord(record: Pick<SandboxRecord, 'profile'> | undefined): { egress: 'open' | 'none'; allow: string[]; deny: string[] } | undefined {
+  if (!record) return undefined;
+  return { egress: record.profile === 'restrictive' ? 'none' : 'open', allow: [], deny: [] };
 }

@@ -83,6 +83,7 @@ export const ACTIONS = [
   'proxy.hooks.list',
   'proxy.hooks.create',
   'proxy.hooks.delete',
+  'proxy.log',
 ] as const;
 
 export type Action = (typeof ACTIONS)[number];

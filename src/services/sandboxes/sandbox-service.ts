@@ -16,6 +16,7 @@ import { requireCapability } from '../support/capabilities.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext, ServiceSettings } from '../context.js';
+import { secretPlaceholders } from '../egress/sandbox-secrets.js';
 
 /**
  * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle
@@ -107,6 +108,8 @@ export class SandboxService {
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
 
     const now = isoNow(this.clock);
+    // Secrets: the env holds placeholders; the values are stored by the egress service (onCreated).
+    const secrets = secretPlaceholders(input.secrets);
     const record: SandboxRecord = {
       uuid: uuidv7(),
       name: input.name,
@@ -121,7 +124,7 @@ export class SandboxService {
       labels: input.labels ?? {},
       description: input.description ?? null,
       lifecycle: input.lifecycle ?? null,
-      env: input.env ?? {},
+      env: { ...input.env, ...secrets?.env },
       source_url: input.source_url ?? null,
       source_ref: input.source_ref ?? null,
       created_at: now,
@@ -133,6 +136,7 @@ export class SandboxService {
       status_reason: null,
       root_image: rootImage ?? null,
       restored_from: restoredFrom ?? null,
+      secret_mappings: secrets?.mappings ?? null,
     };
 
     return this.locks.run(record.name, async () => {
