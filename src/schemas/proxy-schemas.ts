@@ -27,7 +27,7 @@ export const hookMatch = z
     sandbox: z.string({ error: 'must be a string' }).regex(SANDBOX_GLOB, "must be a sandbox name or a glob of names ('*' any run of characters)").optional(),
     labels: labels.optional().meta({ description: 'Sandbox labels that must all be present with these values' }),
   })
-  .meta({ id: 'ProxyHookMatch', description: 'Every field given must match; no field matches every request' });
+  .meta({ description: 'Every field given must match; no field matches every request' });
 
 const webhookTarget = z.strictObject({
   type: z.literal('webhook'),
@@ -53,8 +53,7 @@ const blockTarget = z.strictObject({
 const auditTarget = z.strictObject({ type: z.literal('audit') });
 
 export const hookTarget = z
-  .discriminatedUnion('type', [webhookTarget, blockTarget, auditTarget], { error: 'type must be webhook, block or audit' })
-  .meta({ id: 'ProxyHookTarget' });
+  .discriminatedUnion('type', [webhookTarget, blockTarget, auditTarget], { error: 'type must be webhook, block or audit' });
 
 export const createProxyHookBody = z
   .strictObject({
@@ -69,12 +68,23 @@ export const createProxyHookBody = z
   })
   .meta({ id: 'CreateProxyHook' });
 
+/** A hook as answered: every default filled in. */
 export const proxyHook = z
   .object({
     name: z.string(),
     event: z.enum(['on_request', 'on_response']),
-    match: hookMatch,
-    target: hookTarget,
+    match: z.object({
+      host: z.string().optional(),
+      method: z.string().optional(),
+      path_prefix: z.string().optional(),
+      sandbox: z.string().optional(),
+      labels: z.record(z.string(), z.string()).optional(),
+    }),
+    target: z.discriminatedUnion('type', [
+      z.object({ type: z.literal('webhook'), url: z.string(), timeout_ms: z.int(), fail: z.enum(['open', 'closed']) }),
+      z.object({ type: z.literal('block'), status: z.int() }),
+      z.object({ type: z.literal('audit') }),
+    ]),
     created_at: timestamp,
   })
   .meta({ id: 'ProxyHook' });

@@ -176,7 +176,7 @@ describe('egress proxy: destinations', () => {
 });
 
 describe('egress proxy: hooks', () => {
-  const post = (payload: unknown) => h.app.inject({ method: 'POST', url: '/proxy/hooks', payload });
+  const post = (payload: object) => h.app.inject({ method: 'POST', url: '/proxy/hooks', payload });
 
   it('creates, lists, refuses duplicates and deletes by path and by ?name=', async () => {
     const created = await post({ name: 'no-other', event: 'on_request', match: { host: 'other.test' }, target: { type: 'block', status: 451 } });
