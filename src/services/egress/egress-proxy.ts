@@ -229,7 +229,7 @@ export class EgressProxy implements ForwardProxy {
       upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
       upstream.on('response', (answer) => {
         counts.status = answer.statusCode ?? 502;
-        response.writeHead(counts.status, answer.statusMessage, answerHeaders(answer.headers));
+        response.writeHead(counts.status, answer.statusMessage, withoutHops(answer.headers) as OutgoingHttpHeaders);
         answer.on('data', (chunk: Buffer) => {
           counts.bytes_in += chunk.length;
           if (!response.write(chunk)) answer.pause();
@@ -337,25 +337,22 @@ export class EgressProxy implements ForwardProxy {
   }
 }
 
-/** The request's headers for the next hop: hop-by-hop ones dropped (and those Connection names), userinfo as basic auth. */
-function forwardHeaders(headers: IncomingHttpHeaders, target: URL): IncomingHttpHeaders {
+/** Headers without those of one hop (and those its Connection header names). */
+function withoutHops(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const named = new Set(String(headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
   const out: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined && !HOP_HEADERS.has(name) && !named.has(name)) out[name] = value;
   }
-  out.host = target.host;
-  if ((target.username || target.password) && !out.authorization) {
-    out.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
-  }
   return out;
 }
 
-function answerHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const named = new Set(String(headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !HOP_HEADERS.has(name) && !named.has(name)) out[name] = value;
+/** The request's headers for the next hop: its Host, and URL userinfo as basic auth. */
+function forwardHeaders(headers: IncomingHttpHeaders, target: URL): IncomingHttpHeaders {
+  const out = withoutHops(headers);
+  out.host = target.host;
+  if ((target.username || target.password) && !out.authorization) {
+    out.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
   }
   return out;
 }
