@@ -60,6 +60,7 @@ const TOOLS: Record<string, string[]> = {
   permission_grant: ['principal'],
   permission_list: [],
   permission_revoke: ['id'],
+  proxy_log: [],
   orchestration_define: ['definition'],
   orchestration_start: ['name'],
   orchestration_get: ['id'],

@@ -97,6 +97,13 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     expect(harness.backend.instances.size).toBe(0);
   });
 
+  it('proxy_log answers the egress proxy decisions as JSON (none yet) and refuses a bad limit', async () => {
+    const log = await call('proxy_log', { limit: 5 });
+    expect(log.isError).toBeFalsy();
+    expect(JSON.parse(texts(log)[0]!)).toEqual([]);
+    expect((await call('proxy_log', { limit: 0 })).isError).toBe(true);
+  });
+
   it('a cancelled call kills its command, and a cancelled run still removes its sandbox', async () => {
     harness.backend.onExec = () => ({ hang: true });
     await call('sandbox_create', { name: 'unit-d' });
