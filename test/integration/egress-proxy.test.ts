@@ -64,8 +64,7 @@ beforeAll(async () => {
   const url = new URL(rt.services.egress.url!);
   gateway = url.hostname;
   port = Number(url.port);
-  const proxyUrl = `http://sbx:${rt.services.egress.tokens.mint(uuid)}@${gateway}:${port}`;
-  proxyEnv = { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: 'localhost,127.0.0.1' };
+  proxyEnv = { ...rt.services.egress.proxyVariables(uuid), NO_PROXY: 'localhost,127.0.0.1' };
   placeholder = (await sh('printf %s "$API_TOKEN"')).stdout;
 }, 120_000);
 

@@ -63,6 +63,7 @@ beforeAll(async () => {
         host: '127.0.0.1',
         resolve: async (name) => (NAMES[name] ? [{ address: NAMES[name]!, family: 4 }] : Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' }))),
         egressOf: (id) => rules.get(id),
+        proxyTimeoutMs: 300,
       },
     },
     undefined,
@@ -168,6 +169,36 @@ describe('egress proxy: destinations', () => {
     expect(closed.text).toContain('ECONNREFUSED');
     expect((await viaProxy(proxy, 'http://nowhere.test/', { token })).status).toBe(502);
     expect((await connectVia(proxy, 'allowed.test:1', token)).status).toBe(502);
+  });
+
+  it('answers 504 when the upstream does not answer in time', async () => {
+    const late = await viaProxy(proxy, url('allowed.test', '/hang'), { token });
+    expect(late.status).toBe(504);
+    expect(late.text).toContain('could not get an answer from');
+  });
+
+  it('keeps the client connection alive across requests', async () => {
+    const { Agent, request } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const { hostname, port } = new URL(proxy);
+    const once = () =>
+      new Promise<boolean>((resolve, reject) => {
+        const req = request({ host: hostname, port, path: url('allowed.test'), agent, headers: { 'proxy-authorization': `Basic ${Buffer.from(`sbx:${token}`).toString('base64')}` } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(req.reusedSocket));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await once()).toBe(false);
+    expect(await once()).toBe(true);
+    agent.destroy();
+  });
+
+  it('proxyVariables gives the HTTP_PROXY family with the sandbox token as the password', () => {
+    const vars = h.services.egress.proxyVariables(uuid);
+    expect(vars.HTTP_PROXY).toBe(`http://sbx:${token}@${new URL(proxy).host}`);
+    expect(Object.keys(vars)).toEqual(['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']);
   });
 
   it('answers 400 for an https:// absolute URL (that is what CONNECT is for)', async () => {

@@ -48,6 +48,8 @@ export interface EgressSettings {
   sandboxRanges?: () => readonly string[];
   /** Sandboxes' egress rules (tests); see the `egressOf` input. */
   egressOf?: EgressLookup;
+  /** Idle time of a forwarded request before 504 (tests); default 60 s. */
+  proxyTimeoutMs?: number;
 }
 
 /** How long a `proxy.denied` event stands for the same sandbox and host (no flood from a retrying client). */
@@ -133,6 +135,7 @@ export class EgressService {
       clock: input.clock,
       logger: input.logger,
       ...(input.settings.resolve ? { resolve: input.settings.resolve } : {}),
+      ...(input.settings.proxyTimeoutMs ? { timeoutMs: input.settings.proxyTimeoutMs } : {}),
     });
     this.server.mountForward(this.proxy);
   }
@@ -212,6 +215,20 @@ export class EgressService {
       for (const name of provider.env.keys) env[name] = token;
     }
     return env;
+  }
+
+  /**
+   * The variables that send a sandbox's HTTP clients through the egress proxy while the port
+   * listens: `HTTP_PROXY` and friends carry its token as the password. TODO(lead): merged into
+   * the exec env by the `net` branch (with NO_PROXY naming the gateway, so LLM base URLs are
+   * reached directly).
+   */
+  proxyVariables(sandboxUuid: string): Record<string, string> {
+    const bound = this.server.address;
+    if (!bound) return {};
+    const host = bound.host.includes(':') ? `[${bound.host}]` : bound.host;
+    const url = `http://sbx:${this.tokens.mint(sandboxUuid)}@${host}:${bound.port}`;
+    return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url };
   }
 
   /** Sets (or with undefined, clears) a sandbox's LLM token budget. */
