@@ -114,11 +114,6 @@ export class ProxyHooks {
     }
   }
 
-  /** Whether any hook exists (the proxy skips building facts when none does). */
-  get any(): boolean {
-    return this.hooks().length > 0;
-  }
-
   private hooks(): Compiled[] {
     this.compiled ??= this.input.repo.hooks().map((row) => {
       const hook: ProxyHook = {

@@ -78,11 +78,6 @@ export class SandboxSecrets {
     return out;
   }
 
-  /** Whether the sandbox has secrets at all (no work on the request path otherwise). */
-  has(sandboxUuid: string): boolean {
-    return this.secretsOf(sandboxUuid).length > 0;
-  }
-
   private secretsOf(sandboxUuid: string): OpenSecret[] {
     let secrets = this.open.get(sandboxUuid);
     if (!secrets) {
