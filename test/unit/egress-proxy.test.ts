@@ -201,6 +201,12 @@ describe('egress proxy: destinations', () => {
     expect(Object.keys(vars)).toEqual(['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']);
   });
 
+  it("serves an absolute URL of the proxy port itself as its own path (the LLM gateway through HTTP_PROXY)", async () => {
+    const answer = await viaProxy(proxy, `${proxy}/llm/openai/v1/models`, { token });
+    expect(answer.status).toBe(401);
+    expect(answer.text).toContain('sandboxd LLM gateway');
+  });
+
   it('answers 400 for an https:// absolute URL (that is what CONNECT is for)', async () => {
     expect((await viaProxy(proxy, 'https://allowed.test/', { token })).status).toBe(400);
   });

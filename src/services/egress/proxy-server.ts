@@ -85,14 +85,29 @@ export class ProxyServer {
     await closed;
   }
 
+  /** The path of an absolute URL that names this port's own address, else undefined. */
+  private ownPath(target: string): string | undefined {
+    if (!this.bound) return undefined;
+    try {
+      const url = new URL(target);
+      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+      return url.protocol === 'http:' && host === this.bound.host && Number(url.port || 80) === this.bound.port ? `${url.pathname}${url.search}` : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   private async dispatch(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
       const target = request.url ?? '/';
-      if (!target.startsWith('/')) {
+      // An absolute URL naming this port itself (a client that sends even the gateway through
+      // the proxy) is served here like its origin-form path.
+      const own = target.startsWith('/') ? target : this.ownPath(target);
+      if (own === undefined) {
         if (this.forward) return await this.forward.request(request, response);
         return plain(response, 405, 'this port serves the LLM gateway (/llm/<provider>/...), not proxy requests');
       }
-      const path = target.split('?')[0]!;
+      const path = own.split('?')[0]!;
       const mounted = this.prefixes.find(([prefix]) => path.startsWith(prefix));
       if (!mounted) return plain(response, 404, `nothing is served at ${path} on this port: the LLM gateway is at /llm/<provider>/...`);
       await mounted[1](request, response, path);
