@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { BlockList } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { cidrOf, inList } from '../../domain/destinations.js';
@@ -50,13 +51,15 @@ export class InternalAddresses {
 }
 
 /**
- * The ranges of the host's Docker bridges (`docker0`, `br-*`), where sandboxes live: the
- * default until the network setup names the sandbox networks (TODO(lead): the `net` branch's ranges).
+ * The ranges of the host's bridge interfaces (`docker0`, `br-*`, sandboxd's own networks: every
+ * interface Linux lists under /sys/class/net/<name>/bridge), where containers live: the
+ * default when the network setup names no sandbox ranges.
  */
 export function dockerBridgeRanges(): string[] {
   const ranges: string[] = [];
   for (const [name, addresses] of Object.entries(networkInterfaces())) {
-    if (name !== 'docker0' && !name.startsWith('br-')) continue;
+    const bridge = name === 'docker0' || name.startsWith('br-') || existsSync(`/sys/class/net/${name}/bridge`);
+    if (!bridge) continue;
     for (const a of addresses ?? []) if (a.cidr) ranges.push(a.cidr);
   }
   return ranges;
