@@ -90,7 +90,7 @@ describe('orchestrations on Docker', () => {
         .getContainer(container)
         .top()
         .catch(() => ({ Processes: [] as string[][] }));
-      return (top.Processes ?? []).some((row) => row.join(' ').includes(`sleep ${marker}`));
+      return (top.Processes ?? []).some((row: string[]) => row.join(' ').includes(`sleep ${marker}`));
     };
     let container: string | undefined;
     for (let round = 0; round < 300 && !container; round++) {
