@@ -148,7 +148,7 @@ func TestPtyClientGoneKillsTheShell(t *testing.T) {
 
 	marker := fmt.Sprintf("/tmp/pty-test-%d", time.Now().UnixNano())
 	term, _ := openTerminal(t, socket, ptyRequest{spec: spec{Argv: []string{"sh"}}, Cols: 80, Rows: 24})
-	term.send(frameInput, []byte("sleep 300 & echo $! > "+marker+"; echo started\n"))
+	term.send(frameInput, []byte("sleep 300 & echo $! > "+marker+"; echo sta''rted\n"))
 	term.readUntil(t, "started\r\n")
 	data, err := os.ReadFile(marker)
 	if err != nil {
