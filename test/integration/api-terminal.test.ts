@@ -1,5 +1,8 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { CLI, runCli } from '../helpers/server-process.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 const KEY = 'pty-test-key-0123456789';
@@ -149,4 +152,29 @@ describe('terminals over WebSocket', () => {
     term.ws.send('exit 5\n');
     expect((await term.closed).messages).toEqual([{ type: 'exit', exit_code: 5 }]);
   }, 60_000);
+});
+
+describe('sandboxd shell', () => {
+  it('carries a real terminal: raw mode, window size at start and on change, exit status, terminal restored', async () => {
+    const shell = uniqueName('pty-cli');
+    expect((await api('POST', '/sandboxes', { name: shell })).status).toBe(201);
+    const driver = join(import.meta.dirname, 'fixtures', 'pty-drive.py');
+    const env = { ...process.env, SERVICE_URL: rt.url, SERVICE_API_KEY: KEY };
+    const child = spawn('python3', [driver, process.execPath, CLI, 'shell', shell], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 7, stderr: '' });
+    expect(stdout).toMatch(/^raw-mode\nrestored\n/);
+    expect(stdout).toContain('hi\r\n30 100\r\n');
+    expect(stdout).toContain('40 132\r\n');
+  }, 60_000);
+
+  it('says why it cannot open a terminal, and exits 1', async () => {
+    const result = await runCli(['shell', stopped], { SERVICE_URL: rt.url, SERVICE_API_KEY: KEY });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('is stopped');
+  });
 });
