@@ -43,7 +43,7 @@ describe('the dashboard terminal', () => {
     const errors: string[] = [];
     page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
     page.on('pageerror', (error) => errors.push(error.message));
-    await page.addInitScript((key) => sessionStorage.setItem('sandboxd.apiKey', key), KEY);
+    await page.addInitScript(`sessionStorage.setItem('sandboxd.apiKey', ${JSON.stringify(KEY)})`);
     await page.goto(`${server.url}/ui/#/sandboxes/${name}`);
     await page.getByRole('tab', { name: 'Terminal' }).click();
     await expect.poll(() => page.getByTestId('terminal-state').textContent(), { timeout: 30_000 }).toBe('connected');
