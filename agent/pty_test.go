@@ -94,16 +94,22 @@ func (term *terminal) readUntil(t *testing.T, want string) {
 	}
 }
 
-func TestPtySessionEchoResizeExit(t *testing.T) {
+// serveAgentSocket serves a fresh agent on a Unix socket and returns its path.
+func serveAgentSocket(t *testing.T) string {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "agent.sock")
 	listener, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
-	server := &http.Server{Handler: a.routes()}
+	server := &http.Server{Handler: (&agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}).routes()}
 	go server.Serve(listener)
-	defer server.Close()
+	t.Cleanup(func() { server.Close() })
+	return socket
+}
+
+func TestPtySessionEchoResizeExit(t *testing.T) {
+	socket := serveAgentSocket(t)
 
 	term, res := openTerminal(t, socket, ptyRequest{spec: spec{Argv: []string{"sh"}, Cwd: "/tmp"}, Cols: 80, Rows: 24})
 	if res.StatusCode != http.StatusSwitchingProtocols {
@@ -136,15 +142,7 @@ func TestPtySessionEchoResizeExit(t *testing.T) {
 }
 
 func TestPtyClientGoneKillsTheShell(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "agent.sock")
-	listener, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
-	server := &http.Server{Handler: a.routes()}
-	go server.Serve(listener)
-	defer server.Close()
+	socket := serveAgentSocket(t)
 
 	marker := fmt.Sprintf("/tmp/pty-test-%d", time.Now().UnixNano())
 	term, _ := openTerminal(t, socket, ptyRequest{spec: spec{Argv: []string{"sh"}}, Cols: 80, Rows: 24})
