@@ -176,6 +176,9 @@ export interface TerminalSession {
   /** Bytes typed at the terminal. */
   write(data: Buffer): void;
   resize(cols: number, rows: number): void;
+  /** Stops taking output (the terminal, then the shell, block when it fills) until `resume`. */
+  pause(): void;
+  resume(): void;
   /** The shell's exit code once it exits; null when the session was closed or cut first. */
   readonly exited: Promise<number | null>;
   close(): void;

@@ -83,6 +83,20 @@ describe('terminals over WebSocket', () => {
     expect(code).toBe(1000);
   });
 
+  it('carries megabytes of output whole, with the flow held back when the client lags', async () => {
+    const term = await open(`/sandboxes/${name}/pty`);
+    term.ws.send("seq 1 300000; echo do''ne\n");
+    // The client stops reading for a while: the server's queue passes its high-water mark.
+    term.ws.pause();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    term.ws.resume();
+    await term.waitFor('done\r\n');
+    expect(term.output()).toContain('\r\n149999\r\n150000\r\n150001\r\n');
+    expect(term.output()).toContain('\r\n299999\r\n300000\r\n');
+    term.ws.close();
+    await term.closed;
+  }, 60_000);
+
   it('refuses a stopped sandbox (409), an unknown one (404), no key (401), a bad size (400)', async () => {
     expect(await refusal(`/sandboxes/${stopped}/pty`)).toBe(409);
     expect(await refusal('/sandboxes/no-such-sandbox-pty/pty')).toBe(404);

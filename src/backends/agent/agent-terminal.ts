@@ -114,6 +114,14 @@ class AgentTerminal implements TerminalSession {
     this.send(FRAME.resize, Buffer.from(JSON.stringify({ cols, rows })));
   }
 
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
   close(): void {
     this.socket.destroy();
   }

@@ -68,9 +68,26 @@ export async function terminalRoutes(app: App, { services }: RouteContext): Prom
   );
 }
 
+/** Output queued for a slow client past which the terminal is paused (the shell then blocks), and where it resumes. */
+const HIGH_WATER = 1 << 20;
+const LOW_WATER = 64 << 10;
+
 /** Carries a terminal over a WebSocket until either side ends. */
 function bridge(ws: WebSocket, terminal: Terminal): void {
-  terminal.attach((data) => ws.send(data, { binary: true }));
+  let paused = false;
+  const sent = () => {
+    if (paused && ws.bufferedAmount < LOW_WATER) {
+      paused = false;
+      terminal.resume();
+    }
+  };
+  terminal.attach((data) => {
+    ws.send(data, { binary: true }, sent);
+    if (!paused && ws.bufferedAmount > HIGH_WATER) {
+      paused = true;
+      terminal.pause();
+    }
+  });
   ws.on('message', (data: Buffer, isBinary: boolean) => {
     if (!isBinary && data[0] === 0x7b /* { */) {
       const resize = parseResize(data);

@@ -13,6 +13,9 @@ import type { ExecService } from './exec-service.js';
 /** How long a terminal token may wait for its one use. */
 export const TERMINAL_TOKEN_TTL_MS = 60_000;
 
+/** At most this often, typing at a terminal counts as the sandbox's activity (idle policies). */
+const ACTIVITY_EVERY_MS = 30_000;
+
 /** Bounds of a terminal's columns and rows (the agent's too). */
 export const MAX_TERMINAL_SIDE = 1000;
 
@@ -30,6 +33,9 @@ interface TerminalToken {
 export interface Terminal {
   write(data: Buffer): void;
   resize(cols: number, rows: number): void;
+  /** Holds the terminal's output back while the reader is slow (see TerminalSession). */
+  pause(): void;
+  resume(): void;
   /** Starts the flow of output to `listener`, with what was held so far first. */
   attach(listener: (data: Buffer) => void): void;
   /** The shell's exit code; null when the terminal was closed (by the client or a stop) first. */
@@ -120,12 +126,21 @@ export class TerminalService {
   private track(sandbox: SandboxRecord, session: TerminalSession, extra: Pick<Terminal, 'attach'>): Terminal {
     const set = this.running.get(sandbox.uuid) ?? new Set<Terminal>();
     this.running.set(sandbox.uuid, set);
+    let touched = this.clock().getTime();
     const terminal: Terminal = {
-      write: (data) => session.write(data),
+      write: (data) => {
+        session.write(data);
+        const now = this.clock().getTime();
+        if (now - touched < ACTIVITY_EVERY_MS) return;
+        touched = now;
+        void this.sandboxes.touch(sandbox).catch(() => undefined);
+      },
       resize: (cols, rows) => {
         checkSize(cols, rows);
         session.resize(cols, rows);
       },
+      pause: () => session.pause(),
+      resume: () => session.resume(),
       attach: extra.attach,
       exited: session.exited,
       close: () => session.close(),
