@@ -95,9 +95,14 @@ class AgentTerminal implements TerminalSession {
     socket.setNoDelay(true);
     this.exited = new Promise((resolve) => {
       let code: number | null = null;
+      // A frame that does not parse cuts the session: an error thrown in a `data` listener would escape every handler.
       const read = (chunk: Buffer) => {
-        const exit = this.readFrames(chunk);
-        if (exit !== undefined) code = exit;
+        try {
+          const exit = this.readFrames(chunk);
+          if (exit !== undefined) code = exit;
+        } catch {
+          socket.destroy();
+        }
       };
       if (head.length > 0) read(head);
       socket.on('data', read);
