@@ -142,9 +142,21 @@ func (a *agent) startTerminal(req ptyRequest) (*os.File, *process, error) {
 	return master, proc, nil
 }
 
+// typeAhead is how many input frames may wait while the shell reads none (beyond the terminal's
+// own buffer); past it the session ends, so that the connection is always being read and a
+// client that leaves is noticed.
+const typeAhead = 1024
+
 // readTerminalInput applies the client's frames to the terminal until the client goes away (or
-// sends a frame that does not parse, which ends the session the same way).
+// sends a frame that does not parse, or types too far ahead, which end the session the same way).
 func readTerminalInput(conn *bufio.Reader, master *os.File) {
+	inputs := make(chan []byte, typeAhead)
+	defer close(inputs)
+	go func() {
+		for input := range inputs {
+			master.Write(input)
+		}
+	}()
 	var header [5]byte
 	for {
 		if _, err := io.ReadFull(conn, header[:]); err != nil {
@@ -160,7 +172,11 @@ func readTerminalInput(conn *bufio.Reader, master *os.File) {
 		}
 		switch header[0] {
 		case frameInput:
-			master.Write(payload)
+			select {
+			case inputs <- payload:
+			default:
+				return
+			}
 		case frameResize:
 			var size ptySize
 			if json.Unmarshal(payload, &size) == nil && checkSize(size) == nil {
