@@ -40,9 +40,9 @@ declare module 'fastify' {
   }
 }
 
-/** Whether the request asks for a WebSocket (it came through the server's upgrade event). */
+/** Whether the request asks for a WebSocket (an upgrade to `websocket`, through the server's upgrade event). */
 export function isUpgrade(request: FastifyRequest): boolean {
-  return (request.raw as UpgradeRequest)[UPGRADE] !== undefined;
+  return (request.raw as UpgradeRequest)[UPGRADE] !== undefined && request.headers.upgrade?.toLowerCase() === 'websocket';
 }
 
 /**
