@@ -90,8 +90,13 @@ export class TerminalService {
         listener = next;
       },
     });
-    await this.sandboxes.touch(sandbox);
-    await this.audit.record('terminal_opened', sandbox, { cols: size.cols, rows: size.rows });
+    try {
+      await this.sandboxes.touch(sandbox);
+      await this.audit.record('terminal_opened', sandbox, { cols: size.cols, rows: size.rows });
+    } catch (err) {
+      terminal.close();
+      throw err;
+    }
     return terminal;
   }
 
