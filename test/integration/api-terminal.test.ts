@@ -156,7 +156,7 @@ describe('terminals over WebSocket', () => {
     expect((await api('POST', `/sandboxes/${name}/start`)).status).toBe(200);
   }, 60_000);
 
-  it('works in a restrictive (gVisor) sandbox', async () => {
+  it('works in a restrictive (gVisor) sandbox, and closes when it is deleted', async () => {
     const restrictive = uniqueName('pty-gvisor');
     expect((await api('POST', '/sandboxes', { name: restrictive, profile: 'restrictive' })).status).toBe(201);
     const term = await open(`/sandboxes/${restrictive}/pty?cols=90&rows=20`);
@@ -165,6 +165,10 @@ describe('terminals over WebSocket', () => {
     expect(term.output()).toContain('gv\r\nsandbox\r\n');
     term.ws.send('exit 5\n');
     expect((await term.closed).messages).toEqual([{ type: 'exit', exit_code: 5 }]);
+    // Deleting the sandbox closes its terminals too.
+    const open2 = await open(`/sandboxes/${restrictive}/pty`);
+    expect((await api('DELETE', `/sandboxes/${restrictive}`)).status).toBe(200);
+    expect((await open2.closed).code).toBe(1001);
   }, 60_000);
 });
 
