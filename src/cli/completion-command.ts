@@ -7,7 +7,7 @@ import { UsageError, reportFailure } from './client/output.js';
 const GLOBAL_FLAGS = ['--server', '--api-key', '--json'];
 
 /** Commands whose first argument is a sandbox name (path from the program, space-separated). */
-const TAKES_SANDBOX = new Set(['sandbox get', 'sandbox rm', 'sandbox start', 'sandbox stop', 'sandbox recover', 'exec', 'logs', 'snapshot take']);
+const TAKES_SANDBOX = new Set(['sandbox get', 'sandbox rm', 'sandbox start', 'sandbox stop', 'sandbox recover', 'exec', 'shell', 'logs', 'snapshot take']);
 /** Commands whose first argument is a snapshot name. */
 const TAKES_SNAPSHOT = new Set(['snapshot get', 'snapshot restore', 'snapshot rm']);
 
