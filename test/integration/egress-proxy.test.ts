@@ -52,7 +52,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => hookServer.listen(0, '127.0.0.1', resolve));
   hookUrl = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}`;
-  rt = await dockerRuntime({ proxy: true, proxyPort: 0 }, undefined, {
+  rt = await dockerRuntime({ proxy: true, proxyPort: 0 }, undefined, undefined, {
     resolve: async (host) => (NAMES[host] ? [{ address: NAMES[host]!, family: 4 }] : Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' }))),
     egressOf: (id) => rules.get(id),
   });
