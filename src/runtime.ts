@@ -136,6 +136,8 @@ export async function startRuntime(
   try {
     // Before any command runs: commands of networked sandboxes are told the gateway's address.
     await services.egress.start();
+    // Each running sandbox's own address rules, in a packet filter that may have lost them (a reboot).
+    await services.sandboxes.networkRules.syncQuietly();
   } catch (err) {
     clearTimeout(recoveryTimer);
     await services.close();

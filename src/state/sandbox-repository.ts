@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
 import { columnsOf, RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SandboxTable } from './schema.js';
@@ -30,10 +31,11 @@ export interface SandboxRecord
       labels: Record<string, string>;
       lifecycle: Lifecycle | null;
       env: Record<string, string>;
+      network: SandboxNetwork | null;
     }
   > {}
 
-const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env']);
+const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'network']);
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
 

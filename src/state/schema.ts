@@ -35,6 +35,8 @@ export interface SandboxTable {
   root_image: string | null;
   /** The snapshot this sandbox was restored from; null for one made otherwise. */
   restored_from: string | null;
+  /** JSON {egress, allow, deny}; null: the profile's default egress, no lists. */
+  network: string | null;
 }
 
 export interface SnapshotTable {

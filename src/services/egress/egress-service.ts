@@ -13,6 +13,9 @@ import { providersFrom, type ProviderSettings } from './llm-providers.js';
 import { LlmUsage } from './llm-usage.js';
 import { ProxyServer } from './proxy-server.js';
 import { SandboxTokens } from './sandbox-token.js';
+import type { SandboxNetwork } from '../../domain/egress.js';
+import type { Profile } from '../../domain/profiles.js';
+import { sandboxEgress } from '../sandboxes/sandbox-network.js';
 
 /** The proxy port cannot listen; the message says what to fix (at start it ends the process, exit 2). */
 export class ProxyStartError extends Error {
@@ -39,7 +42,9 @@ export interface EgressSettings {
 /** What the env of a sandbox's commands is made from. */
 export interface SandboxIdentity {
   uuid: string;
-  profile: string;
+  profile: Profile;
+  /** The sandbox's `network` (absent or null: its profile's default). */
+  network?: SandboxNetwork | null;
 }
 
 /**
@@ -88,37 +93,62 @@ export class EgressService {
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
   }
 
-  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`). */
+  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`), as `open` sandboxes reach it. */
   get url(): string | undefined {
-    const bound = this.server.address;
+    return this.urlFor('open');
+  }
+
+  /** The proxy port's base URL on the network of sandboxes with this egress. */
+  urlFor(egress: 'open' | 'proxy'): string | undefined {
+    const all = this.server.addresses;
+    const bound = (egress === 'proxy' ? all[1] : undefined) ?? all[0];
     if (!bound) return undefined;
     return `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`;
   }
 
-  /** Listens on the proxy port when enabled; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when it cannot. */
+  /**
+   * Listens on the proxy port when enabled, on the gateway of each network of the backend's
+   * sandboxes (`open`, and `proxy` where the backend offers it), and opens that port to them in
+   * the backend's packet filter; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when
+   * it cannot. Without the proxy the backend's networks are still made and closed at start.
+   */
   async start(): Promise<void> {
     const { settings, backend } = this.input;
-    if (!settings.enabled || this.server.address) return;
-    let host = settings.host;
-    if (host === undefined) {
-      const gateway = backend.capabilities.gateway;
-      if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
-      try {
-        host = await gateway.gatewayAddress();
-      } catch (err) {
-        if (!isServiceError(err)) throw err;
-        throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
-      }
-    }
+    if (!settings.enabled) return this.prepareNetworks();
+    if (this.server.address) return;
+    const hosts = settings.host !== undefined ? [settings.host] : await this.gatewayHosts();
     try {
-      await this.server.listen(host, settings.port);
+      await this.server.listen(hosts, settings.port);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${host} is in use: choose another with --proxy-port`);
-      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${host}: this host has no such address (is the Docker bridge up?)`);
+      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${hosts.join(', ')} is in use: choose another with --proxy-port`);
+      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${hosts.join(', ')}: this host has no such address (is the Docker bridge up?)`);
       throw err;
     }
+    if (settings.host === undefined) await backend.capabilities.egress?.exposePort(this.server.addresses[0]?.port);
     this.input.logger.info({ url: this.url }, 'proxy port listening (LLM gateway at /llm/<provider>/)');
+  }
+
+  /** The gateway address of each network of the backend's sandboxes, where the proxy port listens. */
+  private async gatewayHosts(): Promise<string[]> {
+    const { backend } = this.input;
+    const gateway = backend.capabilities.gateway;
+    if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
+    try {
+      const open = await gateway.gatewayAddress('open');
+      const proxy = backend.capabilities.egress?.modes.includes('proxy') ? await gateway.gatewayAddress('proxy') : open;
+      return proxy === open ? [open] : [open, proxy];
+    } catch (err) {
+      if (!isServiceError(err)) throw err;
+      throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
+    }
+  }
+
+  /** Makes the backend's networks and packet filter now rather than at the first create (a failure is logged: creates say it again). */
+  private async prepareNetworks(): Promise<void> {
+    await this.input.backend.capabilities.egress?.exposePort(undefined).catch((err: unknown) => {
+      this.input.logger.error({ err }, "sandboxd's networks or packet filter are not ready; networked sandboxes cannot be made until they are");
+    });
   }
 
   async close(): Promise<void> {
@@ -132,10 +162,12 @@ export class EgressService {
    * the real key). None for a restrictive sandbox, which has no network to reach the port with.
    */
   async sandboxEnv(sandbox: SandboxIdentity): Promise<Record<string, string>> {
-    const base = this.url;
-    if (!base || sandbox.profile === 'restrictive') return {};
+    const egress = sandboxEgress({ profile: sandbox.profile, network: sandbox.network ?? null }).egress;
+    if (egress === 'none') return {};
+    const base = this.urlFor(egress);
+    if (!base) return {};
     const token = this.tokens.mint(sandbox.uuid);
-    const env: Record<string, string> = {};
+    const env: Record<string, string> = egress === 'proxy' || this.server.forwarding ? proxyEnv(base, token) : {};
     for (const provider of await this.keys.providers()) {
       for (const name of provider.env.baseUrl) env[name] = `${base}/llm/${provider.name}${provider.env.baseUrlSuffix}`;
       for (const name of provider.env.keys) env[name] = token;
@@ -148,4 +180,16 @@ export class EgressService {
     if (budgetTokens === undefined) await this.llmRepo.deleteBudget(sandboxUuid);
     else await this.llmRepo.setBudget(sandboxUuid, budgetTokens);
   }
+}
+
+/**
+ * The proxy variables (DECISIONS-WAVE2 5.4, "which sandboxes"): the proxy on the gateway, the
+ * sandbox's token as the userinfo its clients send as Proxy-Authorization; the gateway itself
+ * (the LLM base URLs) is reached directly.
+ */
+function proxyEnv(base: string, token: string): Record<string, string> {
+  const url = new URL(base);
+  const proxy = `${url.protocol}//sbx:${token}@${url.host}`;
+  const noProxy = `localhost,127.0.0.1,${url.hostname}`;
+  return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: noProxy, no_proxy: noProxy };
 }
