@@ -38,7 +38,7 @@ export const networkInput = z
     }),
     deny: networkEntries.optional().meta({ description: 'Refused even where allow matches (open: addresses and CIDR ranges only)' }),
   })
-  .meta({ id: 'SandboxNetworkInput' });
+  .meta({ id: 'CreateSandboxNetwork' });
 
 /** PATCH: new allow / deny lists, applied at once (egress itself cannot change). */
 export const networkPatch = z
@@ -47,7 +47,7 @@ export const networkPatch = z
     allow: networkEntries.optional().meta({ description: 'Replaces the allow list' }),
     deny: networkEntries.optional().meta({ description: 'Replaces the deny list' }),
   })
-  .meta({ id: 'SandboxNetworkPatch' });
+  .meta({ id: 'PatchSandboxNetwork' });
 
 export const networkView = z
   .object({ egress: egressMode, allow: z.array(z.string()), deny: z.array(z.string()) })

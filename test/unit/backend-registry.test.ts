@@ -26,7 +26,7 @@ describe('backend registry', () => {
     expect(Object.keys(BACKENDS).sort()).toEqual([...BACKEND_IDS].sort());
     const config = loadConfig({ env: {}, flags: { dataDir: '/tmp/unused' } });
     for (const [id, entry] of Object.entries(BACKENDS)) expect(entry.configSchema.safeParse(config).success, id).toBe(true);
-    expect(BACKENDS.docker.configSchema.parse({ ...config, pidsLimit: 300 })).toEqual({ pidsLimit: 300, sourceAllowedHosts: [] });
+    expect(BACKENDS.docker.configSchema.parse({ ...config, pidsLimit: 300 })).toEqual({ pidsLimit: 300, sourceAllowedHosts: [], networkName: 'sandboxd' });
   });
 
   it('makes each backend from its options, and names the option that does not fit', async () => {

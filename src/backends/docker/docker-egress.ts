@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import type { EgressMode } from '../../domain/egress.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { EgressCapability, InstanceRules, InstanceState } from '../backend.js';
-import { ensureNetworks, removeNetworks, type OwnNetworks } from './docker-networks.js';
+import { ensureNetworks, networkSpecs, removeNetworks, type OwnNetworks } from './docker-networks.js';
 import { PacketFilter } from './packet-filter.js';
 
 /**
@@ -65,7 +65,7 @@ export class DockerEgress implements EgressCapability {
 
   /** Removes the rules and the networks (tests with a network name of their own). */
   async teardown(): Promise<void> {
-    await this.filter.uninstall();
+    await this.filter.uninstall(Object.values(networkSpecs(this.networkName)).map((spec) => spec.iface));
     await removeNetworks(this.docker, this.networkName);
     this.preparing = undefined;
   }

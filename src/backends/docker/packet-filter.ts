@@ -116,13 +116,13 @@ export class PacketFilter {
     await this.serial(() => this.restore([this.chains.rules], addressRules(this.chains.rules, instances)));
   }
 
-  /** Removes the hooks and both chains (tests; `sandboxd` itself leaves them in place). */
-  async uninstall(): Promise<void> {
+  /** Removes the hooks of bridges `ifaces` and both chains (tests; `sandboxd` itself leaves them in place). */
+  async uninstall(ifaces: readonly string[]): Promise<void> {
     await this.serial(async () => {
       const binary = await this.flavour();
-      for (const bridge of this.bridges) {
+      for (const iface of ifaces) {
         for (const from of ['DOCKER-USER', 'INPUT']) {
-          while (await this.iptables(binary, ['-D', from, '-i', bridge.iface, '-j', this.chains.egress]).then(() => true, () => false));
+          while (await this.iptables(binary, ['-D', from, '-i', iface, '-j', this.chains.egress]).then(() => true, () => false));
         }
       }
       for (const chain of [this.chains.egress, this.chains.rules]) await this.iptables(binary, ['-F', chain]).catch(() => undefined);
