@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import type { OptionName } from '../../src/config/config-schema.js';
 import { startRuntime, type Runtime } from '../../src/runtime.js';
@@ -8,6 +9,13 @@ import type { Clock } from '../../src/services/support/clock.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
 export const BASE_IMAGE = 'sandboxd/base:bookworm';
+
+/**
+ * sandboxd's Docker networks and packet-filter chains of this test file (each file loads this
+ * module anew): named apart from a real server's `sandboxd`, removed when its last runtime is disposed.
+ */
+const TEST_NETWORK = `t${Math.random().toString(36).slice(2, 9)}`;
+let liveRuntimes = 0;
 
 export interface DockerRuntime extends Runtime {
   url: string;
@@ -22,8 +30,9 @@ export interface DockerRuntime extends Runtime {
  */
 export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}, clock?: Clock): Promise<DockerRuntime> {
   const dataDir = typeof flags.dataDir === 'string' ? flags.dataDir : mkdtempSync(join(tmpdir(), 'sandboxd-it-'));
-  const config = loadConfig({ env: {}, flags: { dataDir, port: 0, ...flags } });
+  const config = loadConfig({ env: {}, flags: { dataDir, port: 0, networkName: TEST_NETWORK, ...flags } });
   const runtime = await startRuntime(config, silentLogger(), { listen: true, ...(clock ? { clock } : {}) });
+  liveRuntimes += 1;
   return {
     ...runtime,
     url: runtime.url!,
@@ -37,6 +46,9 @@ export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> 
       }
       await runtime.close();
       rmSync(dataDir, { recursive: true, force: true });
+      liveRuntimes -= 1;
+      const egress = (runtime.backend as Partial<DockerBackend>).egress;
+      if (liveRuntimes === 0 && egress && !flags.networkName) await egress.teardown().catch(() => undefined);
     },
   };
 }
