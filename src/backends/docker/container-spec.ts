@@ -23,6 +23,7 @@ export const LABEL = {
 export const WORKSPACE = '/workspace';
 
 interface ProfileSettings {
+  /** 'bridge': one of sandboxd's own bridge networks (`networkModeOf`); 'none': no network. */
   network: 'bridge' | 'none';
   readonlyRootfs: boolean;
   capDrop: string[];
