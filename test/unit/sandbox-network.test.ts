@@ -16,8 +16,8 @@ async function harness(proxy = true): Promise<FakeHarness> {
   return h;
 }
 
-const post = (body: unknown) => h!.app.inject({ method: 'POST', url: '/sandboxes', payload: body });
-const patch = (name: string, body: unknown) => h!.app.inject({ method: 'PATCH', url: `/sandboxes/${name}`, payload: body });
+const post = (body: Record<string, unknown>) => h!.app.inject({ method: 'POST', url: '/sandboxes', payload: body });
+const patch = (name: string, body: Record<string, unknown>) => h!.app.inject({ method: 'PATCH', url: `/sandboxes/${name}`, payload: body });
 
 describe('network entries', () => {
   it('classifies globs, addresses and CIDR ranges, and says what is wrong with the rest', () => {
