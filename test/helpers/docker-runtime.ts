@@ -33,10 +33,17 @@ export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> 
   const config = loadConfig({ env: {}, flags: { dataDir, port: 0, networkName: TEST_NETWORK, ...flags } });
   const runtime = await startRuntime(config, silentLogger(), { listen: true, ...(clock ? { clock } : {}) });
   liveRuntimes += 1;
+  let open = true;
+  const close = async () => {
+    await runtime.close();
+    if (open) liveRuntimes -= 1;
+    open = false;
+  };
   return {
     ...runtime,
     url: runtime.url!,
     dataDir,
+    close,
     async dispose() {
       for (const snapshot of await runtime.services.snapshots.list()) {
         await runtime.services.snapshots.delete(snapshot.name).catch(() => undefined);
@@ -44,9 +51,8 @@ export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> 
       for (const sandbox of await runtime.services.sandboxes.list()) {
         await runtime.services.sandboxes.remove(sandbox.name).catch(() => undefined);
       }
-      await runtime.close();
+      await close();
       rmSync(dataDir, { recursive: true, force: true });
-      liveRuntimes -= 1;
       const egress = (runtime.backend as Partial<DockerBackend>).egress;
       if (liveRuntimes === 0 && egress && !flags.networkName) await egress.teardown().catch(() => undefined);
     },
