@@ -152,7 +152,15 @@ export async function startRuntime(
   void services.timers.start();
   const loops = [
     repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
-    repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
+    repeatEvery(
+      config.reconcileInterval,
+      async () => {
+        await services.lifecycle.reconcile();
+        // Address rules follow addresses: also those of containers that stopped behind sandboxd's back.
+        await services.sandboxes.networkRules.sync();
+      },
+      logger.child({ loop: 'reconcile' }),
+    ),
     repeatEvery(
       POOL_EVICT_INTERVAL_S,
       async () => {

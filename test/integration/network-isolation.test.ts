@@ -1,8 +1,9 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import type { ForwardProxy } from '../../src/services/egress/proxy-server.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 /**
@@ -53,6 +54,43 @@ async function create(name: string, extra: Record<string, unknown> = {}): Promis
   return res.body.data;
 }
 
+/**
+ * A TEST-ONLY forwarder (the real egress proxy is another part's): plain-HTTP absolute-form
+ * requests, the sandbox named by its token, let through to hosts its `network.allow` names.
+ */
+const testForwarder: ForwardProxy = {
+  async request(request, response) {
+    const credentials = Buffer.from(String(request.headers['proxy-authorization'] ?? '').replace(/^Basic /, ''), 'base64').toString();
+    const uuid = rt.services.egress.tokens.verify(credentials.slice(credentials.indexOf(':') + 1));
+    if (!uuid) return void response.writeHead(407).end('no token');
+    const target = new URL(request.url!);
+    const network = (await rt.services.sandboxes.getByUuid(uuid)).network;
+    if (!network.allow.includes(target.hostname)) return void response.writeHead(403).end(`not allowed: ${target.hostname}`);
+    get(target, (upstream) => {
+      response.writeHead(upstream.statusCode!, upstream.headers);
+      upstream.pipe(response);
+    }).on('error', () => response.writeHead(502).end());
+  },
+  async connect(_request, socket) {
+    socket.end('HTTP/1.1 501 Not Implemented\r\n\r\n');
+  },
+};
+
+/** Fetches a URL with the env the server gave the sandbox (its proxy variables): `<status> <body>`. */
+const FETCH = `
+import sys, urllib.request, urllib.error
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=10) as r: print(r.status, r.read().decode())
+except urllib.error.HTTPError as e: print(e.code, e.read().decode())
+except Exception as e: print('failed', type(e).__name__)
+`;
+
+async function fetchVia(sandbox: string, url: string): Promise<string> {
+  const res = await api('POST', `/sandboxes/${sandbox}/exec`, { command: ['python3', '-c', FETCH, url] });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return (res.body.data.stdout as string).trim();
+}
+
 const isOpen = (result: string | undefined) => result?.startsWith('open') ?? false;
 
 beforeAll(async () => {
@@ -60,6 +98,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => host.listen(0, '0.0.0.0', resolve));
   hostPort = (host.address() as AddressInfo).port;
   rt = await dockerRuntime({ networkName: NETWORK, proxy: true, proxyPort: 0 });
+  rt.services.egress.mountForward(testForwarder);
   const gateway = rt.backend.capabilities.gateway!;
   openGateway = await gateway.gatewayAddress('open');
   proxyGateway = await gateway.gatewayAddress('proxy');
@@ -152,6 +191,15 @@ describe('sandboxd networks', () => {
     const [proxy, noProxy] = (env.body.data.stdout as string).trim().split('|');
     expect(proxy).toMatch(new RegExp(`^http://sbx:sbx-${made.uuid}-[A-Za-z0-9_-]{43}@${proxyGateway.replace(/\./g, '\\.')}:${proxyPort}$`));
     expect(noProxy).toBe(`localhost,127.0.0.1,${proxyGateway}`);
+  });
+
+  it('proxy egress: through the proxy (a test forwarder) only what allow names, a PATCH applying at once', async () => {
+    const name = uniqueName('net-via');
+    await create(name, { network: { egress: 'proxy', allow: [hostAddress] } });
+    expect(await fetchVia(name, `http://${hostAddress}:${hostPort}/`)).toBe('200 host-ok');
+    expect(await fetchVia(name, `http://${openGateway}:${hostPort}/`)).toBe(`403 not allowed: ${openGateway}`);
+    expect((await api('PATCH', `/sandboxes/${name}`, { network: { allow: ['pypi.org'] } })).status).toBe(200);
+    expect(await fetchVia(name, `http://${hostAddress}:${hostPort}/`)).toBe(`403 not allowed: ${hostAddress}`);
   });
 
   it('egress none: no network at all', async () => {

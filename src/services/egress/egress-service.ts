@@ -11,7 +11,7 @@ import { LlmGateway } from './llm-gateway.js';
 import { LlmKeys } from './llm-keys.js';
 import { providersFrom, type ProviderSettings } from './llm-providers.js';
 import { LlmUsage } from './llm-usage.js';
-import { ProxyServer } from './proxy-server.js';
+import { ProxyServer, type ForwardProxy } from './proxy-server.js';
 import { SandboxTokens } from './sandbox-token.js';
 import type { SandboxNetwork } from '../../domain/egress.js';
 import type { Profile } from '../../domain/profiles.js';
@@ -91,6 +91,14 @@ export class EgressService {
       streamUsage: input.settings.streamUsage ?? true,
     });
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
+  }
+
+  /**
+   * Serves absolute-form requests and CONNECT tunnels on the proxy port with `proxy` (the egress
+   * proxy); from then on networked sandboxes are also told HTTP_PROXY.
+   */
+  mountForward(proxy: ForwardProxy): void {
+    this.server.mountForward(proxy);
   }
 
   /** The proxy port's base URL while it listens (`http://<gateway>:<port>`), as `open` sandboxes reach it. */

@@ -16,6 +16,18 @@ export function sandboxEgress(record: Pick<SandboxRecord, 'profile' | 'network'>
 }
 
 /**
+ * The egress proxy's lookup (the interface between the proxy and the sandbox records): what the
+ * sandbox with this uuid may reach, read at each request, so a PATCH applies at once;
+ * undefined for a sandbox that does not exist (any more).
+ */
+export function egressLookup(repo: Pick<SandboxRepository, 'byUuid'>): (sandboxUuid: string) => Promise<SandboxNetwork | undefined> {
+  return async (sandboxUuid) => {
+    const record = await repo.byUuid(sandboxUuid);
+    return record ? sandboxEgress(record) : undefined;
+  };
+}
+
+/**
  * The `network` a create stores (null: the profile's default), checked against the profile
  * and the backend: a non-empty `allow` implies `proxy`; restrictive has no network; `open`
  * lists name addresses only (the packet filter sees no names); `none` has nothing to list.
