@@ -87,7 +87,7 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
 async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
   await benchTransition(fake, n * 10);
   await benchStartToRunning(docker, n);
-  await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50));
+  await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50), Number(process.env.BENCH_MAP_ROUNDS ?? 5));
 }
 
 /**

@@ -171,7 +171,7 @@ export class Services {
       exec: this.exec,
       objects: this.objects,
       metrics,
-      concurrency: settings.orchestrationConcurrency ?? 8,
+      concurrency: settings.orchestrationConcurrency ?? 16,
       retentionMs: settings.orchestrationRetentionMs ?? 30 * 86_400_000,
     });
     this.timers.register(new OrchestrationTimers(repos.orchestrations, this.orchestrations));
