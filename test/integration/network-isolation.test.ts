@@ -211,6 +211,19 @@ describe('sandboxd networks', () => {
     expect(seen[`${openGateway}:${hostPort}`]).toMatch(/^closed/);
   });
 
+  it('moves a sandbox made on Docker\'s default bridge (before these networks) onto its own at the next start', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const name = uniqueName('net-old');
+    await create(name);
+    expect((await api('POST', `/sandboxes/${name}/stop`)).status).toBe(200);
+    const id = (await rt.services.sandboxes.require(name)).backend_id!;
+    execFileSync('docker', ['network', 'disconnect', NETWORK, id]);
+    execFileSync('docker', ['network', 'connect', 'bridge', id]);
+    expect((await api('POST', `/sandboxes/${name}/start`)).status).toBe(200);
+    const networks = execFileSync('docker', ['inspect', '--format', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', id], { encoding: 'utf8' });
+    expect(networks.trim()).toBe(NETWORK);
+  });
+
   it('installs its chains once, hooked from DOCKER-USER and INPUT for its bridges only', async () => {
     const { execFileSync } = await import('node:child_process');
     const rules = execFileSync('iptables', ['-w', '-S'], { encoding: 'utf8' });

@@ -209,6 +209,7 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       const before = await container.inspect();
       if (!before.State.Running) await this.sockets.beforeStart(before.HostConfig.Binds);
+      await this.egress.adopt(before);
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();

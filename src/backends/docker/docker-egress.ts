@@ -63,6 +63,19 @@ export class DockerEgress implements EgressCapability {
     return Object.values(await this.networks()).map((network) => network.subnet);
   }
 
+  /**
+   * Moves a stopped container made before sandboxd had networks of its own off Docker's default
+   * bridge (where sandboxes reach each other and the host) onto the `open` network, at its next
+   * start; containers on any other network, or none, are left as they are.
+   */
+  async adopt(info: Docker.ContainerInspectInfo): Promise<void> {
+    const attached = Object.keys(info.NetworkSettings.Networks ?? {});
+    if (info.State.Running || attached.length !== 1 || attached[0] !== 'bridge') return;
+    const open = (await this.networks()).open.name;
+    await this.docker.getNetwork('bridge').disconnect({ Container: info.Id });
+    await this.docker.getNetwork(open).connect({ Container: info.Id });
+  }
+
   /** Removes the rules and the networks (tests with a network name of their own). */
   async teardown(): Promise<void> {
     await this.filter.uninstall(Object.values(networkSpecs(this.networkName)).map((spec) => spec.iface));
