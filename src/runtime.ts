@@ -143,6 +143,8 @@ export async function startRuntime(
   try {
     // Before any command runs: commands of networked sandboxes are told the gateway's address.
     await services.egress.start();
+    // Each running sandbox's own address rules, in a packet filter that may have lost them (a reboot).
+    await services.sandboxes.networkRules.syncQuietly();
   } catch (err) {
     clearTimeout(recoveryTimer);
     await services.close();
@@ -157,7 +159,15 @@ export async function startRuntime(
   void services.timers.start();
   const loops = [
     repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
-    repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
+    repeatEvery(
+      config.reconcileInterval,
+      async () => {
+        await services.lifecycle.reconcile();
+        // Address rules follow addresses: also those of containers that stopped behind sandboxd's back.
+        await services.sandboxes.networkRules.sync();
+      },
+      logger.child({ loop: 'reconcile' }),
+    ),
     repeatEvery(
       POOL_EVICT_INTERVAL_S,
       async () => {

@@ -23,6 +23,8 @@ import type {
   TerminalSession,
 } from './types.js';
 
+import type { EgressMode } from '../domain/egress.js';
+
 export type * from './types.js';
 
 /** The core: what every backend offers. */
@@ -75,20 +77,53 @@ export interface BackendCapabilities {
   diskQuota?: DiskQuotaCapability;
   gateway?: GatewayCapability;
   terminal?: TerminalCapability;
+  egress?: EgressCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
  * server listens there for what it offers instances (the LLM gateway, the egress proxy).
  */
 export interface GatewayCapability {
-  /** The host's address on the instances' network (Docker: the bridge network's gateway). */
-  gatewayAddress(): Promise<string>;
+  /**
+   * The host's address on the network of instances with this egress (default `open`; Docker:
+   * the gateway of sandboxd's own bridge network, or of its internal proxy network).
+   */
+  gatewayAddress(egress?: 'open' | 'proxy'): Promise<string>;
+}
+
+/**
+ * Enforced egress (DECISIONS-WAVE2 5.4): `create` honours `SandboxSpec.network.egress` (`open`:
+ * a network of the backend's own where instances reach neither each other, nor the host's
+ * addresses, nor link-local ones; `proxy`: a network whose only reachable address is the
+ * exposed port of the gateway; `none`: no network), enforced outside the instance (Docker: its
+ * networks and the host's packet filter; Kubernetes: NetworkPolicy).
+ */
+export interface EgressCapability {
+  /** The egress modes `create` accepts. */
+  readonly modes: readonly EgressMode[];
+  /** The port of the gateway address that instances reach although the host is closed to them (the proxy port); undefined closes it. */
+  exposePort(port: number | undefined): Promise<void>;
+  /**
+   * Replaces every instance's own address rules at once: `allow` opens (to an `open` instance)
+   * addresses and ranges the backend blocks, `deny` closes ones it lets through; deny wins.
+   * Entries are CIDR ranges (`parseNetworkEntry`); host names are the proxy's business.
+   */
+  setRules(rules: InstanceRules[]): Promise<void>;
+  /** The address ranges of the instances' networks (what the proxy must refuse as a destination). */
+  ranges(): Promise<string[]>;
+}
+
+/** One instance's address rules (see `EgressCapability.setRules`). */
+export interface InstanceRules {
+  id: string;
+  allow: string[];
+  deny: string[];
 }
 
 /**

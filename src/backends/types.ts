@@ -1,4 +1,5 @@
 /** The data that crosses the Backend interface: what the service asks for and what it gets back. */
+import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
 
 export type { Profile };
@@ -27,6 +28,11 @@ export interface SandboxSpec {
   /** A git repository cloned into /workspace before the sandbox is handed out. */
   source?: { url: string; ref?: string };
   role?: InstanceRole;
+  /**
+   * What the instance's network reaches (absent: the profile's default egress); only for a
+   * backend that declares `egress`, and only with one of its `modes`.
+   */
+  network?: SandboxNetwork;
   /**
    * Made to run one command after another (role `pool`), reset between them through the
    * `reuse` capability: its root filesystem is read-only and every writable path is one the

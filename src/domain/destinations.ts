@@ -1,10 +1,12 @@
 import { BlockList, isIP } from 'node:net';
+import { parseNetworkEntry } from './egress.js';
 
 /**
  * Destination rules of the egress proxy: an entry of a sandbox's `allow` / `deny` list is a
- * host-name glob (`pypi.org`, `*.github.com`: `*` is any run of characters, dots too,
- * case-insensitive; `*.github.com` does not match `github.com` itself) or, for literal
- * addresses, an IP or a CIDR (`10.1.2.0/24`, `::1`).
+ * host-name glob (`pypi.org`, `*.github.com`: `*` is any run of characters, dots too, `?` one
+ * character, case-insensitive; `*.github.com` does not match `github.com` itself) or, for
+ * literal addresses, an IP or a CIDR (`10.1.2.0/24`, `::1`). Entries are checked by
+ * `parseNetworkEntry`, as the sandbox `network` field's are.
  */
 export interface Destinations {
   /** Whether the host name matches one of the globs. */
@@ -17,21 +19,17 @@ export interface Destinations {
 }
 
 const escape = (text: string) => text.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-const globSource = (pattern: string) => escape(pattern).replaceAll('*', '.*');
+/** `*` is any run of characters (dots too), `?` one character. */
+const globSource = (pattern: string) => escape(pattern).replaceAll('*', '.*').replaceAll('?', '.');
 
-/** One label of a host glob: letters, digits, `_`, `-` inside, `*` anywhere. */
-const GLOB_LABEL = /^(?:[a-z0-9_*]|[a-z0-9_*][a-z0-9_*-]{0,61}[a-z0-9_*])$/;
-const isHostGlob = (entry: string) => entry.split('.').every((label) => GLOB_LABEL.test(label));
-
-/** Why an entry is no destination rule, or undefined when it is one. */
+/**
+ * Why an entry is no destination rule, or undefined when it is one: the same check as the
+ * sandbox `network` field's (`parseNetworkEntry`), so every list a sandbox can hold compiles.
+ */
 export function destinationError(entry: string): string | undefined {
-  if (typeof entry !== 'string' || entry.length === 0) return 'must be a non-empty string';
-  if (entry.length > 253) return 'must be at most 253 characters';
-  if (entry.includes('/') || isIP(unbracket(entry))) return cidrOf(entry) ? undefined : `'${entry}' is not an IP address or a CIDR (like 10.1.2.0/24)`;
-  if (!isHostGlob(entry.toLowerCase())) {
-    return `'${entry}' is not a host-name glob (letters, digits, '-', '.', and '*' for any run of characters, like *.github.com)`;
-  }
-  return undefined;
+  if (typeof entry !== 'string') return 'must be a non-empty string';
+  const parsed = parseNetworkEntry(entry);
+  return typeof parsed === 'string' ? parsed : undefined;
 }
 
 /** A compiled `allow` or `deny` list; throws an Error naming the first bad entry. */
@@ -40,13 +38,13 @@ export function compileDestinations(entries: readonly string[]): Destinations {
   const blocks = new BlockList();
   let hasAddresses = false;
   for (const entry of entries) {
-    const error = destinationError(entry);
-    if (error) throw new Error(error);
-    const cidr = entry.includes('/') || isIP(unbracket(entry)) ? cidrOf(entry) : undefined;
+    const parsed = parseNetworkEntry(entry);
+    if (typeof parsed === 'string') throw new Error(parsed);
+    const cidr = parsed.kind === 'cidr' ? cidrOf(parsed.cidr) : undefined;
     if (cidr) {
       blocks.addSubnet(cidr.address, cidr.prefix, cidr.family);
       hasAddresses = true;
-    } else globs.push(entry.toLowerCase());
+    } else if (parsed.kind === 'host') globs.push(parsed.pattern);
   }
   const pattern = globs.length > 0 ? new RegExp(`^(?:${globs.map(globSource).join('|')})$`, 'i') : undefined;
   return {

@@ -150,6 +150,7 @@ export class Services {
       await this.egress.setBudget(sandbox.uuid, undefined);
       this.egress.secrets.remove(sandbox.uuid);
     });
+    this.sandboxes.proxyListening = () => this.egress.url !== undefined;
     const exec = new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit, serverEnv: (sandbox) => this.egress.sandboxEnv(sandbox) });
     const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec, timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;

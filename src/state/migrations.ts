@@ -418,6 +418,13 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.createIndex('orchestration_timers_fire_at').on('orchestration_timers').column('fire_at').execute();
     },
   },
+  '0015_sandbox_network': {
+    async up(db: Kysely<unknown>) {
+      // A sandbox's `network` field (JSON {egress, allow, deny}); NULL: its profile's default
+      // (open, none for restrictive), which is what every sandbox made before it had.
+      await db.schema.alterTable('sandboxes').addColumn('network', 'text').execute();
+    },
+  },
   '0016_proxy_hooks': {
     async up(db: Kysely<unknown>) {
       // Hooks of the egress proxy, applied in creation order (id); `match` and `target` are JSON.

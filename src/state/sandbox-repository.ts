@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
 import { columnsOf, RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SandboxTable } from './schema.js';
@@ -31,10 +32,11 @@ export interface SandboxRecord
       lifecycle: Lifecycle | null;
       env: Record<string, string>;
       secret_mappings: Record<string, string> | null;
+      network: SandboxNetwork | null;
     }
   > {}
 
-const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings']);
+const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings', 'network']);
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
 

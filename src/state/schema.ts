@@ -37,6 +37,8 @@ export interface SandboxTable {
   restored_from: string | null;
   /** JSON `{ENV_NAME: host}` of the sandbox's secrets (values in sandbox_secrets); null without. */
   secret_mappings: string | null;
+  /** JSON {egress, allow, deny}; null: the profile's default egress, no lists. */
+  network: string | null;
 }
 
 export interface SnapshotTable {

@@ -195,12 +195,6 @@ describe('egress proxy: destinations', () => {
     agent.destroy();
   });
 
-  it('proxyVariables gives the HTTP_PROXY family with the sandbox token as the password', () => {
-    const vars = h.services.egress.proxyVariables(uuid);
-    expect(vars.HTTP_PROXY).toBe(`http://sbx:${token}@${new URL(proxy).host}`);
-    expect(Object.keys(vars)).toEqual(['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']);
-  });
-
   it("serves an absolute URL of the proxy port itself as its own path (the LLM gateway through HTTP_PROXY)", async () => {
     const answer = await viaProxy(proxy, `${proxy}/llm/openai/v1/models`, { token });
     expect(answer.status).toBe(401);

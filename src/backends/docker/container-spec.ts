@@ -23,6 +23,7 @@ export const LABEL = {
 export const WORKSPACE = '/workspace';
 
 interface ProfileSettings {
+  /** 'bridge': one of sandboxd's own bridge networks (`networkModeOf`); 'none': no network. */
   network: 'bridge' | 'none';
   readonlyRootfs: boolean;
   capDrop: string[];
@@ -130,6 +131,19 @@ export interface ContainerContext {
   home?: string;
   /** MiB of the image's own blocks that a bounded writable layer's limit counts (`imageAllowanceMb`; 0 where only writes count). */
   imageAllowanceMb?: number;
+  /** The Docker network the container joins (`networkModeOf`), or `none`. */
+  networkMode: string;
+}
+
+/**
+ * The network a sandbox's container joins: none for a profile without a network (restrictive)
+ * or egress `none`, else sandboxd's own network of its egress (`open` by default): never
+ * Docker's default bridge, where containers reach each other.
+ */
+export function networkModeOf(spec: Pick<SandboxSpec, 'profile' | 'network'>, networks: { open: string; proxy: string }): string {
+  if (PROFILE_SETTINGS[spec.profile].network === 'none') return 'none';
+  const egress = spec.network?.egress ?? 'open';
+  return egress === 'none' ? 'none' : networks[egress];
 }
 
 /** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
@@ -157,7 +171,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
   const budget = writableBudget(spec, profile.readonlyRootfs, Object.keys(tmpfsPaths).length, ctx.imageAllowanceMb ?? 0);
   const hostConfig: Docker.HostConfig = {
     Runtime: ctx.runtime,
-    NetworkMode: profile.network,
+    NetworkMode: ctx.networkMode,
     ReadonlyRootfs: profile.readonlyRootfs,
     CapDrop: profile.capDrop,
     CapAdd: profile.capAdd,
@@ -330,7 +344,7 @@ function instanceOf(
     uuid: labels[LABEL.uuid] ?? '',
     role: roleOf(labels),
     status: running ? 'running' : 'stopped',
-    ip: running ? bridgeAddress(networks) : undefined,
+    ip: running ? networkAddress(networks) : undefined,
     runtime,
   };
 }
@@ -340,7 +354,8 @@ const roleOf = (labels: Record<string, string>): InstanceRole => {
   return role === 'pool' || role === 'helper' ? role : 'sandbox';
 };
 
-function bridgeAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
-  const address = networks?.bridge?.IPAddress;
+/** The container's address on its network (a sandbox joins one: sandboxd's own, or the default bridge before it). */
+function networkAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
+  const address = Object.values(networks ?? {}).find((network) => network.IPAddress)?.IPAddress;
   return address ? address : undefined;
 }

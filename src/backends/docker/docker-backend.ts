@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
-import { bridgeGateway } from './docker-gateway.js';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type {
@@ -27,6 +26,7 @@ import type {
 import { OutputCollector } from '../output-collector.js';
 import {
   LABEL,
+  networkModeOf,
   PROFILE_SETTINGS,
   containerName,
   createOptions,
@@ -57,6 +57,7 @@ import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
 import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
+import { DockerEgress } from './docker-egress.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -79,6 +80,8 @@ export interface DockerBackendOptions {
   imageHint?: (image: string) => string;
   /** Hosts, addresses and CIDR ranges a source_url may reach although they are not public. */
   sourceAllowedHosts?: readonly string[];
+  /** `[network].name`: sandboxd's Docker networks and packet-filter chains are named from it (default `sandboxd`). */
+  networkName?: string;
 }
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
@@ -104,6 +107,8 @@ export class DockerBackend
     browserRelay: this,
     gateway: this,
   };
+  /** sandboxd's own networks and packet filter (the `egress` capability). */
+  readonly egress: DockerEgress;
   private readonly docker: Docker;
   private readonly socketPath: string;
   private readonly logger: Logger;
@@ -130,6 +135,8 @@ export class DockerBackend
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
     this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
+    this.egress = new DockerEgress(this.docker, options.networkName ?? 'sandboxd', (id) => this.inspect(id), this.logger);
+    this.capabilities.egress = this.egress;
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -204,6 +211,7 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       const before = await container.inspect();
       if (!before.State.Running) await this.sockets.beforeStart(before.HostConfig.Binds);
+      await this.egress.adopt(before);
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();
@@ -378,9 +386,9 @@ export class DockerBackend
     return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
   }
 
-  /** The host's address on the default bridge network, where every networked sandbox reaches it. */
-  gatewayAddress(): Promise<string> {
-    return this.engine(() => bridgeGateway(this.docker));
+  /** The host's address on sandboxd's network of this egress, where its sandboxes reach it. */
+  gatewayAddress(egress: 'open' | 'proxy' = 'open'): Promise<string> {
+    return this.engine(() => this.egress.gatewayAddress(egress));
   }
 
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
@@ -466,6 +474,13 @@ export class DockerBackend
     return this.detecting;
   }
 
+  /** The names of sandboxd's networks, made (and filtered) first; none needed for a sandbox without a network. */
+  private async networkNames(spec: SandboxSpec): Promise<{ open: string; proxy: string }> {
+    if (networkModeOf(spec, { open: 'open', proxy: 'proxy' }) === 'none') return { open: 'none', proxy: 'none' };
+    const networks = await this.egress.networks();
+    return { open: networks.open.name, proxy: networks.proxy.name };
+  }
+
   private async runtimeFor(profile: Profile): Promise<string> {
     if (!PROFILE_SETTINGS[profile].restrictiveRuntime) return 'runc';
     const wanted = this.options.restrictiveRuntime ?? 'auto';
@@ -497,8 +512,11 @@ export class DockerBackend
     const rootDefault = isRootUser(image.Config.User ?? '') || imageUser.uid === 0;
     const owner = rootDefault ? UNPRIVILEGED : imageUser;
     const binary = await this.sockets.binary();
+    if (spec.network && !this.egress.modes.includes(spec.network.egress)) throw new UnsupportedError('docker', `network.egress '${spec.network.egress}'`);
+    const networkMode = networkModeOf(spec, await this.networkNames(spec));
     const socketDir = await this.sockets.prepare(spec.uuid);
     const options = createOptions(spec, {
+      networkMode,
       instanceId: this.options.instanceId,
       runtime,
       pidsLimit: this.options.pidsLimit ?? 512,

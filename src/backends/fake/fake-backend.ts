@@ -7,6 +7,7 @@ import type {
   BackendCapabilities,
   CapabilityName,
   DetachedCapability,
+  EgressCapability,
   GatewayCapability,
   DetachedLog,
   DetachedProcess,
@@ -14,6 +15,7 @@ import type {
   ExecOptions,
   ExecRequest,
   ExecResult,
+  InstanceRules,
   InstanceState,
   PoolClaimCapability,
   ResizeCapability,
@@ -28,6 +30,7 @@ import type {
   WorkerRequest,
   WorkersCapability,
 } from '../backend.js';
+import type { EgressMode } from '../../domain/egress.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
 import { checkWorkerCall, checkWorkerKey, checkWorkerRequest } from '../worker-rules.js';
@@ -86,7 +89,7 @@ type Operation =
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay' | 'terminal'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
-const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway'];
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway', 'egress'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -106,7 +109,8 @@ export class FakeBackend
     DetachedCapability,
     ReuseCapability,
     WorkersCapability,
-    GatewayCapability
+    GatewayCapability,
+    EgressCapability
 {
   readonly name = 'fake';
   /** The storage size a declared `diskQuota` reports (MiB). */
@@ -121,6 +125,10 @@ export class FakeBackend
   onExec: (request: ExecRequest, spec: SandboxSpec) => FakeExecScript = (request) => ({
     chunks: [{ stream: 'stdout', text: `${request.command.join(' ')}\n` }],
   });
+  /** Egress modes a declared `egress` accepts. */
+  readonly modes: readonly EgressMode[] = ['open', 'proxy', 'none'];
+  /** What the services told the declared `egress`: the exposed port and the last rules. */
+  readonly egressState: { exposedPort?: number; rules: InstanceRules[] } = { rules: [] };
   private readonly failures = new Map<Operation, Error>();
   private readonly workers = new FakeWorkers();
   private nextId = 1;
@@ -160,18 +168,20 @@ export class FakeBackend
   async create(spec: SandboxSpec): Promise<InstanceState> {
     this.record('create');
     await this.ensureImage(spec.image);
+    if (spec.network && spec.network.egress !== 'open' && !this.capabilities.egress) throw new UnsupportedError(this.name, `network.egress '${spec.network.egress}'`);
     const id = `fake-${this.nextId++}`;
+    const networked = spec.network?.egress !== 'none';
     const state: InstanceState = {
       id,
       name: spec.name,
       uuid: spec.uuid,
       role: spec.role ?? 'sandbox',
       status: 'running',
-      ip: `10.0.0.${this.nextId}`,
+      ...(networked ? { ip: `10.0.0.${this.nextId}` } : {}),
       runtime: 'fake',
       created_at: new Date().toISOString(),
     };
-    this.instances.set(id, { state, ip: state.ip!, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [], workers: new Map() });
+    this.instances.set(id, { state, ip: state.ip ?? '', spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [], workers: new Map() });
     return { ...state };
   }
 
@@ -200,7 +210,7 @@ export class FakeBackend
     if (instance.state.status !== 'running') instance.detached = [];
     this.workers.stopAll(instance.workers);
     instance.state.status = 'running';
-    instance.state.ip = instance.ip;
+    instance.state.ip = instance.ip || undefined;
     return { ...instance.state };
   }
 
@@ -414,6 +424,18 @@ export class FakeBackend
   /** The fake's instances are this process: they reach the host on its loopback. */
   async gatewayAddress(): Promise<string> {
     return '127.0.0.1';
+  }
+
+  async exposePort(port: number | undefined): Promise<void> {
+    this.egressState.exposedPort = port;
+  }
+
+  async setRules(rules: InstanceRules[]): Promise<void> {
+    this.egressState.rules = rules;
+  }
+
+  async ranges(): Promise<string[]> {
+    return ['10.0.0.0/24'];
   }
 
   async close(): Promise<void> {}

@@ -8,7 +8,6 @@ import type { EventBus } from '../events/event-bus.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import type { SecretBox } from '../support/secret-box.js';
 import type { ProxyRepository } from '../../state/proxy-repository.js';
-import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import type { AuditService } from '../events/audit-service.js';
 import { EgressProxy, type EgressLookup, type Resolver } from './egress-proxy.js';
 import { InternalAddresses } from './internal-addresses.js';
@@ -21,6 +20,9 @@ import { providersFrom, type ProviderSettings } from './llm-providers.js';
 import { LlmUsage } from './llm-usage.js';
 import { ProxyServer } from './proxy-server.js';
 import { SandboxTokens } from './sandbox-token.js';
+import type { SandboxNetwork } from '../../domain/egress.js';
+import type { Profile } from '../../domain/profiles.js';
+import { egressLookup, sandboxEgress } from '../sandboxes/sandbox-network.js';
 
 /** The proxy port cannot listen; the message says what to fix (at start it ends the process, exit 2). */
 export class ProxyStartError extends Error {
@@ -58,7 +60,9 @@ const DENIED_EVENT_EVERY_MS = 10_000;
 /** What the env of a sandbox's commands is made from. */
 export interface SandboxIdentity {
   uuid: string;
-  profile: string;
+  profile: Profile;
+  /** The sandbox's `network` (absent or null: its profile's default). */
+  network?: SandboxNetwork | null;
 }
 
 /**
@@ -91,10 +95,7 @@ export class EgressService {
       proxy: ProxyRepository;
       audit: AuditService;
       secrets: SecretBox;
-      /**
-       * A sandbox's egress rules, read per request. TODO(lead): the `net` branch's lookup of the
-       * sandbox `network` field; until then `egressFromRecord` (open, or none for restrictive).
-       */
+      /** A sandbox's egress rules, read per request; default its record's `network` field. */
       egressOf?: EgressLookup;
       bus: EventBus;
       metrics: Metrics;
@@ -124,7 +125,7 @@ export class EgressService {
     this.secrets = new SandboxSecrets({ repo: input.proxy, box: input.secrets });
     this.proxy = new EgressProxy({
       tokens: this.tokens,
-      egressOf: input.egressOf ?? input.settings.egressOf ?? (async (uuid) => egressFromRecord(await input.sandboxes.byUuid(uuid))),
+      egressOf: input.egressOf ?? input.settings.egressOf ?? egressLookup(input.sandboxes),
       sandboxes: input.sandboxes,
       hooks: this.hooks,
       secrets: this.secrets,
@@ -140,37 +141,62 @@ export class EgressService {
     this.server.mountForward(this.proxy);
   }
 
-  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`). */
+  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`), as `open` sandboxes reach it. */
   get url(): string | undefined {
-    const bound = this.server.address;
+    return this.urlFor('open');
+  }
+
+  /** The proxy port's base URL on the network of sandboxes with this egress. */
+  urlFor(egress: 'open' | 'proxy'): string | undefined {
+    const all = this.server.addresses;
+    const bound = (egress === 'proxy' ? all[1] : undefined) ?? all[0];
     if (!bound) return undefined;
     return `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`;
   }
 
-  /** Listens on the proxy port when enabled; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when it cannot. */
+  /**
+   * Listens on the proxy port when enabled, on the gateway of each network of the backend's
+   * sandboxes (`open`, and `proxy` where the backend offers it), and opens that port to them in
+   * the backend's packet filter; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when
+   * it cannot. Without the proxy the backend's networks are still made and closed at start.
+   */
   async start(): Promise<void> {
     const { settings, backend } = this.input;
-    if (!settings.enabled || this.server.address) return;
-    let host = settings.host;
-    if (host === undefined) {
-      const gateway = backend.capabilities.gateway;
-      if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
-      try {
-        host = await gateway.gatewayAddress();
-      } catch (err) {
-        if (!isServiceError(err)) throw err;
-        throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
-      }
-    }
+    if (!settings.enabled) return this.prepareNetworks();
+    if (this.server.address) return;
+    const hosts = settings.host !== undefined ? [settings.host] : await this.gatewayHosts();
     try {
-      await this.server.listen(host, settings.port);
+      await this.server.listen(hosts, settings.port);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${host} is in use: choose another with --proxy-port`);
-      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${host}: this host has no such address (is the Docker bridge up?)`);
+      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${hosts.join(', ')} is in use: choose another with --proxy-port`);
+      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${hosts.join(', ')}: this host has no such address (is the Docker bridge up?)`);
       throw err;
     }
+    if (settings.host === undefined) await backend.capabilities.egress?.exposePort(this.server.addresses[0]?.port);
     this.input.logger.info({ url: this.url }, 'proxy port listening (LLM gateway at /llm/<provider>/)');
+  }
+
+  /** The gateway address of each network of the backend's sandboxes, where the proxy port listens. */
+  private async gatewayHosts(): Promise<string[]> {
+    const { backend } = this.input;
+    const gateway = backend.capabilities.gateway;
+    if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
+    try {
+      const open = await gateway.gatewayAddress('open');
+      const proxy = backend.capabilities.egress?.modes.includes('proxy') ? await gateway.gatewayAddress('proxy') : open;
+      return proxy === open ? [open] : [open, proxy];
+    } catch (err) {
+      if (!isServiceError(err)) throw err;
+      throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
+    }
+  }
+
+  /** Makes the backend's networks and packet filter now rather than at the first create (a failure is logged: creates say it again). */
+  private async prepareNetworks(): Promise<void> {
+    await this.input.backend.capabilities.egress?.exposePort(undefined).catch((err: unknown) => {
+      this.input.logger.error({ err }, "sandboxd's networks or packet filter are not ready; networked sandboxes cannot be made until they are");
+    });
   }
 
   async close(): Promise<void> {
@@ -201,34 +227,23 @@ export class EgressService {
   }
 
   /**
-   * The variables a sandbox's commands get while the proxy port listens: each provider's base
-   * URL on the gateway and, as its key, the sandbox's token (a placeholder the gateway swaps for
-   * the real key). None for a restrictive sandbox, which has no network to reach the port with.
+   * The variables a sandbox's commands get while the proxy port listens: the egress proxy
+   * (`HTTP_PROXY` and friends on the gateway of the sandbox's network, its token as the
+   * password), each provider's base URL on that gateway and, as its key, the same token (a
+   * placeholder the gateway swaps for the real key). None for a sandbox without a network.
    */
   async sandboxEnv(sandbox: SandboxIdentity): Promise<Record<string, string>> {
-    const base = this.url;
-    if (!base || sandbox.profile === 'restrictive') return {};
+    const egress = sandboxEgress({ profile: sandbox.profile, network: sandbox.network ?? null }).egress;
+    if (egress === 'none') return {};
+    const base = this.urlFor(egress);
+    if (!base) return {};
     const token = this.tokens.mint(sandbox.uuid);
-    const env: Record<string, string> = {};
+    const env = proxyEnv(base, token);
     for (const provider of await this.keys.providers()) {
       for (const name of provider.env.baseUrl) env[name] = `${base}/llm/${provider.name}${provider.env.baseUrlSuffix}`;
       for (const name of provider.env.keys) env[name] = token;
     }
     return env;
-  }
-
-  /**
-   * The variables that send a sandbox's HTTP clients through the egress proxy while the port
-   * listens: `HTTP_PROXY` and friends carry its token as the password. TODO(lead): merged into
-   * the exec env by the `net` branch (with NO_PROXY naming the gateway, so LLM base URLs are
-   * reached directly).
-   */
-  proxyVariables(sandboxUuid: string): Record<string, string> {
-    const bound = this.server.address;
-    if (!bound) return {};
-    const host = bound.host.includes(':') ? `[${bound.host}]` : bound.host;
-    const url = `http://sbx:${this.tokens.mint(sandboxUuid)}@${host}:${bound.port}`;
-    return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url };
   }
 
   /** Sets (or with undefined, clears) a sandbox's LLM token budget. */
@@ -239,11 +254,13 @@ export class EgressService {
 }
 
 /**
- * A sandbox's egress from its record while the sandbox `network` field is not there:
- * restrictive sandboxes reach nothing, others are `open` (the proxy still refuses the host's,
- * the sandboxes', loopback and link-local addresses). TODO(lead): replace with the `net` branch's lookup.
+ * The proxy variables (DECISIONS-WAVE2 5.4, "which sandboxes"): the proxy on the gateway, the
+ * sandbox's token as the userinfo its clients send as Proxy-Authorization; the gateway itself
+ * (the LLM base URLs) is reached directly.
  */
-export function egressFromRecord(record: Pick<SandboxRecord, 'profile'> | undefined): { egress: 'open' | 'none'; allow: string[]; deny: string[] } | undefined {
-  if (!record) return undefined;
-  return { egress: record.profile === 'restrictive' ? 'none' : 'open', allow: [], deny: [] };
+function proxyEnv(base: string, token: string): Record<string, string> {
+  const url = new URL(base);
+  const proxy = `${url.protocol}//sbx:${token}@${url.host}`;
+  const noProxy = `localhost,127.0.0.1,${url.hostname}`;
+  return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: noProxy, no_proxy: noProxy };
 }

@@ -16,6 +16,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   diskQuota: 'disk_quota',
   gateway: 'gateway',
   terminal: 'terminal',
+  egress: 'egress',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -31,6 +32,7 @@ const OFFERS: Record<CapabilityName, string> = {
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
   terminal: 'terminals',
+  egress: "network.egress: enforced egress (README, 'Security model')",
 };
 
 /**
