@@ -121,7 +121,7 @@ describe('the network field', () => {
     expect(unknown.json().error).toBe("sandbox 'nope' not found");
   });
 
-  it('gives proxy sandboxes the proxy variables with their own token, the gateway in NO_PROXY; none gets nothing', async () => {
+  it('gives networked sandboxes the proxy variables with their own token, the gateway in NO_PROXY; none gets nothing', async () => {
     await harness();
     await post({ name: 'px', network: { allow: ['pypi.org'] } });
     await post({ name: 'off', network: { egress: 'none' } });
@@ -136,8 +136,9 @@ describe('the network field', () => {
       NO_PROXY: 'localhost,127.0.0.1,127.0.0.1',
     });
     expect(await h!.services.egress.sandboxEnv(await h!.services.sandboxes.require('off'))).toEqual({});
-    // Without a forward proxy mounted, open sandboxes are not sent to one.
-    expect(await h!.services.egress.sandboxEnv(await h!.services.sandboxes.require('op'))).not.toHaveProperty('HTTP_PROXY');
+    // Open sandboxes are sent to the egress proxy too (advisory for them: they also reach out directly).
+    const op = await h!.services.sandboxes.require('op');
+    expect(await h!.services.egress.sandboxEnv(op)).toMatchObject({ HTTP_PROXY: `http://sbx:${h!.services.egress.tokens.mint(op.uuid)}@127.0.0.1:${port}` });
   });
 
   it('does not hand a proxy-mode sandbox a pool instance made on the default network', async () => {
