@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_DISK_MB, MAX_DISK_MB, MIN_DISK_MB } from '../domain/disk.js';
 import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
+import { volumeMounts } from './volume-schemas.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
 export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
@@ -34,6 +35,9 @@ export const createSandboxBody = z
       .max(Number.MAX_SAFE_INTEGER, 'must be at most 2^53-1')
       .optional()
       .meta({ description: 'LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded' }),
+    volumes: volumeMounts.optional().meta({
+      description: 'Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots',
+    }),
   })
   .meta({ id: 'CreateSandbox' });
 
@@ -96,6 +100,7 @@ export const sandboxDetail = sandboxSummary
     source_ref: z.string().optional(),
     runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
     restored_from: z.string().optional().meta({ description: 'The snapshot this sandbox was restored from' }),
+    volumes: volumeMounts.optional().meta({ description: 'The named volumes it mounts' }),
     recreated: z
       .boolean()
       .optional()

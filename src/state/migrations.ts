@@ -418,4 +418,10 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.createIndex('orchestration_timers_fire_at').on('orchestration_timers').column('fire_at').execute();
     },
   },
+  '0017_volumes': {
+    async up(db: Kysely<unknown>) {
+      // JSON array of the named volumes the sandbox mounts ([{name, path, read_only?}]); null: none.
+      await db.schema.alterTable('sandboxes').addColumn('volumes', 'text').execute();
+    },
+  },
 };

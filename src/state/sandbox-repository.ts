@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Profile } from '../domain/profiles.js';
+import type { VolumeMount } from '../domain/volumes.js';
 import { columnsOf, RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SandboxTable } from './schema.js';
 import type { Statements } from './store.js';
@@ -30,10 +31,11 @@ export interface SandboxRecord
       labels: Record<string, string>;
       lifecycle: Lifecycle | null;
       env: Record<string, string>;
+      volumes: VolumeMount[] | null;
     }
   > {}
 
-const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env']);
+const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'volumes']);
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
 

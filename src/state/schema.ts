@@ -35,6 +35,8 @@ export interface SandboxTable {
   root_image: string | null;
   /** The snapshot this sandbox was restored from; null for one made otherwise. */
   restored_from: string | null;
+  /** JSON array of the named volumes it mounts, [{name, path, read_only?}]; null: none. */
+  volumes: string | null;
 }
 
 export interface SnapshotTable {

@@ -107,6 +107,16 @@ export class AgentClient {
     response.resume();
   }
 
+  /**
+   * A GET about the sandbox's `path` whose 200 answer the caller reads (the file views,
+   * agent-fs.ts); a refusal is mapped as for files.
+   */
+  async get(route: string, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+    const response = await this.send({ method: 'GET', path: route, ...(signal ? { signal } : {}) });
+    if (response.statusCode !== 200) throw await agentError(response, path, `path '${path}'`);
+    return response;
+  }
+
   /** Starts a detached command; the agent keeps it and the last 4 MiB of each stream. */
   async startDetached(request: { argv: string[]; env?: string[]; cwd?: string; user?: string }): Promise<AgentDetached> {
     return this.json<AgentDetached>('POST', '/v1/detached', Buffer.from(JSON.stringify(request)));

@@ -13,6 +13,7 @@ import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from './sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
+import { checkMounts } from './volume-service.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext, ServiceSettings } from '../context.js';
@@ -105,6 +106,7 @@ export class SandboxService {
     const diskMb = this.diskOf(input.disk_mb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
+    const volumes = await checkMounts(this.backend, input.volumes);
 
     const now = isoNow(this.clock);
     const record: SandboxRecord = {
@@ -133,12 +135,15 @@ export class SandboxService {
       status_reason: null,
       root_image: rootImage ?? null,
       restored_from: restoredFrom ?? null,
+      volumes,
     };
 
     return this.locks.run(record.name, async () => {
       if (await this.repo.byName(record.name)) throw conflict(`sandbox '${record.name}' already exists`);
-      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot).
-      const pooled = !fromPool || record.source_url || record.root_image ? undefined : await this.claimPooled(record);
+      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot),
+      // and no volumes unless the backend's claim can add mounts.
+      const needsMounts = record.volumes !== null && !this.backend.capabilities.volumes?.mountsOnClaim;
+      const pooled = !fromPool || record.source_url || record.root_image || needsMounts ? undefined : await this.claimPooled(record);
       const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backend_id: pooled.state.id } : record;
       if (!(await this.repo.insert(created))) {
         if (pooled) this.pool.discard(pooled);
@@ -423,6 +428,7 @@ export function specOf(record: SandboxRecord): SandboxSpec {
     profile: record.profile,
     env: record.env,
     ...(record.source_url ? { source: { url: record.source_url, ...(record.source_ref ? { ref: record.source_ref } : {}) } } : {}),
+    ...(record.volumes?.length ? { volumes: record.volumes } : {}),
   };
 }
 
