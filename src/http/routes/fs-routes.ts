@@ -1,4 +1,3 @@
-import type { FsWatchEvent } from '../../backends/backend.js';
 import { isServiceError } from '../../errors.js';
 import { envelope } from '../../schemas/common.js';
 import { fsListing, fsPathQuery, fsStat, fsWatchQuery } from '../../schemas/fs-schemas.js';
@@ -90,6 +89,7 @@ export async function fsRoutes(app: App, { services, heartbeatMs }: FsRouteOptio
   );
 }
 
-function dataOf(event: FsWatchEvent): object {
+/** The data of one watch event: `{message}` for an error, else `{path, type}`. */
+function dataOf(event: { event: string; path?: string; type?: string; message?: string }): object {
   return event.event === 'error' ? { message: event.message } : { path: event.path, type: event.type };
 }
