@@ -422,6 +422,8 @@ export const MIGRATIONS: Record<string, Migration> = {
     async up(db: Kysely<unknown>) {
       // JSON array of the named volumes the sandbox mounts ([{name, path, read_only?}]); null: none.
       await db.schema.alterTable('sandboxes').addColumn('volumes', 'text').execute();
+      // The volumes the source sandbox mounted when a snapshot was taken: their contents are not in it.
+      await db.schema.alterTable('snapshots').addColumn('volumes', 'text').execute();
     },
   },
 };

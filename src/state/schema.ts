@@ -58,6 +58,8 @@ export interface SnapshotTable {
   /** JSON object: the sandbox's labels when the snapshot was taken. */
   labels: string;
   description: string | null;
+  /** JSON array: the volumes the sandbox mounted, whose contents the snapshot does not hold; null: none. */
+  volumes: string | null;
 }
 
 export interface AuditTable {

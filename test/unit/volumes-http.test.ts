@@ -80,6 +80,19 @@ describe('volumes', () => {
     }
   });
 
+  it('snapshots say that volume contents are not in them', async () => {
+    await call('POST', '/volumes', { name: 'data' });
+    await call('POST', '/sandboxes', { name: 's', volumes: [{ name: 'data', path: '/data' }] });
+    await call('POST', '/sandboxes', { name: 'plain' });
+    const taken = await call('POST', '/snapshots', { sandbox: 's', name: 'snap' });
+    expect(taken.statusCode).toBe(201);
+    expect(taken.json().data.note).toBe("not included: the contents of volume 'data' (/data); a restored sandbox mounts no volumes");
+    expect((await call('GET', '/snapshots/snap')).json().data.note).toContain("'data'");
+    expect((await call('POST', '/snapshots', { sandbox: 'plain', name: 'snap2' })).json().data.note).toBeUndefined();
+    const restored = await call('POST', '/snapshots/snap/restore', { as_name: 'r' });
+    expect(restored.json().data.volumes).toBeUndefined();
+  });
+
   it('allows paths that are not system directories', () => {
     expect(volumePathProblem('/data')).toBeUndefined();
     expect(volumePathProblem('/workspace/cache')).toBeUndefined();
