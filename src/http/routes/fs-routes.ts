@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { isServiceError } from '../../errors.js';
 import { envelope } from '../../schemas/common.js';
 import { fsListing, fsPathQuery, fsStat, fsWatchQuery } from '../../schemas/fs-schemas.js';
@@ -21,29 +22,13 @@ export async function fsRoutes(app: App, { services, heartbeatMs }: FsRouteOptio
 
   app.get(
     '/sandboxes/:name/fs',
-    {
-      schema: {
-        tags,
-        summary: 'List a directory (name, type, size, mode, mtime), sorted by name, at most 10,000 entries',
-        params: sandboxNameParams,
-        querystring: fsPathQuery,
-        response: { 200: envelope(fsListing), ...errors(400, 403, 404, 409, 422) },
-      },
-    },
+    { schema: viewSchema('List a directory (name, type, size, mode, mtime), sorted by name, at most 10,000 entries', fsListing) },
     async (request) => ok(await views.list(request.params.name, request.query.path)),
   );
 
   app.get(
     '/sandboxes/:name/fs/stat',
-    {
-      schema: {
-        tags,
-        summary: 'Describe one path (a symbolic link itself, not what it points to)',
-        params: sandboxNameParams,
-        querystring: fsPathQuery,
-        response: { 200: envelope(fsStat), ...errors(400, 403, 404, 409, 422) },
-      },
-    },
+    { schema: viewSchema('Describe one path (a symbolic link itself, not what it points to)', fsStat) },
     async (request) => ok(await views.stat(request.params.name, request.query.path)),
   );
 
@@ -87,6 +72,11 @@ export async function fsRoutes(app: App, { services, heartbeatMs }: FsRouteOptio
       stream.end();
     },
   );
+}
+
+/** The schema of a listing or a stat: the same query and refusals, a different view. */
+function viewSchema<T extends z.ZodType>(summary: string, data: T) {
+  return { tags, summary, params: sandboxNameParams, querystring: fsPathQuery, response: { 200: envelope(data), ...errors(400, 403, 404, 409, 422) } };
 }
 
 /** The data of one watch event: `{message}` for an error, else `{path, type}`. */
