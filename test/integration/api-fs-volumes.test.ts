@@ -113,6 +113,31 @@ describe('file system views', () => {
   });
 });
 
+describe('file system views in a restrictive (gVisor where available) sandbox', () => {
+  it('lists and watches through the child-process path', async () => {
+    const strict = uniqueName('fs-strict');
+    expect((await api('POST', '/sandboxes', { name: strict, profile: 'restrictive' })).status).toBe(201);
+    await exec(strict, 'mkdir -p /workspace/r && echo x > /workspace/r/a');
+    const listing = await api('GET', `/sandboxes/${strict}/fs?path=/workspace/r`);
+    expect(listing.body.data.entries.map((e: { name: string }) => e.name)).toEqual(['a']);
+    const leave = new AbortController();
+    const response = await fetch(`${rt.url}/sandboxes/${strict}/fs/watch?path=/workspace/r`, { signal: leave.signal });
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    let text = '';
+    const until = async (wanted: string) => {
+      const deadline = Date.now() + 3000;
+      while (!text.includes(wanted) && Date.now() < deadline) text += new TextDecoder().decode((await reader.read()).value);
+      expect(text).toContain(wanted);
+    };
+    await until('event: ready');
+    await exec(strict, 'echo y > /workspace/r/b');
+    await until('"path":"/workspace/r/b"');
+    leave.abort();
+    expect((await api('DELETE', `/sandboxes/${strict}`)).status).toBe(200);
+  });
+});
+
 describe('volumes', () => {
   it('keep their data across the sandboxes that mount them; 409 on delete while mounted', async () => {
     const created = await api('POST', '/volumes', { name: volume });
