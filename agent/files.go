@@ -125,6 +125,9 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	marker, markerErr := reader.ReadByte()
 	if (op == "read" || isView(op)) && markerErr == nil && marker == 0 {
 		w.Header().Set("Content-Type", "application/octet-stream")
+		if isView(op) {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		w.WriteHeader(http.StatusOK)
 		if _, err := copyLarge(w, reader); err != nil {
 			proc.killTree()

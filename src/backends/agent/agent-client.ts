@@ -113,6 +113,11 @@ export class AgentClient {
    */
   async get(route: string, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
     const response = await this.send({ method: 'GET', path: route, ...(signal ? { signal } : {}) });
+    // The agent answers its own refusals in JSON; a plain 404 is a route it does not have.
+    if (response.statusCode === 404 && !String(response.headers['content-type']).includes('json')) {
+      response.resume();
+      throw new ServiceError('UNSUPPORTED', `${route.split('?')[0]} in a sandbox whose agent predates it (made by an older sandboxd): recreate the sandbox`);
+    }
     if (response.statusCode !== 200) throw await agentError(response, path, `path '${path}'`);
     return response;
   }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { FsEntry, FsListing, FsWatchEvent } from '../types.js';
+import { isServiceError, ServiceError } from '../../errors.js';
 import type { AgentClient } from './agent-client.js';
 
 /**
@@ -10,13 +11,31 @@ import type { AgentClient } from './agent-client.js';
  */
 
 export async function listDirectory(agent: AgentClient, path: string): Promise<FsListing> {
-  return JSON.parse(await text(await agent.get(viewRoute('list', path), path))) as FsListing;
+  try {
+    return (await view(agent, 'list', path)) as FsListing;
+  } catch (err) {
+    // An agent without views reads the directory as a file, and refuses that.
+    if (isServiceError(err) && err.code === 'BAD_REQUEST' && err.message.endsWith('is a directory')) throw olderAgent();
+    throw err;
+  }
 }
 
 export async function statPath(agent: AgentClient, path: string): Promise<FsEntry> {
-  const entry = JSON.parse(await text(await agent.get(viewRoute('stat', path), path))) as FsEntry & { path?: string };
+  const entry = (await view(agent, 'stat', path)) as FsEntry & { path?: string };
   delete entry.path;
   return entry;
+}
+
+/** A view's JSON; an agent without views answers a file's bytes instead. */
+async function view(agent: AgentClient, op: 'list' | 'stat', path: string): Promise<unknown> {
+  const response = await agent.get(`/v1/files?op=${op}&path=${encodeURIComponent(path)}`, path);
+  const body = await text(response);
+  if (!String(response.headers['content-type']).includes('json')) throw olderAgent();
+  return JSON.parse(body) as unknown;
+}
+
+function olderAgent(): ServiceError {
+  return new ServiceError('UNSUPPORTED', 'file system views in a sandbox whose agent predates them (made by an older sandboxd): recreate the sandbox');
 }
 
 /** Resolves once the agent watches (its refusals first); the events end when `signal` aborts. */
@@ -24,10 +43,6 @@ export async function watchPath(agent: AgentClient, path: string, options: { rec
   const route = `/v1/fs/watch?path=${encodeURIComponent(path)}&recursive=${options.recursive}`;
   const response = await agent.get(route, path, options.signal);
   return lines(response, options.signal);
-}
-
-function viewRoute(op: 'list' | 'stat', path: string): string {
-  return `/v1/files?op=${op}&path=${encodeURIComponent(path)}`;
 }
 
 async function text(response: IncomingMessage): Promise<string> {
@@ -51,7 +66,7 @@ async function* lines(response: IncomingMessage, signal: AbortSignal): AsyncGene
       }
     }
   } catch (err) {
-    if (!signal.aborted) throw err;
+    if (!signal.aborted) throw new ServiceError('INTERNAL', `the sandbox's agent closed the watch (${(err as Error).message}): the sandbox may have stopped`);
   } finally {
     response.destroy();
   }
