@@ -133,6 +133,13 @@ describe('file system views in a restrictive (gVisor where available) sandbox', 
     await until('event: ready');
     await exec(strict, 'echo y > /workspace/r/b');
     await until('"path":"/workspace/r/b"');
+    // Stopping the sandbox ends the watch: an `error` event, then the end of the stream.
+    expect((await api('POST', `/sandboxes/${strict}/stop`)).status).toBe(200);
+    await until('event: error');
+    const deadline = Date.now() + 5000;
+    let ended = false;
+    while (!ended && Date.now() < deadline) ended = (await reader.read()).done;
+    expect(ended).toBe(true);
     leave.abort();
     expect((await api('DELETE', `/sandboxes/${strict}`)).status).toBe(200);
   });
