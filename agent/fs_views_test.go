@@ -224,3 +224,21 @@ func appendTo(path, text string) {
 	f.WriteString(text)
 	f.Close()
 }
+
+func TestWatchForgetsADirectoryMovedAway(t *testing.T) {
+	c := startAgent(t)
+	base := t.TempDir()
+	dir, outside := filepath.Join(base, "watched"), filepath.Join(base, "outside")
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	events, _, _ := watchEvents(t, c, "path="+dir)
+	os.Rename(filepath.Join(dir, "sub"), outside)
+	if e := nextEvent(t, events); e.Event != "deleted" || e.Path != filepath.Join(dir, "sub") {
+		t.Fatalf("move away: %+v", e)
+	}
+	time.Sleep(2 * coalesceWindow)
+	os.WriteFile(filepath.Join(outside, "x"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "y"), nil, 0o644)
+	if e := nextEvent(t, events); e.Path != filepath.Join(dir, "y") {
+		t.Fatalf("an event from the moved directory: %+v", e)
+	}
+}

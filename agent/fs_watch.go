@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -161,6 +162,10 @@ func (w *watch) add(dir string, report bool) error {
 				if isRoot {
 					return err
 				}
+				if errors.Is(err, syscall.ENOSPC) && !w.exceeded {
+					w.exceeded = true
+					w.found = append(w.found, fsEvent{Event: "error", Message: fmt.Sprintf("the kernel's limit of inotify watches is reached under %s: the rest is not watched", w.root)})
+				}
 				return filepath.SkipDir
 			}
 			return nil
@@ -271,6 +276,10 @@ func (w *watch) parse(chunk []byte, pending *coalescer) bool {
 			if dir == w.root {
 				pending.add(fsEvent{Event: "deleted", Path: w.root, Type: eventType(w.rootIsDir)})
 				rootGone = true
+			} else if mask&syscall.IN_MOVE_SELF != 0 {
+				// Moved away: its parent reported it deleted, and its path no longer holds.
+				syscall.InotifyRmWatch(w.fd, uint32(event.Wd))
+				delete(w.dirs, event.Wd)
 			}
 		case mask&(syscall.IN_CREATE|syscall.IN_MOVED_TO) != 0:
 			pending.add(fsEvent{Event: "created", Path: path, Type: kind})
