@@ -206,6 +206,7 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/hostname", post(a.handleHostname))
 	mux.HandleFunc("/v1/fs/watch", a.handleWatch)
 	mux.HandleFunc("/v1/fs/watches", a.handleWatchCount)
+	mux.HandleFunc("/v1/pty", post(a.handlePty))
 	return mux
 }
 

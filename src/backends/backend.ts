@@ -23,6 +23,8 @@ import type {
   FsListing,
   FsWatchEvent,
   VolumeInfo,
+  TerminalRequest,
+  TerminalSession,
 } from './types.js';
 
 export type * from './types.js';
@@ -78,12 +80,13 @@ export interface BackendCapabilities {
   gateway?: GatewayCapability;
   fileViews?: FileViewsCapability;
   volumes?: VolumesCapability;
+  terminal?: TerminalCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'fileViews', 'volumes'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'fileViews', 'volumes'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
@@ -252,6 +255,16 @@ export interface VolumesCapability {
    * created fresh rather than claimed.
    */
   readonly mountsOnClaim: boolean;
+}
+
+/** Interactive shells on a pseudo-terminal inside an instance, as its default user in its workdir. */
+export interface TerminalCapability {
+  /**
+   * Starts the instance's shell (bash where it has one, else sh) on a terminal of the requested
+   * size; resolves once it runs. NOT_FOUND / CONFLICT as `exec` for a missing or stopped
+   * instance; UNSUPPORTED where the instance cannot (a Docker sandbox without the agent).
+   */
+  openTerminal(id: string, request: TerminalRequest): Promise<TerminalSession>;
 }
 
 /** Whether `backend` declares capability `name`. */

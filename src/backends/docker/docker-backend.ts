@@ -57,6 +57,7 @@ import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
 import { DockerFileViews } from './docker-fs-views.js';
 import { claimVolumeRoots, DockerVolumes } from './docker-volumes.js';
+import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
 
 export interface DockerBackendOptions {
@@ -89,8 +90,8 @@ const STOP_TIMEOUT_S = 5;
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
  * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
  * (~45 ms) only where no agent answers (a container made before the agent existed). It offers
- * every capability; the class is each capability object itself, but for reuse and workers,
- * which live in docker-reuse.ts and docker-workers.ts.
+ * every capability; the class is each capability object itself, but for reuse, workers and terminals,
+ * which live in docker-reuse.ts, docker-workers.ts and docker-terminals.ts.
  */
 export class DockerBackend
   implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
@@ -132,6 +133,7 @@ export class DockerBackend
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
     this.capabilities.fileViews = new DockerFileViews(this.agents, (id) => this.inspect(id));
     this.capabilities.volumes = new DockerVolumes(this.docker, options.instanceId);
+    this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */

@@ -17,6 +17,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   gateway: 'gateway',
   fileViews: 'file_views',
   volumes: 'volumes',
+  terminal: 'terminal',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -33,6 +34,7 @@ const OFFERS: Record<CapabilityName, string> = {
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
   fileViews: 'file system views (listings, stat, watches)',
   volumes: 'named volumes',
+  terminal: 'terminals',
 };
 
 /**
