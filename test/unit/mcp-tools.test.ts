@@ -50,6 +50,9 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     const listed = texts(await call('sandbox_file_list', { name: 'unit-a', path: '/workspace' }))[0]!;
     expect(listed).toMatch(/^dir +0 0755 \S+ a dir$/);
     expect((await call('sandbox_file_list', { name: 'unit-a', path: '/workspace/none' })).isError).toBe(true);
+    expect(texts(await call('sandbox_file_read', { name: 'unit-a', path: '/workspace/a dir' }))[0]).toBe(
+      "'/workspace/a dir' is a directory: list it with sandbox_file_list (name 'unit-a', path '/workspace/a dir')",
+    );
   });
 
   it('sandbox_exec reports progress notifications when the client asks for them', async () => {

@@ -203,7 +203,7 @@ export class FileService {
 function pointToListing(name: string, path: string): (err: unknown) => never {
   return (err) => {
     if (isServiceError(err) && err.code === 'BAD_REQUEST' && err.message.endsWith(`'${path}' is a directory`)) {
-      throw badRequest(`'${path}' is a directory: list it with GET /sandboxes/${name}/fs?path=${path}`);
+      throw badRequest(`'${path}' is a directory`, { hint: { action: 'list_directory', sandbox: name, path } });
     }
     throw err;
   };
