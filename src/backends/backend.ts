@@ -19,6 +19,10 @@ import type {
   WorkerCall,
   WorkerReply,
   WorkerProcess,
+  FsEntry,
+  FsListing,
+  FsWatchEvent,
+  VolumeInfo,
   TerminalRequest,
   TerminalSession,
 } from './types.js';
@@ -76,6 +80,8 @@ export interface BackendCapabilities {
   workers?: WorkersCapability;
   diskQuota?: DiskQuotaCapability;
   gateway?: GatewayCapability;
+  fileViews?: FileViewsCapability;
+  volumes?: VolumesCapability;
   terminal?: TerminalCapability;
   egress?: EgressCapability;
 }
@@ -83,7 +89,7 @@ export interface BackendCapabilities {
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
@@ -247,6 +253,43 @@ export interface WorkersCapability {
   stopWorker(id: string, key: string): Promise<void>;
   /** The workers the instance runs now (a restarted instance runs none). */
   listWorkers(id: string): Promise<WorkerProcess[]>;
+}
+
+/**
+ * Views of an instance's file system, as its default user sees them: listings, stat and watches.
+ * NOT_FOUND for a missing path, BAD_REQUEST for a listing of what is not a directory,
+ * FORBIDDEN where the user may not look; NOT_FOUND / CONFLICT as `exec` for the instance.
+ */
+export interface FileViewsCapability {
+  /** A directory's entries sorted by name, at most 10,000 (`truncated` beyond). */
+  listDirectory(id: string, path: string): Promise<FsListing>;
+  /** One path, not followed when it is a symbolic link. */
+  stat(id: string, path: string): Promise<FsEntry>;
+  /**
+   * Watches a path (with `recursive`, every directory below it): resolves once the watch is in
+   * place (the refusals above come before), then yields events coalesced per path until
+   * `signal` aborts (which ends the watch inside the instance) or the path is deleted.
+   */
+  watch(id: string, path: string, options: { recursive: boolean; signal: AbortSignal }): Promise<AsyncIterable<FsWatchEvent>>;
+}
+
+/**
+ * Named volumes: storage that outlives the instances that mount it (`SandboxSpec.volumes`).
+ * Volume names are the service's own (the backend keeps them apart from other users' volumes).
+ */
+export interface VolumesCapability {
+  /** CONFLICT when it exists. */
+  createVolume(name: string): Promise<VolumeInfo>;
+  listVolumes(): Promise<VolumeInfo[]>;
+  /** null when there is no such volume. */
+  inspectVolume(name: string): Promise<VolumeInfo | null>;
+  /** NOT_FOUND when there is none; CONFLICT while an instance (running or not) mounts it. */
+  removeVolume(name: string): Promise<void>;
+  /**
+   * Whether `claim` can give a pool instance these mounts; when not, a sandbox with volumes is
+   * created fresh rather than claimed.
+   */
+  readonly mountsOnClaim: boolean;
 }
 
 /** Interactive shells on a pseudo-terminal inside an instance, as its default user in its workdir. */

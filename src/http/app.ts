@@ -20,6 +20,8 @@ import { detachedRoutes } from './routes/detached-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { fsRoutes } from './routes/fs-routes.js';
+import { volumeRoutes } from './routes/volume-routes.js';
 import { llmRoutes } from './routes/llm-routes.js';
 import { proxyRoutes } from './routes/proxy-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
@@ -219,6 +221,8 @@ export async function buildApp({
   await app.register(detachedRoutes, context);
   await app.register(terminalRoutes, context);
   await app.register(fileRoutes, context);
+  await app.register(fsRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
+  await app.register(volumeRoutes, context);
   await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);

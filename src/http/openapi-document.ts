@@ -7,6 +7,7 @@
 const MEMBER_OF: Record<string, string> = {
   sandboxes: 'sandbox',
   snapshots: 'snapshot',
+  volumes: 'volume',
   objects: 'object',
   classes: 'class',
   schedules: 'schedule',
@@ -39,6 +40,9 @@ const NAMED: Record<string, string> = {
   'GET /sandboxes/:name/files/*': 'readFile',
   'DELETE /sandboxes/:name/files/*': 'deleteFile',
   'POST /sandboxes/:name/files': 'writeFiles',
+  'GET /sandboxes/:name/fs': 'listDirectory',
+  'GET /sandboxes/:name/fs/stat': 'statPath',
+  'GET /sandboxes/:name/fs/watch': 'watchPath',
   'POST /run': 'runCommand',
   'POST /run/stream': 'runCommandStream',
   'POST /batch/run': 'runBatch',

@@ -3,6 +3,7 @@ import { DEFAULT_DISK_MB, MAX_DISK_MB, MIN_DISK_MB } from '../domain/disk.js';
 import { sandboxSecrets } from './proxy-schemas.js';
 import { EGRESS_MODES, parseNetworkEntry } from '../domain/egress.js';
 import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
+import { volumeMounts } from './volume-schemas.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
 export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
@@ -79,6 +80,9 @@ export const createSandboxBody = z
       .meta({ description: 'LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded' }),
     secrets: sandboxSecrets.optional(),
     network: networkInput.optional(),
+    volumes: volumeMounts.optional().meta({
+      description: 'Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots',
+    }),
   })
   .refine((body) => !body.secrets || !body.env || Object.keys(body.secrets).every((name) => body.env![name] === undefined), {
     message: 'a name is either in env or in secrets, not both',
@@ -150,6 +154,7 @@ export const sandboxDetail = sandboxSummary
       description: "{ENV_NAME: host} of the sandbox's secrets; never their values (the sandbox's env holds placeholders the egress proxy swaps toward host)",
     }),
     network: networkView,
+    volumes: volumeMounts.optional().meta({ description: 'The named volumes it mounts' }),
     recreated: z
       .boolean()
       .optional()

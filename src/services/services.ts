@@ -26,7 +26,7 @@ import { StoreService, storeEngines, type StoreEngine } from './durable/stores/i
 import { EgressService } from './egress/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { PermissionService, PolicyService } from './governance/index.js';
-import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
+import { FileService, FsViewService, LifecycleService, RecoveryService, SandboxService, SnapshotService, VolumeService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export type { ServiceSettings };
@@ -56,6 +56,10 @@ export class Services {
   readonly detached: DetachedService;
   readonly terminals: TerminalService;
   readonly files: FileService;
+  /** Listings, stat and watches of a sandbox's files. */
+  readonly fsViews: FsViewService;
+  /** Named volumes. */
+  readonly volumes: VolumeService;
   readonly runs: RunService;
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
@@ -157,6 +161,8 @@ export class Services {
     this.detached = new DetachedService(ctx);
     this.terminals = new TerminalService(ctx);
     this.files = new FileService(ctx);
+    this.fsViews = new FsViewService(ctx);
+    this.volumes = new VolumeService(ctx);
     this.runs = new RunService({ ...ctx, ...part('runs') });
     this.snapshots = new SnapshotService({ ...ctx, ...part('snapshots') });
     this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });

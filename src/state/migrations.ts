@@ -452,4 +452,12 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.alterTable('sandboxes').addColumn('secret_mappings', 'text').execute();
     },
   },
+  '0017_volumes': {
+    async up(db: Kysely<unknown>) {
+      // JSON array of the named volumes the sandbox mounts ([{name, path, read_only?}]); null: none.
+      await db.schema.alterTable('sandboxes').addColumn('volumes', 'text').execute();
+      // The volumes the source sandbox mounted when a snapshot was taken: their contents are not in it.
+      await db.schema.alterTable('snapshots').addColumn('volumes', 'text').execute();
+    },
+  },
 };

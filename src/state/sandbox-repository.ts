@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
+import type { VolumeMount } from '../domain/volumes.js';
 import { columnsOf, RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SandboxTable } from './schema.js';
 import type { Statements } from './store.js';
@@ -33,10 +34,11 @@ export interface SandboxRecord
       env: Record<string, string>;
       secret_mappings: Record<string, string> | null;
       network: SandboxNetwork | null;
+      volumes: VolumeMount[] | null;
     }
   > {}
 
-const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings', 'network']);
+const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings', 'network', 'volumes']);
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
 

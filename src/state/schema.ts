@@ -39,6 +39,8 @@ export interface SandboxTable {
   secret_mappings: string | null;
   /** JSON {egress, allow, deny}; null: the profile's default egress, no lists. */
   network: string | null;
+  /** JSON array of the named volumes it mounts, [{name, path, read_only?}]; null: none. */
+  volumes: string | null;
 }
 
 export interface SnapshotTable {
@@ -60,6 +62,8 @@ export interface SnapshotTable {
   /** JSON object: the sandbox's labels when the snapshot was taken. */
   labels: string;
   description: string | null;
+  /** JSON array: the volumes the sandbox mounted, whose contents the snapshot does not hold; null: none. */
+  volumes: string | null;
 }
 
 export interface AuditTable {

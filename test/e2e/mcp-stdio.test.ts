@@ -26,6 +26,7 @@ const TOOLS: Record<string, string[]> = {
   sandbox_file_write: ['name', 'path', 'content'],
   sandbox_write_files: ['name', 'files'],
   sandbox_file_delete: ['name', 'path'],
+  sandbox_file_list: ['name', 'path'],
   sandbox_extend_ttl: ['name'],
   sandbox_resize: ['name'],
   sandbox_recover: ['name'],

@@ -151,6 +151,14 @@ export function containerName(spec: Pick<SandboxSpec, 'name' | 'uuid'>): string 
   return `sandboxd-${spec.name}-${spec.uuid.slice(-8)}`;
 }
 
+/**
+ * `sandboxd-<instance>-vol-<name>`: the engine's name of a service's volume, apart from other
+ * services' (each instance id its own) and from volumes this service did not make.
+ */
+export function dockerVolumeName(instanceId: string, name: string): string {
+  return `sandboxd-${instanceId}-vol-${name}`;
+}
+
 /** Label filter that selects every container of one service instance. */
 export function instanceFilter(instanceId: string): string[] {
   return [`${LABEL.managed}=true`, `${LABEL.instance}=${instanceId}`];
@@ -189,6 +197,9 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
   }
   if (budget.shmMb !== undefined) hostConfig.ShmSize = budget.shmMb * 1024 * 1024;
   if (budget.layerMb !== undefined) hostConfig.StorageOpt = { size: `${budget.layerMb}m` };
+  if (spec.volumes?.length) {
+    hostConfig.Mounts = spec.volumes.map((mount) => ({ Type: 'volume', Source: dockerVolumeName(ctx.instanceId, mount.name), Target: mount.path, ReadOnly: mount.read_only === true }));
+  }
   return {
     name: containerName(spec),
     Image: spec.image,

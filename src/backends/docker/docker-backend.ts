@@ -55,6 +55,8 @@ import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
+import { DockerFileViews } from './docker-fs-views.js';
+import { claimVolumeRoots, DockerVolumes } from './docker-volumes.js';
 import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
 import { DockerEgress } from './docker-egress.js';
@@ -134,6 +136,8 @@ export class DockerBackend
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
+    this.capabilities.fileViews = new DockerFileViews(this.agents, (id) => this.inspect(id));
+    this.capabilities.volumes = new DockerVolumes(this.docker, options.instanceId);
     this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
     this.egress = new DockerEgress(this.docker, options.networkName ?? 'sandboxd', (id) => this.inspect(id), this.logger);
     this.capabilities.egress = this.egress;
@@ -543,6 +547,10 @@ export class DockerBackend
       }
       // Before any command runs: from now on no command can write to a host path.
       if (health) await this.sockets.seal(socketDir.dir);
+      if (spec.volumes) {
+        const failed = await claimVolumeRoots((request) => this.run(container!.id, request), spec.volumes, owner);
+        if (failed) this.logger.warn({ container: container.id, reason: failed }, "a volume's root stays root's: the sandbox's user may not write to it");
+      }
       if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });

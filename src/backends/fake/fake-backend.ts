@@ -29,8 +29,15 @@ import type {
   WorkerReply,
   WorkerRequest,
   WorkersCapability,
+  FileViewsCapability,
+  FsEntry,
+  FsListing,
+  FsWatchEvent,
+  VolumeInfo,
+  VolumesCapability,
 } from '../backend.js';
 import type { EgressMode } from '../../domain/egress.js';
+import { fakeListing, fakeStat, FakeVolumes, FakeWatches } from './fake-fs-views.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
 import { checkWorkerCall, checkWorkerKey, checkWorkerRequest } from '../worker-rules.js';
@@ -89,7 +96,7 @@ type Operation =
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay' | 'terminal'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
-const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway', 'egress'];
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway', 'egress', 'fileViews', 'volumes'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -110,7 +117,9 @@ export class FakeBackend
     ReuseCapability,
     WorkersCapability,
     GatewayCapability,
-    EgressCapability
+    EgressCapability,
+    FileViewsCapability,
+    VolumesCapability
 {
   readonly name = 'fake';
   /** The storage size a declared `diskQuota` reports (MiB). */
@@ -131,6 +140,10 @@ export class FakeBackend
   readonly egressState: { exposedPort?: number; rules: InstanceRules[] } = { rules: [] };
   private readonly failures = new Map<Operation, Error>();
   private readonly workers = new FakeWorkers();
+  /** Watches of the instances' files (`active` counts those under way). */
+  readonly watches = new FakeWatches();
+  /** Named volumes (`mountsOnClaim` settable). */
+  readonly fakeVolumes = new FakeVolumes();
   private nextId = 1;
   private nextProcess = 1;
 
@@ -286,6 +299,7 @@ export class FakeBackend
   async writeFile(id: string, path: string, content: Buffer): Promise<void> {
     const instance = this.require('exec', id);
     if (instance.files.has(posix.dirname(path))) throw badRequest(`'${posix.dirname(path)}' is not a directory`);
+    this.watches.emit(id, instance.files.has(path) ? 'modified' : 'created', path);
     instance.files.set(path, Buffer.from(content));
   }
 
@@ -294,6 +308,48 @@ export class FakeBackend
     const doomed = [...instance.files.keys()].filter((p) => p === path || p.startsWith(`${path}/`));
     if (doomed.length === 0) throw notFound(`file '${path}' not found`);
     for (const p of doomed) instance.files.delete(p);
+    for (const p of doomed) this.watches.emit(id, 'deleted', p);
+  }
+
+  async listDirectory(id: string, path: string): Promise<FsListing> {
+    this.requireSupport('fileViews');
+    return fakeListing(this.running('exec', id).files, path);
+  }
+
+  async stat(id: string, path: string): Promise<FsEntry> {
+    this.requireSupport('fileViews');
+    return fakeStat(this.running('exec', id).files, path);
+  }
+
+  async watch(id: string, path: string, options: { recursive: boolean; signal: AbortSignal }): Promise<AsyncIterable<FsWatchEvent>> {
+    await this.stat(id, path);
+    return this.watches.watch(id, path, options.signal);
+  }
+
+  get mountsOnClaim(): boolean {
+    return this.fakeVolumes.mountsOnClaim;
+  }
+
+  async createVolume(name: string): Promise<VolumeInfo> {
+    this.requireSupport('volumes');
+    if (this.fakeVolumes.volumes.has(name)) throw conflict(`volume '${name}' already exists`);
+    return this.fakeVolumes.create(name);
+  }
+
+  async listVolumes(): Promise<VolumeInfo[]> {
+    this.requireSupport('volumes');
+    return [...this.fakeVolumes.volumes.values()];
+  }
+
+  async inspectVolume(name: string): Promise<VolumeInfo | null> {
+    this.requireSupport('volumes');
+    return this.fakeVolumes.volumes.get(name) ?? null;
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    if (!(await this.inspectVolume(name))) throw notFound(`volume '${name}' not found`);
+    if ([...this.instances.values()].some((instance) => instance.spec.volumes?.some((mount) => mount.name === name))) throw conflict(`volume '${name}' is in use by a container`);
+    this.fakeVolumes.volumes.delete(name);
   }
 
   /** Runs the `onExec` script at once; a `hang` script runs until it is killed. */

@@ -13,6 +13,7 @@ import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from './sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
+import { checkMounts } from './volume-service.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext, ServiceSettings } from '../context.js';
@@ -121,6 +122,7 @@ export class SandboxService {
     if (network?.egress === 'proxy' && !this.proxyListening()) {
       throw badRequest("network.egress: 'proxy' needs the egress proxy, which this server does not run: start it with --proxy (a proxy-mode sandbox reaches nothing else)");
     }
+    const volumes = await checkMounts(this.backend, input.volumes);
 
     const now = isoNow(this.clock);
     // Secrets: the env holds placeholders; the values are stored by the egress service (onCreated).
@@ -153,12 +155,15 @@ export class SandboxService {
       restored_from: restoredFrom ?? null,
       secret_mappings: secrets?.mappings ?? null,
       network,
+      volumes,
     };
 
     return this.locks.run(record.name, async () => {
       if (await this.repo.byName(record.name)) throw conflict(`sandbox '${record.name}' already exists`);
-      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot).
-      const pooled = !fromPool || record.source_url || record.root_image ? undefined : await this.claimPooled(record);
+      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot),
+      // and no volumes unless the backend's claim can add mounts.
+      const needsMounts = record.volumes !== null && !this.backend.capabilities.volumes?.mountsOnClaim;
+      const pooled = !fromPool || record.source_url || record.root_image || needsMounts ? undefined : await this.claimPooled(record);
       const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backend_id: pooled.state.id } : record;
       if (!(await this.repo.insert(created))) {
         if (pooled) this.pool.discard(pooled);
@@ -454,6 +459,7 @@ export function specOf(record: SandboxRecord): SandboxSpec {
     env: record.env,
     ...(record.network ? { network: record.network } : {}),
     ...(record.source_url ? { source: { url: record.source_url, ...(record.source_ref ? { ref: record.source_ref } : {}) } } : {}),
+    ...(record.volumes?.length ? { volumes: record.volumes } : {}),
   };
 }
 

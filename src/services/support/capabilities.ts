@@ -15,6 +15,8 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   workers: 'workers',
   diskQuota: 'disk_quota',
   gateway: 'gateway',
+  fileViews: 'file_views',
+  volumes: 'volumes',
   terminal: 'terminal',
   egress: 'egress',
 };
@@ -31,6 +33,8 @@ const OFFERS: Record<CapabilityName, string> = {
   workers: 'persistent workers',
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
+  fileViews: 'file system views (listings, stat, watches)',
+  volumes: 'named volumes',
   terminal: 'terminals',
   egress: "network.egress: enforced egress (README, 'Security model')",
 };
