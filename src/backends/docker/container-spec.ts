@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
+import type { InstanceRole, InstanceState, Profile, ResizeRequest, SandboxSpec } from '../backend.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
 import { hostnameOf } from './docker-hostname.js';
 
@@ -369,4 +369,10 @@ const roleOf = (labels: Record<string, string>): InstanceRole => {
 function networkAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
   const address = Object.values(networks ?? {}).find((network) => network.IPAddress)?.IPAddress;
   return address ? address : undefined;
+}
+
+/** The engine's fields for new limits; an absent one stays as it is. */
+export function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
+  const memory = request.memory_mb === undefined ? {} : { Memory: request.memory_mb * 1024 * 1024, MemorySwap: request.memory_mb * 1024 * 1024 };
+  return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
 }

@@ -34,6 +34,7 @@ import {
   instanceFromInspect,
   instanceFromSummary,
   isRootUser,
+  limitsOf,
   UNPRIVILEGED,
 } from './container-spec.js';
 import { createDockerClient } from './docker-client.js';
@@ -49,7 +50,7 @@ import type { AgentClient } from '../agent/agent-client.js';
 import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, agentOnly, detachedFrom, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentMountsOf } from './agent-sockets.js';
-import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
+import { cloneSource, settleBoth, type ClonedSource, type CloneOptions } from './git-source.js';
 import { copyIntoCreated, copyIntoRunning } from './docker-source-copy.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
@@ -572,12 +573,6 @@ export class DockerBackend
   }
 }
 
-/** The engine's fields for new limits; an absent one stays as it is. */
-function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
-  const memory = request.memory_mb === undefined ? {} : { Memory: request.memory_mb * 1024 * 1024, MemorySwap: request.memory_mb * 1024 * 1024 };
-  return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
-}
-
 /** Whether a container runs the sandbox agent (containers made before it did not). */
 function hasAgent(info: Docker.ContainerInspectInfo): boolean {
   return (info.Mounts ?? []).some((mount) => mount.Destination === AGENT_IN_SANDBOX.dir);
@@ -587,19 +582,4 @@ function hasAgent(info: Docker.ContainerInspectInfo): boolean {
 function socketFromEnv(): string | undefined {
   const host = process.env.DOCKER_HOST;
   return host?.startsWith('unix://') ? host.slice('unix://'.length) : undefined;
-}
-
-/**
- * Awaits two independent steps; if either fails, the other's result is cleaned up before the
- * failure is thrown (a clone must not outlive a missing image).
- */
-async function settleBoth<A, B>(
-  first: Promise<A>,
-  second: Promise<B>,
-  cleanupSecond: (value: B) => Promise<void> | undefined,
-): Promise<[A, B]> {
-  const [a, b] = await Promise.allSettled([first, second]);
-  if (a.status === 'fulfilled' && b.status === 'fulfilled') return [a.value, b.value];
-  if (b.status === 'fulfilled') await cleanupSecond(b.value);
-  throw a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason;
 }
