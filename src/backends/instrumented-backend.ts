@@ -9,6 +9,7 @@ import type {
   PoolClaimCapability,
   ResizeCapability,
   SnapshotCapability,
+  PortsCapability,
   WorkersCapability,
 } from './backend.js';
 
@@ -26,6 +27,7 @@ const OBSERVED = new Set<PropertyKey>([
   ...(['claim'] satisfies (keyof PoolClaimCapability)[]),
   ...(['startDetached', 'listDetached', 'detachedLogs', 'killDetached'] satisfies (keyof DetachedCapability)[]),
   ...(['relay'] satisfies (keyof BrowserRelayCapability)[]),
+  ...(['connectPort'] satisfies (keyof PortsCapability)[]),
   ...(['ensureWorker', 'callWorker', 'stopWorker', 'listWorkers'] satisfies (keyof WorkersCapability)[]),
 ]);
 

@@ -32,8 +32,10 @@ function presentedKey(request: FastifyRequest): string | undefined {
  * time, against every configured key, so timing tells nothing about which came close.
  * Every request gets its principal: the presented key's, or `anonymous` (an admin on a server
  * without keys, where everyone may do everything; a non-admin on the open routes of one with keys).
+ * A request without a key may still be let in by `grant` (a signed preview URL), which names
+ * the principal it acts as, throws when what it was shown is bad, or leaves it to the key.
  */
-export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[]): void {
+export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[], grant?: (request: FastifyRequest) => Promise<Principal | undefined>): void {
   const open: Principal = { name: ANONYMOUS, admin: keys.length === 0, labels: {} };
   app.decorateRequest('principal', null as unknown as Principal);
   const entries = keys.map((k) => ({ digest: digest(k.key), principal: { name: k.name, admin: k.admin, labels: k.labels } }));
@@ -50,9 +52,13 @@ export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[]): voi
     request.principal = open;
     if (keys.length === 0 || OPEN_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) return;
     const key = presentedKey(request);
+    // A key that is not ours may be the preview's own (an app's Authorization): a grant may still let it in.
+    const principal = (key ? principalOf(key) : undefined) ?? (await grant?.(request));
+    if (principal) {
+      request.principal = principal;
+      return;
+    }
     if (!key) throw new ServiceError('UNAUTHORIZED', 'missing API key: send Authorization: Bearer <key>');
-    const principal = principalOf(key);
-    if (!principal) throw new ServiceError('UNAUTHORIZED', 'invalid API key');
-    request.principal = principal;
+    throw new ServiceError('UNAUTHORIZED', 'invalid API key');
   });
 }

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { bridgeGateway } from './docker-gateway.js';
@@ -17,6 +18,7 @@ import type {
   ExecResult,
   InstanceState,
   PoolClaimCapability,
+  PortsCapability,
   Profile,
   ResizeCapability,
   ResizeRequest,
@@ -53,6 +55,7 @@ import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.
 import { copyIntoCreated, copyIntoRunning } from './docker-source-copy.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
+import { connectTcp } from '../tcp-connect.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
@@ -91,7 +94,7 @@ const STOP_TIMEOUT_S = 5;
  * which live in docker-reuse.ts and docker-workers.ts.
  */
 export class DockerBackend
-  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
+  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability, PortsCapability
 {
   readonly name = 'docker';
   readonly capabilities: BackendCapabilities = {
@@ -102,6 +105,7 @@ export class DockerBackend
     detached: this,
     browserRelay: this,
     gateway: this,
+    ports: this,
   };
   private readonly docker: Docker;
   private readonly socketPath: string;
@@ -374,6 +378,24 @@ export class DockerBackend
    */
   async relay(id: string, port: number): Promise<string> {
     return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
+  }
+
+  /**
+   * A connection to a port inside the sandbox: through its agent, which dials the sandbox's own
+   * loopback (servers bound to 127.0.0.1 only, sandboxes without a network); for a sandbox
+   * without the agent (made by an older sandboxd), to its network address from `inspect`.
+   */
+  async connectPort(id: string, port: number): Promise<Duplex> {
+    try {
+      return await this.agents.of(id).openPort(port);
+    } catch (err) {
+      if (!(err instanceof AgentUnreachable)) throw err;
+      const state = await this.inspect(id);
+      if (!state) throw notFound(`container '${id}' not found`);
+      if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
+      if (!state.ip) throw new UnsupportedError('docker', 'reaching a port of a sandbox that has neither the sandbox agent nor a network');
+      return connectTcp(state.ip, port);
+    }
   }
 
   /** The host's address on the default bridge network, where every networked sandbox reaches it. */

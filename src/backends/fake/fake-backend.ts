@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import { badRequest, conflict, notFound, ServiceError, UnsupportedError } from '../../errors.js';
 import type {
@@ -8,6 +9,7 @@ import type {
   CapabilityName,
   DetachedCapability,
   GatewayCapability,
+  PortsCapability,
   DetachedLog,
   DetachedProcess,
   DetachedRequest,
@@ -30,6 +32,7 @@ import type {
 } from '../backend.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
+import { connectTcp } from '../tcp-connect.js';
 import { checkWorkerCall, checkWorkerKey, checkWorkerRequest } from '../worker-rules.js';
 import { FakeWorkers, type FakeWorker, type FakeWorkerHandler } from './fake-workers.js';
 
@@ -80,7 +83,8 @@ type Operation =
   | 'ensureWorker'
   | 'callWorker'
   | 'stopWorker'
-  | 'listWorkers';
+  | 'listWorkers'
+  | 'connectPort';
 
 /** The capabilities the fake can have: all but the browser relay, which needs a real browser. */
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
@@ -106,7 +110,8 @@ export class FakeBackend
     DetachedCapability,
     ReuseCapability,
     WorkersCapability,
-    GatewayCapability
+    GatewayCapability,
+    PortsCapability
 {
   readonly name = 'fake';
   /** The storage size a declared `diskQuota` reports (MiB). */
@@ -414,6 +419,13 @@ export class FakeBackend
   /** The fake's instances are this process: they reach the host on its loopback. */
   async gatewayAddress(): Promise<string> {
     return '127.0.0.1';
+  }
+
+  /** The fake's instances are this process: their ports are the host's loopback ports. */
+  async connectPort(id: string, port: number): Promise<Duplex> {
+    this.requireSupport('ports');
+    this.running('connectPort', id);
+    return connectTcp('127.0.0.1', port);
   }
 
   async close(): Promise<void> {}
