@@ -115,6 +115,10 @@ function gatewayError(err: unknown, port: number): Error {
 export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, forwarding: Forwarding): Promise<void> {
   const { target } = forwarding;
   const outgoing = httpRequest({ agent: target.connections, method: request.method, path: upstreamPath(request, forwarding), headers: upstreamHeaders(request, forwarding) });
+  // A client that leaves, before the answer or during it, ends the request to the sandbox.
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) outgoing.destroy();
+  });
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
     outgoing.once('response', resolve);
     outgoing.once('error', (err) => reject(gatewayError(err, target.port)));
@@ -128,10 +132,7 @@ export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, 
   reply.raw.writeHead(response.statusCode ?? 502, response.statusMessage, headers);
   response.pipe(reply.raw);
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) {
-      outgoing.destroy();
-      response.destroy();
-    }
+    if (!reply.raw.writableFinished) response.destroy();
   });
 }
 

@@ -48,9 +48,10 @@ async function proxyRoutes(app: App, { preview }: { preview: PreviewService }): 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  for (const url of PATH_FORM_ROUTES) {
+  // One route per method, so that each has an operation of its own in the OpenAPI document.
+  for (const [url, method] of PATH_FORM_ROUTES.flatMap((url) => PREVIEW_METHODS.map((method) => [url, method] as const))) {
     app.route({
-      method: [...PREVIEW_METHODS],
+      method,
       url,
       exposeHeadRoute: false,
       schema: {
