@@ -28,3 +28,6 @@ export const previewUrl = z
     expires_at: z.string().meta({ description: 'RFC 3339' }),
   })
   .meta({ id: 'PreviewUrl' });
+
+/** A minted preview URL: the host form, the path form, and when they stop working. */
+export type PreviewUrl = z.infer<typeof previewUrl>;

@@ -107,7 +107,7 @@ describe('preview URLs on Docker', () => {
     expect((await fetch(`${rt.url}/sandboxes/${name}/ports/8000/`)).status).toBe(401);
     const nothing = await fetch(`${rt.url}/sandboxes/${name}/ports/9/`, { headers: auth });
     expect(nothing.status).toBe(502);
-    expect((await nothing.json()).error).toMatch(/nothing listens on port 9/);
+    expect(((await nothing.json()) as { error: string }).error).toMatch(/nothing listens on port 9/);
     expect((await api('POST', `/sandboxes/${closed}/stop`)).status).toBe(200);
     expect((await fetch(`${rt.url}/sandboxes/${closed}/ports/8000/`, { headers: auth })).status).toBe(409);
   });

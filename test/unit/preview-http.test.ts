@@ -82,7 +82,7 @@ describe('preview proxy (fake backend: ports on the loopback)', () => {
     for (const port of ['0', '70000', 'http']) {
       const response = await fetch(`${api}/sandboxes/box/ports/${port}/`, { headers: auth });
       expect(response.status).toBe(400);
-      expect((await response.json()).error).toMatch(/port: '.*' must be a number from 1 to 65535/);
+      expect(((await response.json()) as { error: string }).error).toMatch(/port: '.*' must be a number from 1 to 65535/);
     }
     expect((await fetch(`${api}/sandboxes/nope/ports/80/`, { headers: auth })).status).toBe(404);
     const noKey = await fetch(`${api}/sandboxes/box/ports/${upstreamPort}/`);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { duration } from '../../schemas/common.js';
-import type { PreviewLink } from '../../services/preview/index.js';
+import type { PreviewUrl } from '../../schemas/preview-schemas.js';
 import { apiPath } from '../api-client.js';
 import { defineTool, json, requiring, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
@@ -23,7 +23,7 @@ export const previewTools: Tool[] = requiring('ports', [
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
     handle: async ({ name, port, expires_in }, { api, signal }) =>
       json(
-        await api.request<PreviewLink>(
+        await api.request<PreviewUrl>(
           { method: 'POST', path: apiPath('sandboxes', name, 'ports', String(port), 'url'), body: expires_in ? { expires_in } : {} },
           signal,
         ),

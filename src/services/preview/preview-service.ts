@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { badRequest } from '../../errors.js';
 import { DURATION_UNIT_MS, durationMs } from '../../schemas/common.js';
+import type { PreviewUrl } from '../../schemas/preview-schemas.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import type { ServiceContext } from '../context.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
@@ -34,12 +35,6 @@ export interface PreviewOrigin {
   host: string;
 }
 
-/** A minted preview URL: the host form, the path form, and when they stop working. */
-export interface PreviewLink {
-  url: string;
-  path_url: string;
-  expires_at: string;
-}
 
 /** A port given as text: a whole number from 1 to 65535, else BAD_REQUEST naming it. */
 export function parsePort(text: string): number {
@@ -105,7 +100,7 @@ export class PreviewService {
   }
 
   /** Mints a signed URL to `port` of sandbox `name`, valid for `expiresIn` (a duration, at most 30d). */
-  async mint(name: string, portText: string, expiresIn: string, origin: PreviewOrigin): Promise<PreviewLink> {
+  async mint(name: string, portText: string, expiresIn: string, origin: PreviewOrigin): Promise<PreviewUrl> {
     const port = parsePort(portText);
     const ms = durationMs(expiresIn);
     if (ms === undefined || ms > MAX_EXPIRES_MS) throw badRequest(`expires_in: '${expiresIn}' must be a duration like 30m, 1h or 1d, at most 30d`);
