@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { getWithHeaders } from '../helpers/host-request.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 const KEY = 'preview-integration-key';
@@ -27,19 +27,8 @@ async function serve(sandbox: string, command: string, port: number): Promise<vo
   throw new Error(`nothing listens on port ${port} in ${sandbox}`);
 }
 
-/** A GET with a Host header of our choosing (fetch does not let one be set). */
-function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; body: string; headers: IncomingMessage['headers'] }> {
-  const { port } = new URL(rt.url);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: response.headers }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A GET to the API with any headers, Host included. */
+const rawGet = (path: string, headers: Record<string, string>) => getWithHeaders(rt.url, path, headers);
 
 beforeAll(async () => {
   rt = await dockerRuntime({ apiKeys: [KEY] });

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
+import { getWithHeaders } from '../helpers/host-request.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 
@@ -160,17 +161,5 @@ async function echoOver(socket: WebSocket): Promise<string> {
   });
 }
 
-/** A GET with any Host header (fetch does not let one be set). */
-async function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; body: string; headers: IncomingMessage['headers'] }> {
-  const { request } = await import('node:http');
-  const { port } = new URL(api);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: response.headers }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A GET to the API with any headers, Host included. */
+const rawGet = (path: string, headers: Record<string, string>) => getWithHeaders(api, path, headers);
