@@ -107,6 +107,13 @@ describe('preview proxy (fake backend: ports on the loopback)', () => {
       socket.on('error', () => resolve(-1));
     });
     expect(refused).toBe(401);
+
+    // Stopping the sandbox closes the WebSockets relayed to it.
+    const open = new WebSocket(path, { headers: auth });
+    await new Promise((resolve) => open.once('open', resolve));
+    const closed = new Promise((resolve) => open.once('close', resolve));
+    expect((await h.app.inject({ method: 'POST', url: '/sandboxes/box/stop', headers: auth })).statusCode).toBe(200);
+    await closed;
   });
 
   it('mints signed URLs that work without the key, leave a cookie, and refuse tampering and expiry', async () => {

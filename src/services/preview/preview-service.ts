@@ -59,6 +59,8 @@ export class PreviewService {
   /** Kept-alive connections per `<uuid>:<port>`. */
   private readonly pools = new Map<string, Agent>();
   private readonly touched = new Map<string, number>();
+  /** Connections held by relayed upgrades (WebSockets), per sandbox uuid: closed with their sandbox. */
+  private readonly held = new Map<string, Set<Duplex>>();
 
   constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'secrets' | 'clock' | 'bus'> & { domain?: string }) {
     this.domain = (ctx.domain ?? DEFAULT_PREVIEW_DOMAIN).toLowerCase();
@@ -94,9 +96,21 @@ export class PreviewService {
     return { sandbox, port, connections: this.pool(sandbox, port) };
   }
 
-  /** A fresh connection to the target's port (a WebSocket upgrade keeps one for itself). */
-  connect(target: PreviewTarget): Promise<Duplex> {
-    return requireCapability(this.backend, 'ports').connectPort(target.sandbox.backend_id, target.port);
+  /**
+   * A fresh connection to the target's port, for a WebSocket upgrade to keep for itself; it is
+   * closed when the sandbox stops or goes away, and when the service closes.
+   */
+  async connect(target: PreviewTarget): Promise<Duplex> {
+    const connection = await requireCapability(this.backend, 'ports').connectPort(target.sandbox.backend_id, target.port);
+    const uuid = target.sandbox.uuid;
+    const held = this.held.get(uuid) ?? new Set<Duplex>();
+    this.held.set(uuid, held);
+    held.add(connection);
+    connection.once('close', () => {
+      held.delete(connection);
+      if (held.size === 0 && this.held.get(uuid) === held) this.held.delete(uuid);
+    });
+    return connection;
   }
 
   /** Mints a signed URL to `port` of sandbox `name`, valid for `expiresIn` (a duration, at most 30d). */
@@ -131,10 +145,11 @@ export class PreviewService {
     return this.signer.check(sandbox.uuid, port, exp, sig, Math.floor(this.clock().getTime() / 1000));
   }
 
-  /** Closes every kept-alive connection. */
+  /** Closes every kept-alive connection and every relayed upgrade. */
   close(): void {
     for (const pool of this.pools.values()) pool.destroy();
     this.pools.clear();
+    for (const uuid of [...this.held.keys()]) this.drop(uuid);
   }
 
   private pool(sandbox: Running, port: number): Agent {
@@ -166,6 +181,8 @@ export class PreviewService {
       }
     }
     this.touched.delete(uuid);
+    for (const connection of this.held.get(uuid) ?? []) connection.destroy();
+    this.held.delete(uuid);
   }
 
   private async touch(sandbox: Running): Promise<void> {
