@@ -20,6 +20,12 @@ let clock: ReturnType<typeof manualClock>;
 /** An echo server standing in for the sandbox's (the fake's ports are the host's loopback). */
 async function startUpstream(): Promise<void> {
   upstream = createServer((request, response) => {
+    if (request.url === '/slow') {
+      // A streamed answer: the first part now, the rest later.
+      response.write('first ');
+      setTimeout(() => response.end('last'), 600);
+      return;
+    }
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -65,6 +71,17 @@ describe('preview proxy (fake backend: ports on the loopback)', () => {
     const bare = await fetch(`${api}/sandboxes/box/ports/${upstreamPort}`, { headers: { ...auth, 'x-api-key': 'kept' } });
     expect(await bare.text()).toBe('echo GET / ');
     expect(seen.headers?.['x-api-key']).toBe('kept');
+    const started = performance.now();
+    const streamed = await fetch(`${api}/sandboxes/box/ports/${upstreamPort}/slow`, { headers: auth });
+    const reader = streamed.body!.getReader();
+    expect(Buffer.from((await reader.read()).value!).toString()).toBe('first ');
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(Buffer.from((await reader.read()).value!).toString()).toBe('last');
+    for (const method of ['HEAD', 'OPTIONS', 'PUT', 'PATCH', 'DELETE']) {
+      const other = await fetch(`${api}/sandboxes/box/ports/${upstreamPort}/m`, { method, headers: auth });
+      expect(other.status, method).toBe(200);
+      expect(seen.method).toBe(method);
+    }
   });
 
   it('forwards the host form whatever the path, with no opaque origin', async () => {
