@@ -17,6 +17,8 @@ export const DEFAULT_PREVIEW_DOMAIN = 'sandbox.localhost';
 const MAX_EXPIRES_MS = 30 * DURATION_UNIT_MS.d;
 /** A preview request marks its sandbox active at most this often (one stored write per sandbox). */
 const TOUCH_EVERY_MS = 30_000;
+/** A kept-alive connection to a port that stays unused this long is closed (a request under way is never cut by it). */
+const IDLE_CONNECTION_MS = 15_000;
 
 type Running = SandboxRecord & { backend_id: string };
 
@@ -156,7 +158,7 @@ export class PreviewService {
     const key = `${sandbox.uuid}:${port}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      pool = new Agent({ keepAlive: true });
+      pool = new Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS });
       const backendId = sandbox.backend_id;
       const create = (_options: unknown, done: (err: Error | null, socket?: Socket) => void): undefined => {
         requireCapability(this.backend, 'ports')
