@@ -7,6 +7,9 @@ import type { PreviewService, PreviewTarget } from '../services/preview/index.js
 import { cookieOf, grantOf, PREVIEW_COOKIE, PREVIEW_PRINCIPAL } from './preview-access.js';
 import type { Upgrade } from './upgrades.js';
 
+/** Methods whose requests carry no body: sent again when a kept-alive connection turns out closed. */
+const BODILESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection and are never passed on. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 
@@ -114,16 +117,29 @@ function gatewayError(err: unknown, port: number): Error {
  */
 export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, forwarding: Forwarding): Promise<void> {
   const { target } = forwarding;
-  const outgoing = httpRequest({ agent: target.connections, method: request.method, path: upstreamPath(request, forwarding), headers: upstreamHeaders(request, forwarding) });
+  const options = { agent: target.connections, method: request.method, path: upstreamPath(request, forwarding), headers: upstreamHeaders(request, forwarding) };
+  let outgoing = httpRequest(options);
   // A client that leaves, before the answer or during it, ends the request to the sandbox.
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) outgoing.destroy();
   });
-  const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    outgoing.once('response', resolve);
-    outgoing.once('error', (err) => reject(gatewayError(err, target.port)));
-    request.raw.pipe(outgoing);
-  });
+  const send = (again = false) =>
+    new Promise<IncomingMessage>((resolve, reject) => {
+      outgoing.once('response', resolve);
+      outgoing.once('error', reject);
+      if (again) outgoing.end();
+      else request.raw.pipe(outgoing);
+    });
+  let response: IncomingMessage;
+  try {
+    response = await send();
+  } catch (err) {
+    // A kept-alive connection the server closed meanwhile: a request without a body is sent once more.
+    const stale = outgoing.reusedSocket && ['ECONNRESET', 'EPIPE'].includes((err as NodeJS.ErrnoException).code ?? '');
+    if (!stale || !BODILESS.has(request.method)) throw gatewayError(err, target.port);
+    outgoing = httpRequest(options);
+    response = await send(true).catch((again: unknown) => Promise.reject(gatewayError(again, target.port)));
+  }
   reply.hijack();
   const headers = endToEnd(response.headers);
   const cookie = grantCookie(request, forwarding);

@@ -84,6 +84,31 @@ describe('preview proxy (fake backend: ports on the loopback)', () => {
     }
   });
 
+  it('sends a GET again when its kept-alive connection turns out closed', async () => {
+    // Answers the first request of each connection and hangs up on the second, as a server
+    // that closed an idle connection the proxy was about to reuse.
+    const { createServer: createTcpServer } = await import('node:net');
+    const flaky = createTcpServer((socket) => {
+      let requests = 0;
+      socket.on('data', () => {
+        if (++requests > 1) return socket.destroy();
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+      });
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    const port = (flaky.address() as AddressInfo).port;
+    try {
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${api}/sandboxes/box/ports/${port}/`, { headers: auth });
+        expect(await response.text()).toBe('ok');
+      }
+      const post = await fetch(`${api}/sandboxes/box/ports/${port}/`, { method: 'POST', headers: auth, body: 'x' });
+      expect(post.status).toBe(502);
+    } finally {
+      flaky.close();
+    }
+  });
+
   it('forwards the host form whatever the path, with no opaque origin', async () => {
     const host = `${upstreamPort}-box.sandbox.localhost:${new URL(api).port}`;
     const real = await rawGet(`/sandboxes?q=1`, { ...auth, host });
