@@ -23,20 +23,15 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<v
  * Preview URLs: a GET through the preview proxy (path form and host form: auth, the sandbox
  * lookup, the agent's port relay on a kept-alive connection) against the same GET sent straight
  * to the sandbox's network address, interleaved in the same run. The address is the engine's,
- * whatever network the sandbox is on.
+ * whatever network the sandbox is on. A restrictive sandbox (gVisor where the engine has it, no
+ * network) has no address: its figure stands beside the moderate one's direct GET.
  */
 export async function benchPreview(api: Api, n: number): Promise<void> {
   const name = `bench-preview-${process.pid}`;
-  await post(api, '/sandboxes', { name, image: 'sandboxd/node:bookworm' });
+  const closed = `${name}-restrictive`;
   try {
-    await post(api, `/sandboxes/${name}/exec/detach`, { command: ['node', '-e', SERVER] });
-    const path = `${api.url}/sandboxes/${name}/ports/${PORT}/`;
-    for (let i = 0; ; i++) {
-      const res = await send('GET', path);
-      if (res.status === 200) break;
-      if (i > 100) throw new Error(`the bench server did not start: ${res.body.toString()}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const path = await startServer(api, name, 'moderate');
+    const closedPath = await startServer(api, closed, 'restrictive');
     const container = (await run('docker', ['ps', '-q', '--filter', `label=sandboxd.name=${name}`])).stdout.trim();
     const ip = (await run('docker', ['inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}', container])).stdout.trim().split(' ')[0];
     const direct = `http://${ip}:${PORT}/`;
@@ -48,7 +43,23 @@ export async function benchPreview(api: Api, n: number): Promise<void> {
     report('preview GET, host form (agent relay)', hosts.ours, hosts.plain, 'GET to the sandbox address');
     const fresh = await timePaired(n, () => get(`${path}close`), () => get(`${direct}close`), 20);
     report('preview GET, a new relay per request', fresh.ours, fresh.plain, 'same, a new connection');
+    const gvisor = await timePaired(n, () => get(closedPath), () => get(direct), 20);
+    report('preview GET, restrictive (no network)', gvisor.ours, gvisor.plain, 'GET to a moderate address');
   } finally {
     await del(api, `/sandboxes/${name}`);
+    await del(api, `/sandboxes/${closed}`);
+  }
+}
+
+/** A sandbox of `profile` running the bench server; its path-form preview URL once it answers. */
+async function startServer(api: Api, name: string, profile: string): Promise<string> {
+  await post(api, '/sandboxes', { name, image: 'sandboxd/node:bookworm', profile });
+  await post(api, `/sandboxes/${name}/exec/detach`, { command: ['node', '-e', SERVER] });
+  const path = `${api.url}/sandboxes/${name}/ports/${PORT}/`;
+  for (let i = 0; ; i++) {
+    const res = await send('GET', path);
+    if (res.status === 200) return path;
+    if (i > 100) throw new Error(`the bench server did not start: ${res.body.toString()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
