@@ -19,6 +19,8 @@ import type {
   WorkerCall,
   WorkerReply,
   WorkerProcess,
+  TerminalRequest,
+  TerminalSession,
 } from './types.js';
 
 export type * from './types.js';
@@ -72,13 +74,14 @@ export interface BackendCapabilities {
   workers?: WorkersCapability;
   diskQuota?: DiskQuotaCapability;
   gateway?: GatewayCapability;
+  terminal?: TerminalCapability;
   ports?: PortsCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'ports'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'ports'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
@@ -223,6 +226,16 @@ export interface WorkersCapability {
   stopWorker(id: string, key: string): Promise<void>;
   /** The workers the instance runs now (a restarted instance runs none). */
   listWorkers(id: string): Promise<WorkerProcess[]>;
+}
+
+/** Interactive shells on a pseudo-terminal inside an instance, as its default user in its workdir. */
+export interface TerminalCapability {
+  /**
+   * Starts the instance's shell (bash where it has one, else sh) on a terminal of the requested
+   * size; resolves once it runs. NOT_FOUND / CONFLICT as `exec` for a missing or stopped
+   * instance; UNSUPPORTED where the instance cannot (a Docker sandbox without the agent).
+   */
+  openTerminal(id: string, request: TerminalRequest): Promise<TerminalSession>;
 }
 
 /** Whether `backend` declares capability `name`. */

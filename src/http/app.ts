@@ -12,7 +12,6 @@ import { principalsOf, type ApiKey } from '../domain/principals.js';
 import { registerAuth } from './auth.js';
 import { previewGrant, previewRewrite } from './preview-access.js';
 import { previewRoutes } from './routes/preview-routes.js';
-import { registerUpgrades } from './upgrades.js';
 import { registerPolicy } from './policy.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
@@ -37,6 +36,8 @@ import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { operationIdFor, tidyDocument } from './openapi-document.js';
 import { zodValidatorCompiler } from './validation.js';
 import { registerQueryCheck } from './query-check.js';
+import { terminalRoutes } from './routes/terminal-routes.js';
+import { registerWebSocketUpgrades } from './websocket-upgrade.js';
 
 export interface AppOptions {
   services: Services;
@@ -157,8 +158,14 @@ export async function buildApp({
   registerErrorHandling(app);
   registerRequestTelemetry(app, services.observability.metrics, services.observability.tracing);
   const keys = principalsOf(namedKeys, apiKeys);
-  registerAuth(app, keys, previewGrant(services.preview));
-  registerUpgrades(app);
+  registerAuth(app, keys, {
+    // A browser cannot set a WebSocket's headers: a terminal takes a one-use token instead.
+    'GET /sandboxes/:name/pty': (request) => {
+      const { token } = request.query as { token?: unknown };
+      const { name } = request.params as { name?: string };
+      return typeof token === 'string' ? services.terminals.redeem(token, name ?? '') : undefined;
+    },
+  }, previewGrant(services.preview));
   services.policy.knowPrincipals(keys);
   registerPolicy(app, services);
   registerQueryCheck(app);
@@ -207,11 +214,13 @@ export async function buildApp({
     transformObject: (input) => tidyDocument(jsonSchemaTransformObject(input)),
   });
 
+  registerWebSocketUpgrades(app);
   const context = { services };
   await app.register(serviceRoutes, context);
   await app.register(sandboxRoutes, context);
   await app.register(execRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(detachedRoutes, context);
+  await app.register(terminalRoutes, context);
   await app.register(fileRoutes, context);
   await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });

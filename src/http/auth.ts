@@ -27,15 +27,27 @@ function presentedKey(request: FastifyRequest): string | undefined {
 }
 
 /**
+ * Another way than a key for some routes (method + route template): the principal a token in
+ * the request stands for, undefined when the request carries none (then a key is required).
+ */
+export type TokenAuth = Record<string, (request: FastifyRequest) => Principal | undefined>;
+
+/**
  * Authentication: when at least one key is configured every request but the OPEN_ROUTES
  * must present one of them. Keys are compared as SHA-256 digests in constant
  * time, against every configured key, so timing tells nothing about which came close.
- * Every request gets its principal: the presented key's, or `anonymous` (an admin on a server
+ * A route in `tokens` may present a token of its own instead (a terminal's one-use token).
+ * Every request gets its principal: the presented key's (or token's), or `anonymous` (an admin on a server
  * without keys, where everyone may do everything; a non-admin on the open routes of one with keys).
  * A request without a key may still be let in by `grant` (a signed preview URL), which names
  * the principal it acts as, throws when what it was shown is bad, or leaves it to the key.
  */
-export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[], grant?: (request: FastifyRequest) => Promise<Principal | undefined>): void {
+export function registerAuth(
+  app: FastifyInstance,
+  keys: readonly ApiKey[],
+  tokens: TokenAuth = {},
+  grant?: (request: FastifyRequest) => Promise<Principal | undefined>,
+): void {
   const open: Principal = { name: ANONYMOUS, admin: keys.length === 0, labels: {} };
   app.decorateRequest('principal', null as unknown as Principal);
   const entries = keys.map((k) => ({ digest: digest(k.key), principal: { name: k.name, admin: k.admin, labels: k.labels } }));
@@ -52,6 +64,11 @@ export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[], gran
     request.principal = open;
     if (keys.length === 0 || OPEN_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) return;
     const key = presentedKey(request);
+    const byToken = key ? undefined : tokens[`${request.method} ${request.routeOptions.url}`]?.(request);
+    if (byToken) {
+      request.principal = byToken;
+      return;
+    }
     // A key that is not ours may be the preview's own (an app's Authorization): a grant may still let it in.
     const principal = (key ? principalOf(key) : undefined) ?? (await grant?.(request));
     if (principal) {

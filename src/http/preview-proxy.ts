@@ -5,7 +5,7 @@ import { ANONYMOUS } from '../domain/principals.js';
 import { isServiceError, ServiceError } from '../errors.js';
 import type { PreviewService, PreviewTarget } from '../services/preview/index.js';
 import { cookieOf, grantOf, PREVIEW_COOKIE, PREVIEW_PRINCIPAL } from './preview-access.js';
-import type { Upgrade } from './upgrades.js';
+import type { Upgrade } from './websocket-upgrade.js';
 
 /** Methods whose requests carry no body: sent again when a kept-alive connection turns out closed. */
 const BODILESS = new Set(['GET', 'HEAD', 'OPTIONS']);

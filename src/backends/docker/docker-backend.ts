@@ -55,9 +55,10 @@ import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.
 import { copyIntoCreated, copyIntoRunning } from './docker-source-copy.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
-import { connectTcp } from '../tcp-connect.js';
+import { connectPort } from './docker-ports.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
+import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
 
 export interface DockerBackendOptions {
@@ -90,8 +91,8 @@ const STOP_TIMEOUT_S = 5;
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
  * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
  * (~45 ms) only where no agent answers (a container made before the agent existed). It offers
- * every capability; the class is each capability object itself, but for reuse and workers,
- * which live in docker-reuse.ts and docker-workers.ts.
+ * every capability; the class is each capability object itself, but for reuse, workers and terminals,
+ * which live in docker-reuse.ts, docker-workers.ts and docker-terminals.ts.
  */
 export class DockerBackend
   implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability, PortsCapability
@@ -132,6 +133,7 @@ export class DockerBackend
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
+    this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */
@@ -380,22 +382,9 @@ export class DockerBackend
     return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
   }
 
-  /**
-   * A connection to a port inside the sandbox: through its agent, which dials the sandbox's own
-   * loopback (servers bound to 127.0.0.1 only, sandboxes without a network); for a sandbox
-   * without the agent (made by an older sandboxd), to its network address from `inspect`.
-   */
-  async connectPort(id: string, port: number): Promise<Duplex> {
-    try {
-      return await this.agents.of(id).openPort(port);
-    } catch (err) {
-      if (!(err instanceof AgentUnreachable)) throw err;
-      const state = await this.inspect(id);
-      if (!state) throw notFound(`container '${id}' not found`);
-      if (state.status !== 'running') throw conflict(`container '${id}' is not running: start the sandbox first`);
-      if (!state.ip) throw new UnsupportedError('docker', 'reaching a port of a sandbox that has neither the sandbox agent nor a network');
-      return connectTcp(state.ip, port);
-    }
+  /** A connection to a port inside the sandbox, through its agent (docker-ports.ts). */
+  connectPort(id: string, port: number): Promise<Duplex> {
+    return connectPort(this.agents.of(id), id, port, (instance) => this.inspect(instance));
   }
 
   /** The host's address on the default bridge network, where every networked sandbox reaches it. */

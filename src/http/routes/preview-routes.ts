@@ -5,7 +5,7 @@ import { HOST_FORM_ROUTE, PATH_FORM_ROUTES, PREVIEW_METHODS } from '../preview-a
 import { forwardHttp, forwardUpgrade, pathPast, type Forwarding } from '../preview-proxy.js';
 import { envelope } from '../../schemas/common.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
-import { upgradeOf } from '../upgrades.js';
+import { upgradeOf } from '../websocket-upgrade.js';
 
 const tags = ['preview'];
 /** Segments of the path form's prefix: /sandboxes/{name}/ports/{port}. */

@@ -15,6 +15,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   workers: 'workers',
   diskQuota: 'disk_quota',
   gateway: 'gateway',
+  terminal: 'terminal',
   ports: 'ports',
 };
 
@@ -30,6 +31,7 @@ const OFFERS: Record<CapabilityName, string> = {
   workers: 'persistent workers',
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
+  terminal: 'terminals',
   ports: 'connections to ports inside a sandbox (preview URLs)',
 };
 
