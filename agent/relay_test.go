@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // dialRelay connects to an agent's socket and asks it to relay port; the connection and the
@@ -37,20 +35,6 @@ func dialRelay(t *testing.T, socket string, port int) (net.Conn, *bufio.Reader, 
 	return conn, reader, strings.TrimSpace(status)
 }
 
-func relayAgentSocket(t *testing.T) string {
-	t.Helper()
-	socket := filepath.Join(t.TempDir(), "agent.sock")
-	listener, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &agent{started: time.Now(), detached: newDetachedTable(), workers: newWorkerTable()}
-	server := &http.Server{Handler: a.routes()}
-	go server.Serve(listener)
-	t.Cleanup(func() { server.Close() })
-	return socket
-}
-
 func TestPortRelayCarriesBytesBothWaysAndHalfCloses(t *testing.T) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -68,7 +52,7 @@ func TestPortRelayCarriesBytesBothWaysAndHalfCloses(t *testing.T) {
 		conn.Write([]byte(strings.ToUpper(string(data)) + "bye"))
 	}()
 	port := listener.Addr().(*net.TCPAddr).Port
-	conn, reader, status := dialRelay(t, relayAgentSocket(t), port)
+	conn, reader, status := dialRelay(t, serveAgentSocket(t), port)
 	if !strings.Contains(status, "101") {
 		t.Fatalf("status %q, want 101", status)
 	}
@@ -85,7 +69,7 @@ func TestPortRelayRefusesAClosedPortAndABadOne(t *testing.T) {
 	listener, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := listener.Addr().(*net.TCPAddr).Port
 	listener.Close()
-	socket := relayAgentSocket(t)
+	socket := serveAgentSocket(t)
 	if _, _, status := dialRelay(t, socket, port); !strings.Contains(status, "502") {
 		t.Fatalf("closed port: status %q, want 502", status)
 	}
