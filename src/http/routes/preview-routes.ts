@@ -81,6 +81,7 @@ async function proxyRoutes(app: App, { preview }: { preview: PreviewService }): 
   });
 }
 
+/** Resolves the target (400, 404, 409, 422 before anything is sent) and forwards the request or its upgrade. */
 async function forward(preview: PreviewService, request: FastifyRequest, reply: FastifyReply, name: string, port: string, where: Omit<Forwarding, 'target'>): Promise<void> {
   const forwarding = { ...where, target: await preview.target(name, port) };
   const upgrade = upgradeOf(request);
