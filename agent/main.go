@@ -207,6 +207,7 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/fs/watch", a.handleWatch)
 	mux.HandleFunc("/v1/fs/watches", a.handleWatchCount)
 	mux.HandleFunc("/v1/pty", post(a.handlePty))
+	mux.HandleFunc("/v1/ports/", a.handlePortRelay)
 	return mux
 }
 

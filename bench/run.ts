@@ -9,6 +9,7 @@ import { benchObservability, startSink } from './observability-bench.js';
 import { benchPolicy } from './policy-bench.js';
 import { benchProxy } from './proxy-bench.js';
 import { benchPty } from './pty-bench.js';
+import { benchPreview } from './preview-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
@@ -108,6 +109,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
   // BENCH_ONLY=orchestrations the orchestration figures alone (transition on the fake backend, start on Docker).
   // BENCH_ONLY=pty the terminal keystroke echo alone.
+  // BENCH_ONLY=preview the preview proxy against a direct request to the sandbox's address.
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -126,6 +128,7 @@ async function main(): Promise<void> {
     if (only === 'llm') return await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
     if (only === 'orchestrations') return await benchOrchestrations(docker, fake, n);
     if (only === 'pty') return await benchPty(docker, n * 10);
+    if (only === 'preview') return await benchPreview(docker, n * 10);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -153,6 +156,7 @@ async function main(): Promise<void> {
     await benchProxy(n * 10);
     await benchOrchestrations(docker, fake, n);
     await benchPty(docker, n * 10);
+    await benchPreview(docker, n * 10);
   } finally {
     await docker.stop();
     await fake.stop();

@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'BACKEND_UNAVAILABLE'
   | 'EVENTS_DISABLED'
   | 'STORE_UNAVAILABLE'
+  | 'BAD_GATEWAY'
   | 'TIMEOUT';
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -55,6 +56,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   EVENTS_DISABLED: 503,
   /** An external store cannot be reached or refused the credentials. */
   STORE_UNAVAILABLE: 503,
+  /** A program in a sandbox that a request is forwarded to did not answer (nothing listens on the port). */
+  BAD_GATEWAY: 502,
   /** The operation did not finish within its time limit. */
   TIMEOUT: 504,
 };

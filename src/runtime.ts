@@ -90,6 +90,7 @@ export async function startRuntime(
         storeWorkers: config.storeWorkers,
         storeTimeoutMs: config.storeTimeout,
         storeAllowedHosts: config.storeAllowedHosts,
+        previewDomain: config.previewDomain,
         egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage, ...options.egress },
         policy: {
           ...(config.policyFile ? { file: config.policyFile } : {}),

@@ -3,7 +3,7 @@
  * is a small core (what every engine can do) plus the optional capabilities it declares, each an
  * object that is present or absent. Backends import nothing from services/, http/ or mcp/.
  */
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type {
   SandboxSpec,
   InstanceState,
@@ -84,12 +84,13 @@ export interface BackendCapabilities {
   volumes?: VolumesCapability;
   terminal?: TerminalCapability;
   egress?: EgressCapability;
+  ports?: PortsCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes', 'ports'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
@@ -130,6 +131,19 @@ export interface InstanceRules {
   id: string;
   allow: string[];
   deny: string[];
+}
+
+/**
+ * A byte stream to a TCP port inside an instance, opened from within it (the Docker backend:
+ * through its agent), so that servers bound to the instance's loopback only and instances
+ * without a network are reached too. The preview proxy speaks HTTP over it.
+ */
+export interface PortsCapability {
+  /**
+   * Connects to `port` (1-65535) of the instance as a program inside it would (its loopback).
+   * NOT_FOUND / CONFLICT for a missing or stopped instance; BAD_GATEWAY when nothing listens.
+   */
+  connectPort(id: string, port: number): Promise<Duplex>;
 }
 
 /**

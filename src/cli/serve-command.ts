@@ -45,6 +45,7 @@ export function serveCommand(): Command {
     .option('--secret-key-file <file>', '32-byte key that encrypts secrets at rest, mode 0600 (default <data-dir>/secret.key, made on first use)')
     .option('--proxy', 'serve the proxy port (the LLM gateway) on the address sandboxes reach the host at ([proxy].enabled)')
     .option('--proxy-port <port>', 'port of the LLM gateway and egress proxy (default 18889)')
+    .option('--preview-domain <domain>', 'domain of preview URLs <port>-<sandbox>.<domain> on the API port (default sandbox.localhost)')
     .option('--policy-file <file>', 'policy rules, TOML or JSON by extension; reloaded by POST /policy/reload ([policy].file)')
     .addOption(new Option('--policy-mode <mode>', 'enforce: denials answer 403; audit: they are logged and let through ([policy].mode)').choices(['enforce', 'audit']))
     .option('--policy-audit-allows', 'write allowed requests to the policy audit ring too ([policy].audit_allows)')

@@ -52,6 +52,7 @@ export const OPTIONS = {
   secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
   proxy: { toml: 'proxy.enabled', env: 'SERVICE_PROXY', flag: '--proxy' },
   proxyPort: { toml: 'proxy.port', env: 'SERVICE_PROXY_PORT', flag: '--proxy-port' },
+  previewDomain: { toml: 'preview.domain', env: 'SERVICE_PREVIEW_DOMAIN', flag: '--preview-domain' },
   // TOML (and env) only: a table of tables has no flag form.
   llmProviders: { toml: 'llm.providers', env: 'SERVICE_LLM_PROVIDERS', flag: '[llm.providers]' },
   llmStreamUsage: { toml: 'llm.stream_usage', env: 'SERVICE_LLM_STREAM_USAGE', flag: '[llm].stream_usage' },
@@ -201,6 +202,12 @@ export const configSchema = z.object({
   proxy: z.boolean().default(false),
   /** 0 takes any free port (sandboxes are told the port bound, at each command). */
   proxyPort: z.coerce.number().int().min(0).max(65535).default(18889),
+  /** Preview URLs' host form is `<port>-<name>.<previewDomain>` on the API's port. */
+  previewDomain: z
+    .string()
+    .transform((value) => value.toLowerCase().replace(/^\.+|\.+$/g, ''))
+    .pipe(z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a domain name such as sandbox.localhost or preview.example.com'))
+    .default('sandbox.localhost'),
   /**
    * `[llm.providers.<name>]` tables `{base_url, auth_header, auth_scheme}`: overrides of the
    * built-in providers (openai, anthropic, google) or OpenAI-compatible ones; the env twin is JSON.

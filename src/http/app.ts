@@ -10,6 +10,8 @@ import type { Services } from '../services/services.js';
 import type { Logger } from '../telemetry/logger.js';
 import { principalsOf, type ApiKey } from '../domain/principals.js';
 import { registerAuth } from './auth.js';
+import { previewGrant, previewRewrite } from './preview-access.js';
+import { previewRoutes } from './routes/preview-routes.js';
 import { registerPolicy } from './policy.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
@@ -130,6 +132,8 @@ export async function buildApp({
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Preview hosts (<port>-<name>.<preview domain>) go to the preview proxy whatever their path.
+    rewriteUrl: previewRewrite(services.preview),
     // A path that is not valid percent-encoding (`/sandboxes/%ZZ`) or has an over-long parameter
     // never reaches a route: it gets the envelope too, and a 400.
     frameworkErrors: (error, request, reply: FastifyReply) => {
@@ -164,7 +168,7 @@ export async function buildApp({
       const { name } = request.params as { name?: string };
       return typeof token === 'string' ? services.terminals.redeem(token, name ?? '') : undefined;
     },
-  });
+  }, previewGrant(services.preview));
   services.policy.knowPrincipals(keys);
   registerPolicy(app, services);
   registerQueryCheck(app);
@@ -228,6 +232,7 @@ export async function buildApp({
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);
   await app.register(browserRoutes, context);
+  await app.register(previewRoutes, context);
   await app.register(objectRoutes, context);
   await app.register(scheduleRoutes, context);
   await app.register(orchestrationRoutes, context);

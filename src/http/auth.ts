@@ -39,8 +39,15 @@ export type TokenAuth = Record<string, (request: FastifyRequest) => Principal | 
  * A route in `tokens` may present a token of its own instead (a terminal's one-use token).
  * Every request gets its principal: the presented key's (or token's), or `anonymous` (an admin on a server
  * without keys, where everyone may do everything; a non-admin on the open routes of one with keys).
+ * A request without a key may still be let in by `grant` (a signed preview URL), which names
+ * the principal it acts as, throws when what it was shown is bad, or leaves it to the key.
  */
-export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[], tokens: TokenAuth = {}): void {
+export function registerAuth(
+  app: FastifyInstance,
+  keys: readonly ApiKey[],
+  tokens: TokenAuth = {},
+  grant?: (request: FastifyRequest) => Promise<Principal | undefined>,
+): void {
   const open: Principal = { name: ANONYMOUS, admin: keys.length === 0, labels: {} };
   app.decorateRequest('principal', null as unknown as Principal);
   const entries = keys.map((k) => ({ digest: digest(k.key), principal: { name: k.name, admin: k.admin, labels: k.labels } }));
@@ -62,9 +69,13 @@ export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[], toke
       request.principal = byToken;
       return;
     }
+    // A key that is not ours may be the preview's own (an app's Authorization): a grant may still let it in.
+    const principal = (key ? principalOf(key) : undefined) ?? (await grant?.(request));
+    if (principal) {
+      request.principal = principal;
+      return;
+    }
     if (!key) throw new ServiceError('UNAUTHORIZED', 'missing API key: send Authorization: Bearer <key>');
-    const principal = principalOf(key);
-    if (!principal) throw new ServiceError('UNAUTHORIZED', 'invalid API key');
-    request.principal = principal;
+    throw new ServiceError('UNAUTHORIZED', 'invalid API key');
   });
 }

@@ -1,3 +1,5 @@
+import { PREVIEW_METHODS } from './preview-access.js';
+
 /**
  * What makes the generated OpenAPI document good for client generators: an `operationId` on
  * every operation, one component per schema (no identical `XInput` / `X` pair), and a server.
@@ -22,6 +24,17 @@ const MEMBER_OF: Record<string, string> = {
   keys: 'key',
   hooks: 'hook',
 };
+
+/** The preview proxy's operations, one per method: `previewGet` (a path past the port) and `previewGetRoot`. */
+function previewOperations(): Record<string, string> {
+  const name = (method: string) => `preview${method[0]}${method.slice(1).toLowerCase()}`;
+  return Object.fromEntries(
+    PREVIEW_METHODS.flatMap((method) => [
+      [`${method} /sandboxes/:name/ports/:port`, `${name(method)}Root`],
+      [`${method} /sandboxes/:name/ports/:port/*`, name(method)],
+    ]),
+  );
+}
 
 /**
  * Names that read better than the rule's (keyed `METHOD /path`, Fastify's path form). A route
@@ -59,6 +72,8 @@ const NAMED: Record<string, string> = {
   'GET /sandboxes/:name/browser/pages/:page/screenshot': 'screenshotBrowserPage',
   'GET /sandboxes/:name/browser/pages/:page/content': 'getBrowserPageContent',
   'GET /sandboxes/:name/browser/events': 'streamBrowserEvents',
+  'POST /sandboxes/:name/ports/:port/url': 'createPreviewUrl',
+  ...previewOperations(),
   'GET /objects/classes': 'listObjectClasses',
   'POST /objects/classes': 'defineObjectClass',
   'GET /objects/classes/:class': 'getObjectClass',

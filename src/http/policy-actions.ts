@@ -1,4 +1,5 @@
 import type { Action, RequestContext } from '../services/governance/index.js';
+import { HOST_FORM_ROUTE, PATH_FORM_ROUTES, PREVIEW_METHODS } from './preview-access.js';
 
 /** What a route entry reads of a request: its validated params, body and query. */
 export interface RouteInput {
@@ -45,6 +46,12 @@ const all = (kind: string) => () => `${kind}:*`;
 const named = (kind: string, name: string) => (input: RouteInput) => `${kind}:${input.params[name] ?? ''}`;
 const sandbox = named('sandbox', 'name');
 const onSandbox = (action: Action, extra: Partial<RouteAction> = {}): RouteAction => ({ action, resource: sandbox, sandbox: param('name'), ...extra });
+/** One entry per forwarded method (HEAD is decided by GET's) of each preview route. */
+function previewEntries(): Record<string, RouteAction> {
+  const methods = PREVIEW_METHODS.filter((method) => method !== 'HEAD');
+  const routes = [...PATH_FORM_ROUTES, HOST_FORM_ROUTE];
+  return Object.fromEntries(routes.flatMap((url) => methods.map((method) => [`${method} ${url}`, onSandbox('sandbox.preview')])));
+}
 const objectByName = (input: RouteInput) => `object:${input.params.class}/${input.params.object_id}`;
 
 /**
@@ -113,6 +120,9 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'POST /sandboxes/:name/recover': onSandbox('sandbox.recover'),
   'POST /sandboxes/:name/resize': onSandbox('sandbox.resize'),
   'POST /sandboxes/:name/extend': onSandbox('sandbox.extend'),
+  // Preview URLs: every method of both forms (the host form's internal route included) and minting.
+  ...previewEntries(),
+  'POST /sandboxes/:name/ports/:port/url': onSandbox('sandbox.preview'),
   'POST /sandboxes/:name/browser/start': onSandbox('sandbox.browser'),
   'GET /sandboxes/:name/browser/pages': onSandbox('sandbox.browser'),
   'GET /sandboxes/:name/browser/pages/:page': onSandbox('sandbox.browser'),

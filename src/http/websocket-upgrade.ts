@@ -40,6 +40,20 @@ declare module 'fastify' {
   }
 }
 
+/** The connection of an upgrade request, and what the client sent past its headers. */
+export interface Upgrade {
+  socket: Duplex;
+  head: Buffer;
+}
+
+/**
+ * The raw upgrade a request asks for (any protocol), for a route that relays it itself rather
+ * than speaking WebSocket (the preview proxy); undefined for a request that is no upgrade.
+ */
+export function upgradeOf(request: FastifyRequest): Upgrade | undefined {
+  return (request.raw as UpgradeRequest)[UPGRADE];
+}
+
 /** Whether the request asks for a WebSocket (an upgrade to `websocket`, through the server's upgrade event). */
 export function isUpgrade(request: FastifyRequest): boolean {
   return (request.raw as UpgradeRequest)[UPGRADE] !== undefined && request.headers.upgrade?.toLowerCase() === 'websocket';

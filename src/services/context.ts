@@ -64,6 +64,8 @@ export interface ServiceSettings {
   hostMemoryMb?: number;
   /** The proxy port and the LLM gateway ([proxy], [llm]); off when absent. */
   egress?: EgressSettings;
+  /** The domain of preview URLs' host form `<port>-<name>.<domain>`; default sandbox.localhost. */
+  previewDomain?: string;
 }
 
 /** The state store's repositories, one per table family. */

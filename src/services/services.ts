@@ -17,6 +17,7 @@ import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
+import { PreviewService } from './preview/index.js';
 import { DetachedService, ExecService, PoolBudget, RunPool, RunService, TerminalService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { DurableTimers, ScheduleService } from './durable/index.js';
@@ -66,6 +67,8 @@ export class Services {
   readonly snapshots: SnapshotService;
   readonly lifecycle: LifecycleService;
   readonly browser: BrowserService;
+  /** Preview URLs: HTTP and WebSocket traffic to ports inside sandboxes. */
+  readonly preview: PreviewService;
   readonly pool: WarmPool;
   /** Reusable instances behind fast runs (where the backend declares `reuse`). */
   readonly runPool: RunPool;
@@ -168,6 +171,7 @@ export class Services {
     this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });
     this.recovery = new RecoveryService({ ...ctx, ...part('recovery') });
     this.browser = new BrowserService(ctx);
+    this.preview = new PreviewService({ ...ctx, ...(settings.previewDomain ? { domain: settings.previewDomain } : {}) });
     this.objectClasses = new ObjectClasses({ ...ctx, repo: repos.objects, runs: this.runs, maxStorageBytes: settings.objectMaxStorage ?? 4 * 1024 * 1024 });
     this.objects = new ObjectService({
       ...ctx,
@@ -256,6 +260,7 @@ export class Services {
     await this.schedules.close();
     await this.stores.close();
     await this.browser.close();
+    this.preview.close();
     await this.pool.close();
     await this.runPool.close();
     await this.observability.close();

@@ -526,6 +526,17 @@ export function backendConformance(subject: ConformanceSubject): void {
         });
       });
 
+      it('ports: BAD_GATEWAY where nothing listens, NOT_FOUND for a missing instance, CONFLICT for a stopped one', async (context) => {
+        if (!has('ports')) return context.skip('the backend does not declare ports');
+        const ports = backend.capabilities.ports!;
+        // Port 1 (tcpmux) listens nowhere: inside the instance for a real backend, on the host for the fake.
+        expect(await codeOf(ports.connectPort(shared.id, 1))).toBe('BAD_GATEWAY');
+        expect(await codeOf(ports.connectPort(MISSING_ID, 8000))).toBe('NOT_FOUND');
+        const stopped = await create();
+        await backend.stop(stopped.id);
+        expect(await codeOf(ports.connectPort(stopped.id, 8000))).toBe('CONFLICT');
+      });
+
       it('terminal: a shell on a terminal of the requested size, resized, with its exit code', async (context) => {
         if (!has('terminal')) return context.skip('the backend does not declare terminal');
         const terminals = backend.capabilities.terminal!;

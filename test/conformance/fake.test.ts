@@ -51,5 +51,5 @@ const fakeSubject = (title: string, capabilities: FakeCapability[]) => ({
   cleanup: async () => undefined,
 });
 
-backendConformance(fakeSubject('fake, every capability it can have', ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'reuse', 'workers']));
+backendConformance(fakeSubject('fake, every capability it can have', ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'reuse', 'workers', 'ports']));
 backendConformance(fakeSubject('fake, no capability', []));

@@ -42,6 +42,7 @@ const TOOLS: Record<string, string[]> = {
   browser_screenshot: ['name'],
   browser_close: ['name'],
   browser_events: ['name'],
+  sandbox_port_url: ['name', 'port'],
   object_class_define: ['name', 'runtime'],
   object_call: ['class', 'object_id', 'method'],
   object_get: ['class', 'object_id'],

@@ -146,6 +146,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: { SERVICE_ORCHESTRATION_CONCURRENCY: '0' }, flags: { dataDir: dir } })).toThrow(/SERVICE_ORCHESTRATION_CONCURRENCY/);
   });
 
+  it('reads the preview domain from every source, lower-cased, and refuses one that is no domain', () => {
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ previewDomain: 'sandbox.localhost' });
+    const configFile = file('preview.toml', '[preview]\ndomain = "Preview.Example.com"\n');
+    expect(loadConfig({ configFile, env: {}, flags: { dataDir: dir } })).toMatchObject({ previewDomain: 'preview.example.com' });
+    expect(loadConfig({ configFile, env: { SERVICE_PREVIEW_DOMAIN: 'env.test' }, flags: { dataDir: dir } })).toMatchObject({ previewDomain: 'env.test' });
+    expect(loadConfig({ env: {}, flags: { dataDir: dir, previewDomain: 'flag.test.' } })).toMatchObject({ previewDomain: 'flag.test' });
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, previewDomain: 'no domain/' } })).toThrow(/--preview-domain/);
+  });
+
   it('turns TLS on with a certificate pair or --tls alone', () => {
     expect(loadConfig({ env: { SERVICE_TLS_CERT: '/c.pem', SERVICE_TLS_KEY: '/k.pem' }, flags: { dataDir: dir } }).tls).toBe(true);
     expect(loadConfig({ env: {}, flags: { dataDir: dir, tls: true } }).tls).toBe(true);

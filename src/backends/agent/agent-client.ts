@@ -5,6 +5,7 @@ import { noSpace, ServiceError, WorkerFailed, badRequest, conflict, forbidden, n
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import type { TerminalSession } from '../types.js';
 import { openAgentTerminal, type AgentTerminalRequest } from './agent-terminal.js';
+import { openPortRelay } from './agent-port-relay.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
 /** Frame types of the agent's exec stream (agent/README.md). */
@@ -255,6 +256,11 @@ export class AgentClient {
     const response = await this.send({ method, path, ...(body ? { body } : {}) });
     if (response.statusCode !== 200) throw await agentError(response, undefined, `detached command '${path.split('/')[3] ?? ''}'`);
     return JSON.parse((await collect(response)).toString('utf8')) as T;
+  }
+
+  /** A connection to `port` on the sandbox's loopback (agent-port-relay.ts); BAD_GATEWAY when nothing listens. */
+  openPort(port: number): Promise<Socket> {
+    return openPortRelay(this.transport, port);
   }
 
   close(): void {

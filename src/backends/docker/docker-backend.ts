@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
@@ -16,6 +17,7 @@ import type {
   ExecResult,
   InstanceState,
   PoolClaimCapability,
+  PortsCapability,
   Profile,
   ResizeCapability,
   ResizeRequest,
@@ -54,6 +56,7 @@ import { cloneSource, settleBoth, type ClonedSource, type CloneOptions } from '.
 import { copyIntoCreated, copyIntoRunning } from './docker-source-copy.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
+import { connectPort } from './docker-ports.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
 import { DockerFileViews } from './docker-fs-views.js';
@@ -98,7 +101,7 @@ const STOP_TIMEOUT_S = 5;
  * which live in docker-reuse.ts, docker-workers.ts and docker-terminals.ts.
  */
 export class DockerBackend
-  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
+  implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability, PortsCapability
 {
   readonly name = 'docker';
   readonly capabilities: BackendCapabilities = {
@@ -109,6 +112,7 @@ export class DockerBackend
     detached: this,
     browserRelay: this,
     gateway: this,
+    ports: this,
   };
   /** sandboxd's own networks and packet filter (the `egress` capability). */
   readonly egress: DockerEgress;
@@ -389,6 +393,11 @@ export class DockerBackend
    */
   async relay(id: string, port: number): Promise<string> {
     return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
+  }
+
+  /** A connection to a port inside the sandbox, through its agent (docker-ports.ts). */
+  connectPort(id: string, port: number): Promise<Duplex> {
+    return connectPort(this.agents.of(id), id, port, (instance) => this.inspect(instance));
   }
 
   /** The host's address on sandboxd's network of this egress, where its sandboxes reach it. */

@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import { badRequest, conflict, notFound, ServiceError, UnsupportedError } from '../../errors.js';
 import type {
@@ -9,6 +10,7 @@ import type {
   DetachedCapability,
   EgressCapability,
   GatewayCapability,
+  PortsCapability,
   DetachedLog,
   DetachedProcess,
   DetachedRequest,
@@ -40,6 +42,7 @@ import type { EgressMode } from '../../domain/egress.js';
 import { fakeListing, fakeStat, FakeVolumes, FakeWatches } from './fake-fs-views.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
+import { connectTcp } from '../tcp-connect.js';
 import { checkWorkerCall, checkWorkerKey, checkWorkerRequest } from '../worker-rules.js';
 import { FakeWorkers, type FakeWorker, type FakeWorkerHandler } from './fake-workers.js';
 
@@ -90,7 +93,8 @@ type Operation =
   | 'ensureWorker'
   | 'callWorker'
   | 'stopWorker'
-  | 'listWorkers';
+  | 'listWorkers'
+  | 'connectPort';
 
 /** The capabilities the fake can have: all but the browser relay and terminals, which need a real browser and a real terminal. */
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay' | 'terminal'>;
@@ -119,7 +123,8 @@ export class FakeBackend
     GatewayCapability,
     EgressCapability,
     FileViewsCapability,
-    VolumesCapability
+    VolumesCapability,
+    PortsCapability
 {
   readonly name = 'fake';
   /** The storage size a declared `diskQuota` reports (MiB). */
@@ -492,6 +497,13 @@ export class FakeBackend
 
   async ranges(): Promise<string[]> {
     return ['10.0.0.0/24'];
+  }
+
+  /** The fake's instances are this process: their ports are the host's loopback ports. */
+  async connectPort(id: string, port: number): Promise<Duplex> {
+    this.requireSupport('ports');
+    this.running('connectPort', id);
+    return connectTcp('127.0.0.1', port);
   }
 
   async close(): Promise<void> {}

@@ -8,6 +8,7 @@ import { llmTools } from './llm-tools.js';
 import { objectTools } from './object-tools.js';
 import { permissionTools } from './permission-tools.js';
 import { proxyTools } from './proxy-tools.js';
+import { previewTools } from './preview-tools.js';
 import { orchestrationTools } from './orchestration-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
 import { scheduleTools } from './schedule-tools.js';
@@ -23,6 +24,7 @@ export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
   lifecycleTools,
   snapshotTools,
   browserTools,
+  previewTools,
   objectTools,
   scheduleTools,
   storeTools,

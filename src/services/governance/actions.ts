@@ -17,6 +17,7 @@ export const ACTIONS = [
   'sandbox.files.write',
   'sandbox.files.delete',
   'sandbox.browser',
+  'sandbox.preview',
   'sandbox.resize',
   'sandbox.extend',
   'sandbox.recover',

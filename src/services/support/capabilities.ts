@@ -19,6 +19,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   volumes: 'volumes',
   terminal: 'terminal',
   egress: 'egress',
+  ports: 'ports',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -37,6 +38,7 @@ const OFFERS: Record<CapabilityName, string> = {
   volumes: 'named volumes',
   terminal: 'terminals',
   egress: "network.egress: enforced egress (README, 'Security model')",
+  ports: 'connections to ports inside a sandbox (preview URLs)',
 };
 
 /**
