@@ -100,6 +100,6 @@ describe('OpenAPI', () => {
     expect(Object.keys(schemas.Error.properties)).toEqual(['success', 'error', 'code', 'problem', 'hint', 'details']);
     expect(schemas.Error.required).toEqual(['success', 'error', 'code']);
     const actions = schemas.NextStep.oneOf.map((step: { properties: { action: { const: string } } }) => step.properties.action.const);
-    expect(actions.sort()).toEqual(['browser_open', 'browser_snapshot', 'recover', 'start']);
+    expect(actions.sort()).toEqual(['browser_open', 'browser_snapshot', 'list_directory', 'recover', 'start']);
   });
 });
