@@ -20,6 +20,7 @@ import { detachedRoutes } from './routes/detached-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { imageRoutes } from './routes/image-routes.js';
 import { llmRoutes } from './routes/llm-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
@@ -211,6 +212,7 @@ export async function buildApp({
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);
+  await app.register(imageRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(browserRoutes, context);
   await app.register(objectRoutes, context);
   await app.register(scheduleRoutes, context);

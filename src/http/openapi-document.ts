@@ -7,6 +7,7 @@
 const MEMBER_OF: Record<string, string> = {
   sandboxes: 'sandbox',
   snapshots: 'snapshot',
+  images: 'image',
   objects: 'object',
   classes: 'class',
   schedules: 'schedule',
@@ -64,6 +65,7 @@ const NAMED: Record<string, string> = {
   'POST /stores/:id/command': 'sendStoreCommand',
   'GET /llm/usage/:sandbox': 'getSandboxLlmUsage',
   'PUT /llm/keys/:provider': 'setLlmKey',
+  'POST /images': 'buildImage',
 };
 
 const pascal = (word: string) => word.replace(/(?:^|[-_.])([a-z0-9])/g, (_, c: string) => c.toUpperCase());

@@ -25,7 +25,7 @@ import { StoreService, storeEngines, type StoreEngine } from './durable/stores/i
 import { EgressService } from './egress/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { PermissionService, PolicyService } from './governance/index.js';
-import { FileService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
+import { FileService, ImageService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export type { ServiceSettings };
@@ -58,6 +58,7 @@ export class Services {
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
   readonly snapshots: SnapshotService;
+  readonly images: ImageService;
   readonly lifecycle: LifecycleService;
   readonly browser: BrowserService;
   readonly pool: WarmPool;
@@ -148,6 +149,7 @@ export class Services {
     this.files = new FileService(ctx);
     this.runs = new RunService({ ...ctx, ...part('runs') });
     this.snapshots = new SnapshotService({ ...ctx, ...part('snapshots') });
+    this.images = new ImageService(ctx);
     this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });
     this.recovery = new RecoveryService({ ...ctx, ...part('recovery') });
     this.browser = new BrowserService(ctx);

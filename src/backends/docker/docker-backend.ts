@@ -42,6 +42,7 @@ import { runExec } from './docker-exec.js';
 import { hostnameOf, setHostname } from './docker-hostname.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import * as files from './docker-files.js';
+import { DockerImageBuilds } from './docker-image-builds.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
@@ -128,6 +129,7 @@ export class DockerBackend
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
+    this.capabilities.imageBuild = new DockerImageBuilds(this.docker, this.logger);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */

@@ -15,6 +15,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   workers: 'workers',
   diskQuota: 'disk_quota',
   gateway: 'gateway',
+  imageBuild: 'image_build',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -29,6 +30,7 @@ const OFFERS: Record<CapabilityName, string> = {
   workers: 'persistent workers',
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
+  imageBuild: 'images built from a Dockerfile',
 };
 
 /**
