@@ -1,7 +1,11 @@
 import Dockerode from 'dockerode';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tarArchive } from '../helpers/tar-archive.js';
 import { BASE_IMAGE, call, dockerRuntime, type DockerRuntime } from '../helpers/docker-runtime.js';
+import { runCli } from '../helpers/server-process.js';
 
 /**
  * Images from a Dockerfile on the real engine: a good build and a sandbox from it, a failing RUN
@@ -138,6 +142,35 @@ describe('images from a Dockerfile', () => {
     expect((await api('POST', '/sandboxes', { name: box, image: `sandboxd-user/${name}:latest` })).status).toBe(201);
     expect((await api('POST', `/sandboxes/${box}/exec`, { command: ['cat', '/opt/only.txt'] })).body.data.stdout).toBe('from the tar\n');
     await api('DELETE', `/sandboxes/${box}`);
+  });
+
+  it('sandboxd images build --file Dockerfile DIR: the log on stderr, the tag on stdout, modes kept; a failure exits 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandboxd-context-'));
+    try {
+      mkdirSync(join(dir, 'sub'));
+      writeFileSync(join(dir, 'sub', 'a.txt'), 'in a subfolder\n');
+      writeFileSync(join(dir, 'run.sh'), '#!/bin/sh\necho script-ran-in-build\n');
+      chmodSync(join(dir, 'run.sh'), 0o755);
+      writeFileSync(join(dir, 'Dockerfile'), `FROM ${BASE_IMAGE}\nUSER root\nCOPY . /opt/ctx/\nRUN /opt/ctx/run.sh\nUSER sandbox\n`);
+      const name = nameOf('cli');
+      const built = await runCli(['images', 'build', '--file', join(dir, 'Dockerfile'), dir, '--name', name, '--server', rt.url]);
+      expect(built.code, built.stderr).toBe(0);
+      expect(built.stdout).toBe(`sandboxd-user/${name}:latest\n`);
+      expect(built.stderr).toContain('script-ran-in-build');
+      const box = `cli-${run}`;
+      expect((await api('POST', '/sandboxes', { name: box, image: `sandboxd-user/${name}:latest` })).status).toBe(201);
+      expect((await api('POST', `/sandboxes/${box}/exec`, { command: ['cat', '/opt/ctx/sub/a.txt'] })).body.data.stdout).toBe('in a subfolder\n');
+      await api('DELETE', `/sandboxes/${box}`);
+
+      writeFileSync(join(dir, 'Dockerfile'), `FROM ${BASE_IMAGE}\nRUN echo cli-failure && false\n`);
+      const failed = await runCli(['images', 'build', '-f', join(dir, 'Dockerfile'), dir, '--name', nameOf('cli-fails'), '--server', rt.url]);
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toBe('');
+      expect(failed.stderr).toContain('cli-failure');
+      expect(failed.stderr).toMatch(/error: the image build failed: .*non-zero code: 1/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a context over 64 MiB (413) and bad input (400), building nothing', async () => {
