@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { Readable } from 'node:stream';
-import { badRequest } from '../../errors.js';
+import { badRequest, conflict } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { BuiltImage, ImageBuildCapability, ImageBuildRequest } from '../backend.js';
 import { dockerMessage, isNotFound } from './docker-errors.js';
@@ -117,7 +117,9 @@ export class DockerImageBuilds implements ImageBuildCapability {
     try {
       await this.docker.getImage(tag).remove();
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (isNotFound(err)) return;
+      if ((err as { statusCode?: number }).statusCode === 409) throw conflict(`image ${tag} is still used by a container: ${dockerMessage(err)}`);
+      throw err;
     }
   }
 
