@@ -29,6 +29,9 @@ type spec struct {
 	Env  []string `json:"env,omitempty"`
 	Cwd  string   `json:"cwd,omitempty"`
 	User string   `json:"user,omitempty"`
+	// tty, when set, is a terminal the command starts on as a session leader, with it as its
+	// controlling terminal (pty.go) rather than in a process group of its own.
+	tty *os.File
 }
 
 // process is a started command.
@@ -78,6 +81,13 @@ func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, st
 		Setpgid:    true,
 		Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups, NoSetGroups: false},
 		Cloneflags: commandCloneflags,
+	}
+	if s.tty != nil {
+		// Its stdin is the terminal: child fd 0. A new session is a new process group too.
+		cmd.SysProcAttr.Setpgid = false
+		cmd.SysProcAttr.Setsid = true
+		cmd.SysProcAttr.Setctty = true
+		cmd.Stdin = s.tty
 	}
 	pid, done, err := children.start(func() (int, error) {
 		if err := cmd.Start(); err != nil {

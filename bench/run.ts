@@ -7,6 +7,7 @@ import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } f
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchPolicy } from './policy-bench.js';
+import { benchPty } from './pty-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
@@ -87,7 +88,7 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
 async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
   await benchTransition(fake, n * 10);
   await benchStartToRunning(docker, n);
-  await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50));
+  await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50), Number(process.env.BENCH_MAP_ROUNDS ?? 5));
 }
 
 /**
@@ -104,6 +105,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
   // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
   // BENCH_ONLY=orchestrations the orchestration figures alone (transition on the fake backend, start on Docker).
+  // BENCH_ONLY=pty the terminal keystroke echo alone.
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -120,6 +122,7 @@ async function main(): Promise<void> {
     if (only === 'stores') return await benchStores(fake, n);
     if (only === 'llm') return await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
     if (only === 'orchestrations') return await benchOrchestrations(docker, fake, n);
+    if (only === 'pty') return await benchPty(docker, n * 10);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -145,6 +148,7 @@ async function main(): Promise<void> {
     await benchStores(fake, n);
     await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
     await benchOrchestrations(docker, fake, n);
+    await benchPty(docker, n * 10);
   } finally {
     await docker.stop();
     await fake.stop();

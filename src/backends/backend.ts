@@ -19,6 +19,8 @@ import type {
   WorkerCall,
   WorkerReply,
   WorkerProcess,
+  TerminalRequest,
+  TerminalSession,
 } from './types.js';
 
 export type * from './types.js';
@@ -73,6 +75,7 @@ export interface BackendCapabilities {
   diskQuota?: DiskQuotaCapability;
   gateway?: GatewayCapability;
   imageBuild?: ImageBuildCapability;
+  terminal?: TerminalCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
@@ -89,6 +92,7 @@ export const CAPABILITY_NAMES = [
   'workers',
   'diskQuota',
   'gateway',
+  'terminal',
   'imageBuild',
 ] as const satisfies readonly CapabilityName[];
 
@@ -257,6 +261,16 @@ export interface WorkersCapability {
   stopWorker(id: string, key: string): Promise<void>;
   /** The workers the instance runs now (a restarted instance runs none). */
   listWorkers(id: string): Promise<WorkerProcess[]>;
+}
+
+/** Interactive shells on a pseudo-terminal inside an instance, as its default user in its workdir. */
+export interface TerminalCapability {
+  /**
+   * Starts the instance's shell (bash where it has one, else sh) on a terminal of the requested
+   * size; resolves once it runs. NOT_FOUND / CONFLICT as `exec` for a missing or stopped
+   * instance; UNSUPPORTED where the instance cannot (a Docker sandbox without the agent).
+   */
+  openTerminal(id: string, request: TerminalRequest): Promise<TerminalSession>;
 }
 
 /** Whether `backend` declares capability `name`. */

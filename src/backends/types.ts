@@ -160,3 +160,26 @@ export interface WorkerReply {
   /** From the worker's turn for the call to its answer, measured inside the instance (fractional ms). */
   duration_ms: number;
 }
+
+/** What a terminal starts: the instance's shell on a pseudo-terminal of this size. */
+export interface TerminalRequest {
+  cols: number;
+  rows: number;
+  /** Environment of the shell, over the instance's own (as for an exec). */
+  env?: Record<string, string>;
+  /** What the terminal prints, as it prints it. */
+  onOutput: (data: Buffer) => void;
+}
+
+/** A running terminal; its shell's whole process tree is killed by `close` or when it exits. */
+export interface TerminalSession {
+  /** Bytes typed at the terminal. */
+  write(data: Buffer): void;
+  resize(cols: number, rows: number): void;
+  /** Stops taking output (the terminal, then the shell, block when it fills) until `resume`. */
+  pause(): void;
+  resume(): void;
+  /** The shell's exit code once it exits; null when the session was closed or cut first. */
+  readonly exited: Promise<number | null>;
+  close(): void;
+}

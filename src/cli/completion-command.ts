@@ -7,7 +7,7 @@ import { UsageError, reportFailure } from './client/output.js';
 const GLOBAL_FLAGS = ['--server', '--api-key', '--json'];
 
 /** Commands whose first argument is a sandbox name (path from the program, space-separated). */
-const TAKES_SANDBOX = new Set(['sandbox get', 'sandbox rm', 'sandbox start', 'sandbox stop', 'sandbox recover', 'exec', 'logs', 'snapshot take']);
+const TAKES_SANDBOX = new Set(['sandbox get', 'sandbox rm', 'sandbox start', 'sandbox stop', 'sandbox recover', 'exec', 'shell', 'logs', 'snapshot take']);
 /** Commands whose first argument is a snapshot name. */
 const TAKES_SNAPSHOT = new Set(['snapshot get', 'snapshot restore', 'snapshot rm']);
 
@@ -24,14 +24,16 @@ const ZSH = `#compdef sandboxd
 # sandboxd completion for zsh: source <(sandboxd completion zsh)
 _sandboxd() {
   local -a candidates prefixes
+  local ret=1
   candidates=("\${(@f)$(sandboxd __complete "\${(@)words[2,CURRENT]}" 2>/dev/null)}")
   candidates=(\${candidates:#})
   (( \${#candidates} )) || { _files; return }
   # NAME: of cp goes on without a space; everything else ends the word.
   prefixes=(\${(M)candidates:#*:})
   candidates=(\${candidates:#*:})
-  (( \${#prefixes} )) && compadd -S '' -- "\${prefixes[@]}"
-  (( \${#candidates} )) && compadd -- "\${candidates[@]}"
+  (( \${#prefixes} )) && compadd -S '' -- "\${prefixes[@]}" && ret=0
+  (( \${#candidates} )) && compadd -- "\${candidates[@]}" && ret=0
+  return ret
 }
 compdef _sandboxd sandboxd
 `;

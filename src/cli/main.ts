@@ -12,6 +12,7 @@ import { mcpCommand } from './mcp-command.js';
 import { observeCommands } from './observe-command.js';
 import { sandboxCommand } from './sandbox-command.js';
 import { serveCommand } from './serve-command.js';
+import { shellCommand } from './shell-command.js';
 import { snapshotCommand } from './snapshot-command.js';
 
 let parsed;
@@ -33,7 +34,7 @@ const program = new Command('sandboxd')
   .version(VERSION)
   .addHelpText(
     'after',
-    '\nClient commands (sandbox, exec, run, cp, logs, events, snapshot) take these anywhere before `--`:\n' +
+    '\nClient commands (sandbox, exec, run, shell, cp, logs, events, snapshot) take these anywhere before `--`:\n' +
       '  --server <url>    the server (default SERVICE_URL, else the local server of <data-dir>/server.json, else http://127.0.0.1:18888)\n' +
       '  --api-key <key>   its API key (default SERVICE_API_KEY)\n' +
       "  --json            print the API's data as JSON",
@@ -44,6 +45,7 @@ registerImagesCommand(program);
 program.addCommand(sandboxCommand(ctx));
 for (const command of execCommands(ctx)) program.addCommand(command);
 program.addCommand(cpCommand(ctx));
+program.addCommand(shellCommand(ctx));
 for (const command of observeCommands(ctx)) program.addCommand(command);
 program.addCommand(snapshotCommand(ctx));
 const [completion, complete] = completionCommands(program, ctx);

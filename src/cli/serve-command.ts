@@ -23,7 +23,7 @@ export function serveCommand(): Command {
     .option('--pool-sizes <table>', 'image[@profile]=n entries, warmed at start, e.g. sandboxd/python:bookworm=4')
     .option('--object-concurrency <n>', 'durable-object calls running at once, over all objects (default 16)')
     .option('--object-max-storage <bytes>', "storage limit of an object whose class sets none (default 4194304, at most 16 MiB)")
-    .option('--orchestration-concurrency <n>', 'orchestration activities running at once, over all instances (default 8)')
+    .option('--orchestration-concurrency <n>', 'orchestration activities running at once, over all instances (default 16)')
     .option('--orchestration-retention <duration>', 'how long finished orchestration instances are kept, e.g. 30d, 12h (default 30d)')
     .option('--store-workers <n>', 'child processes that run the SQL of host sqlite stores (default 2)')
     .option('--store-timeout <ms>', 'default timeout_ms of store queries, executes and commands (default 10000, at most 60000)')

@@ -159,7 +159,7 @@ export const configSchema = z.object({
   /** Storage limit (bytes of JSON) of an object whose class sets none. */
   objectMaxStorage: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(4 * 1024 * 1024),
   /** Orchestration activities running at once, over all instances. */
-  orchestrationConcurrency: z.coerce.number().int().min(1).max(1024).default(8),
+  orchestrationConcurrency: z.coerce.number().int().min(1).max(1024).default(16),
   /** How long finished orchestration instances are kept: a duration (<int><s|m|h|d>). */
   orchestrationRetention: z
     .string()

@@ -35,6 +35,8 @@ import { snapshotRoutes } from './routes/snapshot-routes.js';
 import { operationIdFor, tidyDocument } from './openapi-document.js';
 import { zodValidatorCompiler } from './validation.js';
 import { registerQueryCheck } from './query-check.js';
+import { terminalRoutes } from './routes/terminal-routes.js';
+import { registerWebSocketUpgrades } from './websocket-upgrade.js';
 
 export interface AppOptions {
   services: Services;
@@ -153,7 +155,14 @@ export async function buildApp({
   registerErrorHandling(app);
   registerRequestTelemetry(app, services.observability.metrics, services.observability.tracing);
   const keys = principalsOf(namedKeys, apiKeys);
-  registerAuth(app, keys);
+  registerAuth(app, keys, {
+    // A browser cannot set a WebSocket's headers: a terminal takes a one-use token instead.
+    'GET /sandboxes/:name/pty': (request) => {
+      const { token } = request.query as { token?: unknown };
+      const { name } = request.params as { name?: string };
+      return typeof token === 'string' ? services.terminals.redeem(token, name ?? '') : undefined;
+    },
+  });
   services.policy.knowPrincipals(keys);
   registerPolicy(app, services);
   registerQueryCheck(app);
@@ -202,11 +211,13 @@ export async function buildApp({
     transformObject: (input) => tidyDocument(jsonSchemaTransformObject(input)),
   });
 
+  registerWebSocketUpgrades(app);
   const context = { services };
   await app.register(serviceRoutes, context);
   await app.register(sandboxRoutes, context);
   await app.register(execRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(detachedRoutes, context);
+  await app.register(terminalRoutes, context);
   await app.register(fileRoutes, context);
   await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });

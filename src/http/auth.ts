@@ -27,13 +27,20 @@ function presentedKey(request: FastifyRequest): string | undefined {
 }
 
 /**
+ * Another way than a key for some routes (method + route template): the principal a token in
+ * the request stands for, undefined when the request carries none (then a key is required).
+ */
+export type TokenAuth = Record<string, (request: FastifyRequest) => Principal | undefined>;
+
+/**
  * Authentication: when at least one key is configured every request but the OPEN_ROUTES
  * must present one of them. Keys are compared as SHA-256 digests in constant
  * time, against every configured key, so timing tells nothing about which came close.
- * Every request gets its principal: the presented key's, or `anonymous` (an admin on a server
+ * A route in `tokens` may present a token of its own instead (a terminal's one-use token).
+ * Every request gets its principal: the presented key's (or token's), or `anonymous` (an admin on a server
  * without keys, where everyone may do everything; a non-admin on the open routes of one with keys).
  */
-export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[]): void {
+export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[], tokens: TokenAuth = {}): void {
   const open: Principal = { name: ANONYMOUS, admin: keys.length === 0, labels: {} };
   app.decorateRequest('principal', null as unknown as Principal);
   const entries = keys.map((k) => ({ digest: digest(k.key), principal: { name: k.name, admin: k.admin, labels: k.labels } }));
@@ -50,6 +57,11 @@ export function registerAuth(app: FastifyInstance, keys: readonly ApiKey[]): voi
     request.principal = open;
     if (keys.length === 0 || OPEN_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) return;
     const key = presentedKey(request);
+    const byToken = key ? undefined : tokens[`${request.method} ${request.routeOptions.url}`]?.(request);
+    if (byToken) {
+      request.principal = byToken;
+      return;
+    }
     if (!key) throw new ServiceError('UNAUTHORIZED', 'missing API key: send Authorization: Bearer <key>');
     const principal = principalOf(key);
     if (!principal) throw new ServiceError('UNAUTHORIZED', 'invalid API key');

@@ -96,6 +96,9 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'GET /sandboxes/:name/exec/detached/:id': onSandbox('sandbox.get'),
   'GET /sandboxes/:name/exec/detached/:id/logs': onSandbox('sandbox.get'),
   'DELETE /sandboxes/:name/exec/detached/:id': onSandbox('sandbox.exec'),
+  // A terminal runs whatever is typed at it: an exec, decided as one (and so is its token).
+  'GET /sandboxes/:name/pty': onSandbox('sandbox.exec', { context: () => ({ sudo: false }) }),
+  'POST /sandboxes/:name/pty/token': onSandbox('sandbox.exec', { context: () => ({ sudo: false }) }),
   'PUT /sandboxes/:name/files/*': onSandbox('sandbox.files.write'),
   'GET /sandboxes/:name/files/*': onSandbox('sandbox.files.read'),
   'DELETE /sandboxes/:name/files/*': onSandbox('sandbox.files.delete'),

@@ -16,7 +16,7 @@ import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { BrowserService } from './browser/index.js';
-import { DetachedService, ExecService, PoolBudget, RunPool, RunService, WarmPool } from './commands/index.js';
+import { DetachedService, ExecService, PoolBudget, RunPool, RunService, TerminalService, WarmPool } from './commands/index.js';
 import type { Repositories, ServiceContext, ServiceSettings } from './context.js';
 import { DurableTimers, ScheduleService } from './durable/index.js';
 import { OrchestrationService, OrchestrationTimers } from './durable/orchestrations/service-index.js';
@@ -53,6 +53,7 @@ export class Services {
   readonly sandboxes: SandboxService;
   readonly exec: ExecService;
   readonly detached: DetachedService;
+  readonly terminals: TerminalService;
   readonly files: FileService;
   readonly runs: RunService;
   readonly audit: AuditService;
@@ -146,6 +147,7 @@ export class Services {
     const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec, timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;
     this.detached = new DetachedService(ctx);
+    this.terminals = new TerminalService(ctx);
     this.files = new FileService(ctx);
     this.runs = new RunService({ ...ctx, ...part('runs') });
     this.snapshots = new SnapshotService({ ...ctx, ...part('snapshots') });
@@ -172,7 +174,7 @@ export class Services {
       exec: this.exec,
       objects: this.objects,
       metrics,
-      concurrency: settings.orchestrationConcurrency ?? 8,
+      concurrency: settings.orchestrationConcurrency ?? 16,
       retentionMs: settings.orchestrationRetentionMs ?? 30 * 86_400_000,
     });
     this.timers.register(new OrchestrationTimers(repos.orchestrations, this.orchestrations));
@@ -233,6 +235,7 @@ export class Services {
    * delivery and flushes traces; the store and backend are closed by their owner.
    */
   async close(): Promise<void> {
+    this.terminals.close();
     await this.timers.close();
     await this.egress.close();
     await this.orchestrations.close();

@@ -482,6 +482,26 @@ export function backendConformance(subject: ConformanceSubject): void {
         });
       });
 
+      it('terminal: a shell on a terminal of the requested size, resized, with its exit code', async (context) => {
+        if (!has('terminal')) return context.skip('the backend does not declare terminal');
+        const terminals = backend.capabilities.terminal!;
+        let output = '';
+        const session = await terminals.openTerminal(shared.id, { cols: 91, rows: 21, env: { CONFORMANCE_PTY: 'set' }, onOutput: (data) => (output += data.toString()) });
+        const until = async (text: string) => {
+          for (let i = 0; i < 200 && !output.includes(text); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+          expect(output).toContain(text);
+        };
+        session.write(Buffer.from("stty size; echo $CONFORMANCE_PTY-$TERM; echo d''one\n"));
+        await until('done');
+        expect(output).toContain('21 91\r\nset-xterm-256color\r\n');
+        session.resize(120, 30);
+        session.write(Buffer.from('stty size\n'));
+        await until('30 120\r\n');
+        session.write(Buffer.from('exit 6\n'));
+        expect(await session.exited).toBe(6);
+        expect(await codeOf(terminals.openTerminal(MISSING_ID, { cols: 80, rows: 24, onOutput: () => {} }))).toBe('NOT_FOUND');
+      });
+
       it('browserRelay: makes a port bound to the loopback reachable from the server', async (context) => {
         if (!has('browserRelay')) return context.skip('the backend does not declare browserRelay');
         if (typeof subject.relayImage !== 'string') return context.skip(subject.relayImage?.skip ?? 'the subject names no image for the relay');

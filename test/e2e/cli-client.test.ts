@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -207,5 +207,37 @@ describe('sandboxd client commands (fake backend)', () => {
     // Out of reach: no names, no error (the shell falls back to files).
     expect(await runCli(['__complete', '--server', 'http://127.0.0.1:1', 'sandbox', 'get', ''], env())).toMatchObject({ code: 0, stdout: '' });
     await cli('sandbox', 'rm', 'complete-me');
+  });
+
+  it("the completion scripts complete in real bash and zsh", async () => {
+    await cli('sandbox', 'create', 'shell-done');
+    // `sandboxd` on PATH, as the scripts call it, pointed at this test's server by env().
+    const bin = mkdtempSync(join(tmpdir(), 'sandboxd-cli-bin-'));
+    writeFileSync(join(bin, 'sandboxd'), `#!/bin/sh\nexec "${process.execPath}" "${CLI}" "$@"\n`, { mode: 0o755 });
+    const shell = (program: string, script: string) =>
+      new Promise<string>((resolveRun, reject) => {
+        execFile(program, ['-c', script], { env: { ...process.env, ...env(), PATH: `${bin}:${process.env.PATH}` } }, (err, stdout, stderr) =>
+          err ? reject(new Error(`${program}: ${err.message} ${stderr}`)) : resolveRun(stdout),
+        );
+      });
+    // bash: the function the script registers fills COMPREPLY for the words being typed.
+    const bash = (words: string) =>
+      shell('bash', `source <(sandboxd completion bash); COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _sandboxd; printf '%s\\n' "\${COMPREPLY[@]}"`);
+    expect((await bash('sandboxd sandbox get shell')).trim()).toBe('shell-done');
+    expect((await bash("sandboxd exec --w")).trim()).toBe('--workdir');
+    // zsh: the script loads under compinit and registers _sandboxd; compadd is the completion
+    // system's builtin, stood in for by a function that prints what it was given.
+    const zsh = (words: string) =>
+      shell(
+        'zsh',
+        `autoload -U compinit && compinit -u -D; source <(sandboxd completion zsh); [[ $_comps[sandboxd] == _sandboxd ]] || exit 7; ` +
+          `compadd() { print -r -- "compadd $*" }; _files() { print -r -- files }; words=(${words}); CURRENT=\${#words}; _sandboxd`,
+      );
+    expect((await zsh('sandboxd sandbox get shell')).trim()).toBe('compadd -- shell-done');
+    expect((await zsh("sandboxd cp ./x shell")).trim()).toBe("compadd -S  -- shell-done:");
+    expect((await zsh("sandboxd sn")).trim()).toBe('compadd -- snapshot');
+    expect((await zsh("sandboxd cp ./x /tmp/nothing-")).trim()).toBe('files');
+    rmSync(bin, { recursive: true, force: true });
+    await cli('sandbox', 'rm', 'shell-done');
   });
 });

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import type { OptionName } from '../../src/config/config-schema.js';
 import { startRuntime, type Runtime } from '../../src/runtime.js';
 import type { Clock } from '../../src/services/support/clock.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
+import { silentLogger, type Logger } from '../../src/telemetry/logger.js';
 
 export const BASE_IMAGE = 'sandboxd/base:bookworm';
 
@@ -18,12 +18,13 @@ export interface DockerRuntime extends Runtime {
 
 /**
  * A real service on the Docker backend, listening on a free loopback port; `clock` replaces the
- * system time. A `dataDir` flag reopens that directory (a restart); otherwise a new one is made.
+ * system time, `logger` the silent one. A `dataDir` flag reopens that directory (a restart);
+ * otherwise a new one is made.
  */
-export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}, clock?: Clock): Promise<DockerRuntime> {
+export async function dockerRuntime(flags: Partial<Record<OptionName, unknown>> = {}, clock?: Clock, logger: Logger = silentLogger()): Promise<DockerRuntime> {
   const dataDir = typeof flags.dataDir === 'string' ? flags.dataDir : mkdtempSync(join(tmpdir(), 'sandboxd-it-'));
   const config = loadConfig({ env: {}, flags: { dataDir, port: 0, ...flags } });
-  const runtime = await startRuntime(config, silentLogger(), { listen: true, ...(clock ? { clock } : {}) });
+  const runtime = await startRuntime(config, logger, { listen: true, ...(clock ? { clock } : {}) });
   return {
     ...runtime,
     url: runtime.url!,

@@ -1,3 +1,4 @@
+import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
@@ -75,5 +76,37 @@ describe('orchestrations on Docker', () => {
     }
     expect(left).toBe(0);
     await api('DELETE', `/sandboxes/${box}`);
+  });
+
+  it("terminate kills a running `run` activity: its container is removed or reset without the command", async () => {
+    const name = uniqueName('sleepyrun');
+    const marker = String(300 + Math.floor(Math.random() * 600));
+    await api('POST', '/orchestrations/definitions', { name, steps: [{ id: 'nap', type: 'activity', run: { command: ['sleep', marker] } }] });
+    const { id } = (await api('POST', '/orchestrations', { name })).body.data;
+    // The run's container: the one whose processes include `sleep <marker>`.
+    const docker = new Docker();
+    const runsMarker = async (container: string) => {
+      const top = await docker
+        .getContainer(container)
+        .top()
+        .catch(() => ({ Processes: [] as string[][] }));
+      return (top.Processes ?? []).some((row: string[]) => row.join(' ').includes(`sleep ${marker}`));
+    };
+    let container: string | undefined;
+    for (let round = 0; round < 300 && !container; round++) {
+      for (const listed of await docker.listContainers()) if (await runsMarker(listed.Id)) container = listed.Id;
+      if (!container) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(container, 'the run activity never started its container').toBeDefined();
+    const terminated = await api('POST', `/orchestrations/${id}/terminate`);
+    expect(terminated.body.data.status).toBe('terminated');
+    // With reuse the container goes back to the run pool, reset (its processes killed, checked
+    // pristine); without it the container is removed. Either way the command is gone.
+    let running = true;
+    for (let round = 0; round < 100 && running; round++) {
+      running = await runsMarker(container!);
+      if (running) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(running, `sleep ${marker} still runs in ${container} after terminate`).toBe(false);
   });
 });

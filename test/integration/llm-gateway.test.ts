@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 import { FakeLlmUpstream } from '../helpers/fake-llm-upstream.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 
 /**
  * The LLM gateway from inside real Docker sandboxes: the proxy port listens on the bridge
@@ -11,7 +12,13 @@ const REAL_KEY = `sk-real-${Math.random().toString(36).slice(2)}`;
 let rt: DockerRuntime;
 let upstream: FakeLlmUpstream;
 const name = uniqueName('llm');
-const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body);
+/** Everything the server said: every API answer, every event, every log line (trace level). */
+const said: string[] = [];
+const api = async (method: string, path: string, body?: unknown) => {
+  const res = await call(rt.url, method, path, body);
+  said.push(JSON.stringify(res.body));
+  return res;
+};
 
 const CLIENT = `
 import json, os, sys, urllib.request
@@ -27,6 +34,29 @@ except urllib.error.HTTPError as error:
     print(error.read().decode())
 `;
 
+const SEARCH = `
+import os
+key = os.environ['R'][::-1].encode()
+hits = []
+for root, dirs, files in os.walk('/'):
+    if root == '/':
+        dirs[:] = [d for d in dirs if d not in ('proc', 'sys', 'dev')]
+    for name in files:
+        path = os.path.join(root, name)
+        try:
+            if os.path.isfile(path) and not os.path.islink(path) and key in open(path, 'rb').read():
+                hits.append(path)
+        except OSError:
+            pass
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        if key in open('/proc/%s/environ' % pid, 'rb').read():
+            hits.append('/proc/%s/environ' % pid)
+    except OSError:
+        pass
+print(len(hits), 'places', *hits)
+`;
+
 async function client(body: unknown, env: Record<string, string> = {}): Promise<{ status: number; text: string }> {
   const res = await api('POST', `/sandboxes/${name}/exec`, { command: ['python3', '-c', CLIENT, JSON.stringify(body)], env });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -38,7 +68,8 @@ async function client(body: unknown, env: Record<string, string> = {}): Promise<
 beforeAll(async () => {
   upstream = new FakeLlmUpstream();
   const upstreamUrl = await upstream.start();
-  rt = await dockerRuntime({ proxy: true, proxyPort: 0 });
+  rt = await dockerRuntime({ proxy: true, proxyPort: 0 }, undefined, createLogger('trace', { write: (line: string) => void said.push(line) }));
+  rt.services.observability.bus.subscribe(({ event }) => void said.push(JSON.stringify(event)));
   expect((await api('PUT', '/llm/keys/openai', { value: REAL_KEY, base_url: upstreamUrl })).status).toBe(200);
   const created = await api('POST', '/sandboxes', { name, image: 'sandboxd/python:bookworm' });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -102,5 +133,24 @@ describe('LLM gateway from a Docker sandbox', () => {
     expect(answer.status).toBe(401);
     expect(JSON.parse(answer.text).error.message).toContain('not valid');
     expect(upstream.requests.length).toBe(before);
+  });
+
+  it('the real key appears nowhere: not in the sandbox, an answer, an event or a log line', async () => {
+    // Everywhere in the sandbox a process can read: every file, and every process's environment.
+    // The search gets the key reversed, so that it holds no copy of its own to find.
+    const search = async (text: string) => {
+      const res = await api('POST', `/sandboxes/${name}/exec`, { command: ['python3', '-c', SEARCH], env: { R: [...text].reverse().join('') }, timeout_ms: 90_000 });
+      expect(res.body.data.exit_code, res.body.data.stderr).toBe(0);
+      return res.body.data.stdout as string;
+    };
+    // The search finds what is there: a canary written to a file.
+    const canary = `canary-${Math.random().toString(36).slice(2)}`;
+    await api('PUT', `/sandboxes/${name}/files/tmp/canary`, { content: canary });
+    expect(await search(canary)).toBe('1 places /tmp/canary\n');
+    expect(await search(REAL_KEY)).toBe('0 places\n');
+    // The key routes, usage and audit, besides everything the earlier tests received.
+    for (const path of ['/llm/keys', '/llm/usage', `/llm/usage/${name}`, `/sandboxes/${name}`, `/sandboxes/${name}/logs`, '/policy/audit']) await api('GET', path);
+    expect(said.length).toBeGreaterThan(20);
+    expect(said.filter((text) => text.includes(REAL_KEY))).toEqual([]);
   });
 });

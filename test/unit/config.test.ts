@@ -137,11 +137,11 @@ describe('loadConfig', () => {
   });
 
   it('reads the orchestration options from every source and refuses bad values by name', () => {
-    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ orchestrationConcurrency: 8, orchestrationRetention: '30d' });
+    expect(loadConfig({ env: {}, flags: { dataDir: dir } })).toMatchObject({ orchestrationConcurrency: 16, orchestrationRetention: '30d' });
     const configFile = file('orchestrations.toml', '[orchestrations]\nconcurrency = 4\nretention = "7d"\n');
     expect(loadConfig({ configFile, env: {}, flags: { dataDir: dir } })).toMatchObject({ orchestrationConcurrency: 4, orchestrationRetention: '7d' });
     const env = { SERVICE_ORCHESTRATION_RETENTION: '12h' };
-    expect(loadConfig({ configFile, env, flags: { dataDir: dir, orchestrationConcurrency: '16' } })).toMatchObject({ orchestrationConcurrency: 16, orchestrationRetention: '12h' });
+    expect(loadConfig({ configFile, env, flags: { dataDir: dir, orchestrationConcurrency: '24' } })).toMatchObject({ orchestrationConcurrency: 24, orchestrationRetention: '12h' });
     expect(() => loadConfig({ env: {}, flags: { dataDir: dir, orchestrationRetention: 'forever' } })).toThrow(/--orchestration-retention/);
     expect(() => loadConfig({ env: { SERVICE_ORCHESTRATION_CONCURRENCY: '0' }, flags: { dataDir: dir } })).toThrow(/SERVICE_ORCHESTRATION_CONCURRENCY/);
   });

@@ -1,16 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
+import { ActivityPool, type ActivityJob } from '../../src/services/durable/orchestrations/activity-pool.js';
 
 /**
- * The activity pool (`[orchestrations].concurrency`): attempts run as independent promises, so
- * long ones never hold up a short one while a slot is free, and no more than the limit run at
- * once. Also the orchestration.* events.
+ * The activity pool (`[orchestrations].concurrency`, default 16): attempts run as independent
+ * promises, so long ones never hold up a short one while a slot is free, no more than the limit
+ * run at once, and a freed slot goes to the instance with the fewest attempts running. Also the
+ * orchestration.* events.
  */
 let h: FakeHarness;
 const started: string[] = [];
 
 beforeEach(async () => {
-  h = await fakeHarness({ orchestrationConcurrency: 9 });
+  h = await fakeHarness();
   started.length = 0;
   // `sleep` hangs until aborted; anything else answers at once.
   h.backend.onExec = (request) => {
@@ -40,16 +42,47 @@ describe('the activity pool', () => {
     await until(() => orchestrations.get(short).status === 'completed', 'the short one completed');
     expect(long.map((id) => orchestrations.get(id).status)).toEqual(Array(8).fill('running'));
 
-    // Now 9 long ones fill the 9 slots: a 10th waits, scheduled, until a slot frees.
-    long.push((await orchestrations.create({ name: 'long' })).instance.id);
-    await until(() => orchestrations.inflight === 9, '9 running');
+    // Now 16 long ones fill the 16 default slots: a 17th waits, scheduled, until a slot frees.
+    while (long.length < 16) long.push((await orchestrations.create({ name: 'long' })).instance.id);
+    await until(() => orchestrations.inflight === 16, '16 running');
     const queued = (await orchestrations.create({ name: 'long' })).instance.id;
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(orchestrations.inflight).toBe(9);
+    expect(orchestrations.inflight).toBe(16);
     expect(orchestrations.get(queued).steps[0]).toMatchObject({ status: 'scheduled' });
     await orchestrations.terminate(long[0]!);
     await until(() => orchestrations.get(queued).steps[0]?.status === 'running', 'the queued one took the freed slot');
-    expect(started.filter((command) => command === 'sleep 30')).toHaveLength(10);
+    expect(started.filter((command) => command === 'sleep 30')).toHaveLength(17);
+  });
+
+  it("gives a freed slot to a waiting instance before the rest of another instance's map", async () => {
+    const finish = new Map<string, () => void>();
+    const order: string[] = [];
+    const pool = new ActivityPool(2, (job, signal) => {
+      const name = `${job.instance}:${job.command.step}`;
+      order.push(name);
+      return new Promise<void>((resolve) => {
+        finish.set(name, resolve);
+        signal.addEventListener('abort', () => resolve());
+      });
+    });
+    const job = (instance: string, step: string) => ({ instance, command: { step, attempt: 1 } as ActivityJob['command'] });
+    for (const step of ['0', '1', '2', '3']) pool.submit(job('map', step));
+    pool.submit(job('short', 'go'));
+    pool.submit(job('other', 'go'));
+    expect(order).toEqual(['map:0', 'map:1']);
+    finish.get('map:0')!();
+    await until(() => order.length === 3, 'a freed slot taken');
+    // FIFO would start map:2; the instances with nothing running come first, in arrival order.
+    expect(order[2]).toBe('short:go');
+    // The map has nothing running now either: a tie, and its attempt came first.
+    finish.get('map:1')!();
+    await until(() => order.length === 4, 'the next slot taken');
+    expect(order[3]).toBe('map:2');
+    // The map runs one, `other` none: `other` goes before map:3.
+    finish.get('short:go')!();
+    await until(() => order.length === 5, 'the last instance served');
+    expect(order[4]).toBe('other:go');
+    await pool.close();
   });
 
   it('publishes orchestration.started, .completed, .failed and .terminated with the resource', async () => {

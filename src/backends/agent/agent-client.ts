@@ -3,6 +3,8 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { noSpace, ServiceError, WorkerFailed, badRequest, conflict, forbidden, notFound } from '../../errors.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
+import type { TerminalSession } from '../types.js';
+import { openAgentTerminal, type AgentTerminalRequest } from './agent-terminal.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
 /** Frame types of the agent's exec stream (agent/README.md). */
@@ -217,6 +219,11 @@ export class AgentClient {
     const response = await this.send({ method: 'POST', path: '/v1/reset', signal: AbortSignal.timeout(timeoutMs) });
     if (response.statusCode !== 200) throw await resetError(response, 'the sandbox could not be reset');
     response.resume();
+  }
+
+  /** A shell on a pseudo-terminal, on a connection of its own (agent-terminal.ts). */
+  openTerminal(request: AgentTerminalRequest, onOutput: (data: Buffer) => void): Promise<TerminalSession> {
+    return openAgentTerminal(this.transport, request, onOutput);
   }
 
   /** The agent's health, once it answers. */

@@ -56,6 +56,7 @@ import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
+import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
 
 export interface DockerBackendOptions {
@@ -88,8 +89,8 @@ const STOP_TIMEOUT_S = 5;
  * Sandboxes as Docker containers. The sandbox agent is each container's PID 1; commands and
  * file operations go to it over its Unix socket (~2 ms), and through the Engine API's exec
  * (~45 ms) only where no agent answers (a container made before the agent existed). It offers
- * every capability; the class is each capability object itself, but for reuse and workers,
- * which live in docker-reuse.ts and docker-workers.ts.
+ * every capability; the class is each capability object itself, but for reuse, workers and terminals,
+ * which live in docker-reuse.ts, docker-workers.ts and docker-terminals.ts.
  */
 export class DockerBackend
   implements Backend, SnapshotCapability, ArchiveCapability, ResizeCapability, PoolClaimCapability, DetachedCapability, BrowserRelayCapability
@@ -129,6 +130,7 @@ export class DockerBackend
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
+    this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
     this.capabilities.imageBuild = new DockerImageBuilds(this.docker, this.logger);
   }
 

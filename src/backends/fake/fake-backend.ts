@@ -82,8 +82,8 @@ type Operation =
   | 'stopWorker'
   | 'listWorkers';
 
-/** The capabilities the fake can have: all but the browser relay, which needs a real browser. */
-export type FakeCapability = Exclude<CapabilityName, 'browserRelay'>;
+/** The capabilities the fake can have: all but the browser relay and terminals, which need a real browser and a real terminal. */
+export type FakeCapability = Exclude<CapabilityName, 'browserRelay' | 'terminal'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
 const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway'];

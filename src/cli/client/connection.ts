@@ -8,6 +8,8 @@ import { httpClient } from '../../mcp/http-client.js';
 import { ConfigError, loadConfig } from '../../config/load-config.js';
 import { trustFor } from '../server-trust.js';
 import { UsageError } from './output.js';
+import { openWebSocket } from './websocket.js';
+import type WebSocket from 'ws';
 
 /** The global flags of the client commands (accepted anywhere before `--`, see global-flags.ts). */
 export interface GlobalFlags {
@@ -23,6 +25,8 @@ export interface Connection {
   base: string;
   /** A request whose reply is read as a stream (SSE, raw bytes); a non-2xx reply is thrown as a ServiceError. */
   open(request: ApiRequest & { rawBody?: Buffer; accept?: string }, signal?: AbortSignal): Promise<IncomingMessage>;
+  /** A WebSocket to `path` (with its query), authenticated as every request; a refusal is thrown as a ServiceError. */
+  webSocket(path: string): Promise<WebSocket>;
 }
 
 /** What a person should do about a refused key, in the words of the command line. */
@@ -43,6 +47,7 @@ export function connect(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env
     api: httpClient(base, { apiKey, ...(ca ? { ca } : {}), unauthorizedAdvice: KEY_ADVICE }),
     base,
     open: (request, signal) => openStream(base, request, { apiKey, ca, signal }),
+    webSocket: (path) => openWebSocket(base, path, { apiKey, ca, keyAdvice: KEY_ADVICE }),
   };
 }
 

@@ -24,6 +24,7 @@ export type AuditEvent =
   | 'command_executed'
   | 'command_detached'
   | 'detached_killed'
+  | 'terminal_opened'
   | 'file_written'
   | 'file_read'
   | 'file_deleted';

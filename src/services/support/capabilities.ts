@@ -15,6 +15,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   workers: 'workers',
   diskQuota: 'disk_quota',
   gateway: 'gateway',
+  terminal: 'terminal',
   imageBuild: 'image_build',
 };
 
@@ -30,6 +31,7 @@ const OFFERS: Record<CapabilityName, string> = {
   workers: 'persistent workers',
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
+  terminal: 'terminals',
   imageBuild: 'images built from a Dockerfile',
 };
 

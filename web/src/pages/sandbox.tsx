@@ -4,6 +4,7 @@ import { Alert, Fields, Page, Status, Table, useAction, useLoad } from '../ui';
 import { BrowserView } from './browser-view';
 import { SandboxActions } from './sandboxes';
 import { SnapshotTable, type Snapshot } from './snapshots';
+import { Terminal } from './terminal';
 
 interface Detached {
   id: string;
@@ -213,7 +214,7 @@ function Snapshots({ name }: { name: string }) {
   );
 }
 
-const TABS = ['Overview', 'Console', 'Files', 'Audit log', 'Snapshots', 'Browser'] as const;
+const TABS = ['Overview', 'Console', 'Terminal', 'Files', 'Audit log', 'Snapshots', 'Browser'] as const;
 
 export function SandboxPage({ name }: { name: string }) {
   const sandbox = useLoad(() => api<Sandbox>('GET', `/sandboxes/${enc(name)}`), [name]);
@@ -238,6 +239,7 @@ export function SandboxPage({ name }: { name: string }) {
         </div>
       )}
       {tab === 'Console' && <Console name={name} />}
+      {tab === 'Terminal' && <Terminal name={name} />}
       {tab === 'Files' && <Files name={name} />}
       {tab === 'Audit log' && <AuditLog name={name} />}
       {tab === 'Snapshots' && <Snapshots name={name} />}

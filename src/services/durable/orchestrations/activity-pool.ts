@@ -1,9 +1,12 @@
 /**
  * The worker pool of activities: at most `concurrency` attempts run at once, over every
  * instance, each as an independent promise, so a ten-minute activity delays nobody but the
- * attempts queued behind a full pool (never another instance's decisions). Attempts wait in
- * arrival order. An attempt can be cancelled while it waits (dropped) or while it runs (its
- * AbortSignal fires: the run's container is discarded, the exec's process tree killed).
+ * attempts queued behind a full pool (never another instance's decisions). A freed slot goes to
+ * the waiting attempt of the instance that has the fewest attempts running, the earliest first
+ * among equals: one instance's wide `map` takes the slots nobody else asks for, and an instance
+ * that waits gets the next slot however many items the map still holds. An attempt can be
+ * cancelled while it waits (dropped) or while it runs (its AbortSignal fires: the run's container
+ * is discarded, the exec's process tree killed).
  */
 import type { ActivityCommand } from './drive.js';
 
@@ -20,6 +23,8 @@ const keyOf = (instance: string, step: string, attempt: number) => `${instance}\
 export class ActivityPool {
   private readonly queue: ActivityJob[] = [];
   private readonly running = new Map<string, AbortController>();
+  /** Attempts running per instance, for the fair pick; an instance with none has no entry. */
+  private readonly perInstance = new Map<string, number>();
   private readonly settled = new Set<Promise<void>>();
   private closed = false;
 
@@ -75,18 +80,33 @@ export class ActivityPool {
 
   private pump(): void {
     while (!this.closed && this.running.size < this.concurrency && this.queue.length > 0) {
-      const job = this.queue.shift()!;
+      const job = this.queue.splice(this.fairest(), 1)[0]!;
       const key = keyOf(job.instance, job.command.step, job.command.attempt);
       const controller = new AbortController();
       this.running.set(key, controller);
+      this.perInstance.set(job.instance, (this.perInstance.get(job.instance) ?? 0) + 1);
       const done: Promise<void> = this.work(job, controller.signal)
         .catch(() => undefined)
         .finally(() => {
           this.running.delete(key);
+          const left = (this.perInstance.get(job.instance) ?? 1) - 1;
+          if (left > 0) this.perInstance.set(job.instance, left);
+          else this.perInstance.delete(job.instance);
           this.settled.delete(done);
           this.pump();
         });
       this.settled.add(done);
     }
+  }
+
+  /** The queue index of the next attempt: fewest running of its instance, earliest among equals. */
+  private fairest(): number {
+    let best = 0;
+    let bestRunning = Infinity;
+    for (let index = 0; index < this.queue.length && bestRunning > 0; index++) {
+      const running = this.perInstance.get(this.queue[index]!.instance) ?? 0;
+      if (running < bestRunning) [best, bestRunning] = [index, running];
+    }
+    return best;
   }
 }
