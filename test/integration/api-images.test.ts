@@ -130,6 +130,31 @@ describe('images from a Dockerfile', () => {
     expect(data.log).toContain('before-the-fall');
   });
 
+  it('a client that leaves a streamed build stops it, and nothing of it stays', async () => {
+    const name = nameOf('left');
+    const leave = new AbortController();
+    const response = await fetch(`${rt.url}/images`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ name, dockerfile: `FROM ${BASE_IMAGE}\nRUN echo made-${run} > /tmp/made\nRUN echo long-step-$((1 + 1)) && sleep 120\n` }),
+      signal: leave.signal,
+    });
+    let log = '';
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    while (!log.includes('long-step-2')) log += (await reader.read()).value ?? '';
+    leave.abort();
+    // The log so far names the step's container and the image the step before made.
+    const containers = [...log.matchAll(/Running in ([0-9a-f]{12})/g)].map((m) => m[1]!);
+    const images = [...log.matchAll(/ ---> ([0-9a-f]{12})\\n/g)].map((m) => m[1]!);
+    expect(containers.length).toBe(2);
+    expect(images.length).toBe(2);
+    await expect
+      .poll(async () => (await exists(() => docker.getContainer(containers[1]!).inspect())) || (await exists(() => docker.getImage(images[1]!).inspect())), { timeout: 30_000 })
+      .toBe(false);
+    expect(await exists(() => docker.getContainer(containers[0]!).inspect())).toBe(false);
+    expect(await exists(() => docker.getImage(`sandboxd-user/${name}:latest`).inspect())).toBe(false);
+  });
+
   it('takes a tar context (its Dockerfile, or one given beside it)', async () => {
     const name = nameOf('tar');
     const context = tarArchive([

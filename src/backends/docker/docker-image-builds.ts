@@ -3,7 +3,16 @@ import { Readable } from 'node:stream';
 import { badRequest, conflict } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { BuiltImage, ImageBuildCapability, ImageBuildRequest } from '../backend.js';
-import { dockerMessage, isNotFound } from './docker-errors.js';
+import { dockerMessage, dockerStatus, isNotFound } from './docker-errors.js';
+
+/** A build still running after this is stopped (and what it made removed). */
+export const BUILD_TIMEOUT_MS = 30 * 60_000;
+/** Memory of a build step's container (no swap beyond it). */
+const BUILD_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
+
+/** A made image still held by the cancelled step's container is tried again this often, this many times. */
+const REMOVE_RETRY_MS = 500;
+const REMOVE_ATTEMPTS = 40;
 
 /** The build log kept for an error's `details.log`: its last part when longer. */
 const MAX_LOG_CHARS = 256 * 1024;
@@ -54,6 +63,9 @@ export class DockerImageBuilds implements ImageBuildCapability {
       onLog(text);
     };
     let failure: string | undefined;
+    const deadline = AbortSignal.timeout(BUILD_TIMEOUT_MS);
+    const stop = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    const stopped = () => (deadline.aborted ? `the build ran past ${BUILD_TIMEOUT_MS / 60_000} minutes` : 'the build was cancelled');
     try {
       const stream = await this.docker.buildImage(Readable.from([context]), {
         t: tag,
@@ -63,7 +75,9 @@ export class DockerImageBuilds implements ImageBuildCapability {
         rm: true,
         forcerm: true,
         networkmode: 'none',
-        ...(signal ? { abortSignal: signal } : {}),
+        memory: BUILD_MEMORY_BYTES,
+        memswap: BUILD_MEMORY_BYTES,
+        abortSignal: stop,
       });
       await new Promise<void>((resolve, reject) => {
         this.docker.modem.followProgress(
@@ -78,9 +92,9 @@ export class DockerImageBuilds implements ImageBuildCapability {
           },
         );
       });
-      if (signal?.aborted) failure ??= 'the build was cancelled';
+      if (stop.aborted) failure ??= stopped();
     } catch (err) {
-      failure ??= signal?.aborted ? 'the build was cancelled' : dockerMessage(err);
+      failure ??= stop.aborted ? stopped() : dockerMessage(err);
     }
     const built = failure === undefined ? await this.inspect(tag) : undefined;
     if (!built) {
@@ -118,20 +132,31 @@ export class DockerImageBuilds implements ImageBuildCapability {
       await this.docker.getImage(tag).remove();
     } catch (err) {
       if (isNotFound(err)) return;
-      if ((err as { statusCode?: number }).statusCode === 409) throw conflict(`image ${tag} is still used by a container: ${dockerMessage(err)}`);
+      if (dockerStatus(err) === 409) throw conflict(`image ${tag} is still used by a container: ${dockerMessage(err)}`);
       throw err;
     }
   }
 
-  /** Removes images by id, newest first, with their untagged parents; one still in use stays. */
+  /**
+   * Removes images by id, newest first, with their untagged parents. After a cancelled build the
+   * engine may still be stopping the step's container, which holds its parent image: a conflict
+   * is tried again for a while; an image still in use after that stays (and is logged).
+   */
   private async removeAll(ids: string[]): Promise<void> {
     for (const id of ids) {
-      await this.docker
-        .getImage(id)
-        .remove()
-        .catch((err: unknown) => {
-          if (!isNotFound(err)) this.logger.warn({ err, image: id }, 'could not remove an image a build left');
-        });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.docker.getImage(id).remove();
+          break;
+        } catch (err) {
+          if (isNotFound(err)) break;
+          if (dockerStatus(err) !== 409 || attempt >= REMOVE_ATTEMPTS) {
+            this.logger.warn({ err, image: id }, 'could not remove an image a build left');
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS));
+        }
+      }
     }
   }
 }
