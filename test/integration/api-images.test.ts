@@ -213,6 +213,7 @@ describe('images from a Dockerfile', () => {
       [{ name: 'Bad_Name', dockerfile: `FROM ${BASE_IMAGE}\n` }, /name/],
       [{ name: nameOf('nofrom'), dockerfile: 'FROM sandboxd/nothing-here:1\n' }, /FROM sandboxd\/nothing-here:1: no such image on this engine, and builds pull nothing/],
       [{ name: nameOf('arg'), dockerfile: 'ARG BASE=x\nFROM $BASE\n' }, /FROM \$BASE: name the image itself/],
+      [{ name: nameOf('badref'), dockerfile: 'FROM Not..An/Image\n' }, /FROM Not\.\.An\/Image: /],
       [{ name: nameOf('escape'), dockerfile: `FROM ${BASE_IMAGE}\n`, files: { '../outside': b64('x') } }, /files\['..\/outside'\]: must be a relative path/],
       [{ name: nameOf('nodockerfile') }, /dockerfile: required/],
       [{ name: nameOf('notar'), context: b64('not a tar at all') }, /context: not a tar archive/],
@@ -222,7 +223,7 @@ describe('images from a Dockerfile', () => {
       expect(refused.status, JSON.stringify(body).slice(0, 100)).toBe(400);
       expect(refused.body.error).toMatch(message);
     }
-    for (const name of names.filter((n) => /big|nofrom|arg|escape|nodockerfile|notar/.test(n))) {
+    for (const name of names.filter((n) => /big|nofrom|arg|badref|escape|nodockerfile|notar/.test(n))) {
       expect(await exists(() => docker.getImage(`sandboxd-user/${name}:latest`).inspect())).toBe(false);
     }
   });

@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { imageReferenceProblem } from '../../domain/image-reference.js';
 import { badRequest, conflict, notFound, ServiceError } from '../../errors.js';
 import { CATALOG } from '../../images/catalog.js';
 import { baseImages } from '../../images/dockerfile.js';
@@ -68,6 +69,8 @@ export class ImageService {
     const { context, dockerfile, dockerfileText } = this.context(input);
     for (const image of baseImages(dockerfileText)) {
       if (image.includes('$')) throw badRequest(`FROM ${image}: name the image itself: builds pull nothing, so a build argument in FROM cannot be checked`);
+      const problem = imageReferenceProblem(image);
+      if (problem) throw badRequest(`FROM ${image}: ${problem}`);
       if (!(await builds.inspect(image))) {
         throw badRequest(`FROM ${image}: no such image on this engine, and builds pull nothing: build FROM a local image (${CATALOG.map((e) => e.tag).join(', ')}, or one built here)`);
       }
