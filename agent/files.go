@@ -49,9 +49,11 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	op, ok := ops[r.Method]
 	if r.Method == http.MethodPost && r.URL.Query().Get("op") == "mkdir" {
 		op, ok = "mkdir", true
+	} else if view := r.URL.Query().Get("op"); r.Method == http.MethodGet && isView(view) {
+		op = view
 	}
 	if !ok {
-		writeError(w, http.StatusMethodNotAllowed, "use GET, PUT, DELETE or POST ?op=mkdir")
+		writeError(w, http.StatusMethodNotAllowed, "use GET (?op=list|stat for views), PUT, DELETE or POST ?op=mkdir")
 		return
 	}
 	user := r.URL.Query().Get("user")
@@ -121,8 +123,11 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	// the first content byte is sent, without holding the whole file in memory.
 	reader := bufio.NewReaderSize(stdout, copyBufferSize)
 	marker, markerErr := reader.ReadByte()
-	if op == "read" && markerErr == nil && marker == 0 {
+	if (op == "read" || isView(op)) && markerErr == nil && marker == 0 {
 		w.Header().Set("Content-Type", "application/octet-stream")
+		if isView(op) {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		w.WriteHeader(http.StatusOK)
 		if _, err := copyLarge(w, reader); err != nil {
 			proc.killTree()
@@ -130,7 +135,7 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	code := exitCode(<-proc.done)
 	stderrR.Close()
-	if op == "read" && marker == 0 && markerErr == nil {
+	if (op == "read" || isView(op)) && marker == 0 && markerErr == nil {
 		return
 	}
 	if code == fileOK {
@@ -161,6 +166,8 @@ func fileCommand(args []string) int {
 		err = deletePath(path)
 	case "mkdir":
 		err = os.MkdirAll(path, 0o755)
+	case "list", "stat":
+		err = printView(op, path)
 	default:
 		err = fmt.Errorf("unknown file operation %q", op)
 	}
@@ -264,8 +271,11 @@ func deletePath(path string) error {
 // opened file is copied from the handler's own goroutine.
 func (a *agent) fileOnThread(w http.ResponseWriter, r *http.Request, op, path string, id identity) {
 	var file *os.File
+	var view []byte
 	err := asUser(id, func() (err error) {
 		switch op {
+		case "list", "stat":
+			view, err = viewOf(op, path)
 		case "read":
 			file, err = openToRead(path)
 		case "write":
@@ -284,6 +294,9 @@ func (a *agent) fileOnThread(w http.ResponseWriter, r *http.Request, op, path st
 			io.Copy(io.Discard, r.Body)
 		}
 		writeFileError(w, path, err)
+	case isView(op):
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(view)
 	case op == "read":
 		defer file.Close()
 		w.Header().Set("Content-Type", "application/octet-stream")
@@ -358,6 +371,8 @@ func growPipe(f *os.File) {
 func classify(err error) int {
 	var special *notRegularError
 	switch {
+	case errors.As(err, &notDirectoryError{}):
+		return fileNotDir
 	case errors.As(err, &special):
 		return fileSpecial
 	case errors.Is(err, fs.ErrNotExist):
@@ -384,6 +399,9 @@ func describe(err error, path string) string {
 		}
 		return fmt.Sprintf("permission denied: %s", path)
 	case fileNotDir:
+		if errors.As(err, &notDirectoryError{}) {
+			return fmt.Sprintf("'%s' is not a directory: only a directory can be listed", path)
+		}
 		return fmt.Sprintf("a parent of '%s' is not a directory", path)
 	case fileSpecial:
 		var special *notRegularError

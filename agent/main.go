@@ -204,6 +204,8 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/baseline", post(a.handleBaseline))
 	mux.HandleFunc("/v1/reset", post(a.handleReset))
 	mux.HandleFunc("/v1/hostname", post(a.handleHostname))
+	mux.HandleFunc("/v1/fs/watch", a.handleWatch)
+	mux.HandleFunc("/v1/fs/watches", a.handleWatchCount)
 	mux.HandleFunc("/v1/pty", post(a.handlePty))
 	return mux
 }

@@ -7,6 +7,7 @@ import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } f
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
 import { benchObservability, startSink } from './observability-bench.js';
 import { benchPolicy } from './policy-bench.js';
+import { benchProxy } from './proxy-bench.js';
 import { benchPty } from './pty-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchLlmGateway } from './llm-bench.js';
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=runs the fast-run figures alone, BENCH_ONLY=files the file figures alone,
   // BENCH_ONLY=objects the durable-object figures alone.
   // BENCH_ONLY=policy the policy decision time alone (no server).
+  // BENCH_ONLY=proxy the egress proxy's overhead and a webhook hook's decision time (in this process, fake backend).
   // BENCH_ONLY=schedules the schedule lag alone (BENCH_SCHEDULE_FIRINGS firings, default 200).
   // BENCH_ONLY=stores the store figures alone (on the fake backend: stores need no sandbox).
   // BENCH_ONLY=llm the LLM gateway figures alone (a Docker server with --proxy).
@@ -111,6 +113,7 @@ async function main(): Promise<void> {
   const coreOnly = only === 'core';
   // BENCH_ONLY=policy: one policy decision over 100 rules, in this process (no server).
   if (only === 'policy') return benchPolicy(Number(process.env.BENCH_POLICY_BATCHES ?? 200));
+  if (only === 'proxy') return benchProxy(n * 10);
   const docker = await startServer(['--gc-interval', '0', '--reconcile-interval', '0', '--pool-size', '2']);
   const fake = await startServer(['--backend', 'fake']);
   const sink = await startSink();
@@ -147,6 +150,7 @@ async function main(): Promise<void> {
     await benchObjects(docker, n);
     await benchStores(fake, n);
     await withServer(['--proxy', '--proxy-port', '0'], (proxied) => benchLlmGateway(proxied, n * 10));
+    await benchProxy(n * 10);
     await benchOrchestrations(docker, fake, n);
     await benchPty(docker, n * 10);
   } finally {

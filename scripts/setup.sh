@@ -31,7 +31,9 @@ done
 # prometheus daemon that Debian enables on systemd hosts is disabled right after.
 # chromium: the dashboard's end-to-end test drives Debian's Chromium through playwright-core.
 # zsh: the CLI's zsh completion script is tested in a real zsh.
-PACKAGES=(docker.io runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus chromium zsh)
+# iptables: sandboxd's own packet-filter chains (README, 'Security model'); docker.io pulls it
+# in today, named here because sandboxd runs it itself.
+PACKAGES=(docker.io iptables runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus chromium zsh)
 TOOL_ONLY_PACKAGES=(prometheus chromium zsh)
 # --network=none: gVisor's own netstack does not work on this kind of host.
 # --host-uds=create: the agent's socket, created inside the sandbox, must be visible to the host.

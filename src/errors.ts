@@ -75,7 +75,9 @@ export type NextStep =
   /** Open the page (navigate it to a URL), which creates it. */
   | { action: 'browser_open'; sandbox: string; page: string }
   /** Take a new snapshot of the page; `use_refs` when the call should then use its refs. */
-  | { action: 'browser_snapshot'; sandbox: string; page: string; use_refs?: boolean };
+  | { action: 'browser_snapshot'; sandbox: string; page: string; use_refs?: boolean }
+  /** List the directory (a file route was given one). */
+  | { action: 'list_directory'; sandbox: string; path: string };
 
 /** Every action a next step can name. */
 export type NextStepAction = NextStep['action'];

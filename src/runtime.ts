@@ -11,6 +11,7 @@ import { buildHint } from './images/catalog.js';
 import { VERSION } from './paths.js';
 import { durationMs } from './schemas/common.js';
 import { repeatEvery } from './services/support/background-loop.js';
+import type { EgressSettings } from './services/egress/index.js';
 import type { Clock } from './services/support/clock.js';
 import { secretBoxFor } from './services/support/secret-box.js';
 import { Services } from './services/services.js';
@@ -46,7 +47,13 @@ const POOL_EVICT_INTERVAL_S = 60;
 export async function startRuntime(
   config: Config,
   logger: Logger,
-  options: { listen: boolean; clock?: Clock; guardProcess?: boolean },
+  options: {
+    listen: boolean;
+    clock?: Clock;
+    guardProcess?: boolean;
+    /** Egress settings beyond the config's (tests: a name resolver, sandboxes' egress rules). */
+    egress?: Partial<EgressSettings>;
+  },
 ): Promise<Runtime> {
   const store = await openStore(config.dataDir);
   const secrets = secretBoxFor(config.dataDir, config.secretKeyFile, logger.child({ part: 'secrets' }));
@@ -83,7 +90,7 @@ export async function startRuntime(
         storeWorkers: config.storeWorkers,
         storeTimeoutMs: config.storeTimeout,
         storeAllowedHosts: config.storeAllowedHosts,
-        egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage },
+        egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage, ...options.egress },
         policy: {
           ...(config.policyFile ? { file: config.policyFile } : {}),
           ...(config.policyMode ? { mode: config.policyMode } : {}),
@@ -136,6 +143,8 @@ export async function startRuntime(
   try {
     // Before any command runs: commands of networked sandboxes are told the gateway's address.
     await services.egress.start();
+    // Each running sandbox's own address rules, in a packet filter that may have lost them (a reboot).
+    await services.sandboxes.networkRules.syncQuietly();
   } catch (err) {
     clearTimeout(recoveryTimer);
     await services.close();
@@ -150,7 +159,15 @@ export async function startRuntime(
   void services.timers.start();
   const loops = [
     repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
-    repeatEvery(config.reconcileInterval, () => services.lifecycle.reconcile(), logger.child({ loop: 'reconcile' })),
+    repeatEvery(
+      config.reconcileInterval,
+      async () => {
+        await services.lifecycle.reconcile();
+        // Address rules follow addresses: also those of containers that stopped behind sandboxd's back.
+        await services.sandboxes.networkRules.sync();
+      },
+      logger.child({ loop: 'reconcile' }),
+    ),
     repeatEvery(
       POOL_EVICT_INTERVAL_S,
       async () => {

@@ -19,9 +19,15 @@ import type {
   WorkerCall,
   WorkerReply,
   WorkerProcess,
+  FsEntry,
+  FsListing,
+  FsWatchEvent,
+  VolumeInfo,
   TerminalRequest,
   TerminalSession,
 } from './types.js';
+
+import type { EgressMode } from '../domain/egress.js';
 
 export type * from './types.js';
 
@@ -74,35 +80,57 @@ export interface BackendCapabilities {
   workers?: WorkersCapability;
   diskQuota?: DiskQuotaCapability;
   gateway?: GatewayCapability;
+  fileViews?: FileViewsCapability;
+  volumes?: VolumesCapability;
   imageBuild?: ImageBuildCapability;
   terminal?: TerminalCapability;
+  egress?: EgressCapability;
 }
 
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = [
-  'snapshots',
-  'archive',
-  'resize',
-  'poolClaim',
-  'detached',
-  'browserRelay',
-  'reuse',
-  'workers',
-  'diskQuota',
-  'gateway',
-  'terminal',
-  'imageBuild',
-] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes', 'imageBuild'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
  * server listens there for what it offers instances (the LLM gateway, the egress proxy).
  */
 export interface GatewayCapability {
-  /** The host's address on the instances' network (Docker: the bridge network's gateway). */
-  gatewayAddress(): Promise<string>;
+  /**
+   * The host's address on the network of instances with this egress (default `open`; Docker:
+   * the gateway of sandboxd's own bridge network, or of its internal proxy network).
+   */
+  gatewayAddress(egress?: 'open' | 'proxy'): Promise<string>;
+}
+
+/**
+ * Enforced egress (DECISIONS-WAVE2 5.4): `create` honours `SandboxSpec.network.egress` (`open`:
+ * a network of the backend's own where instances reach neither each other, nor the host's
+ * addresses, nor link-local ones; `proxy`: a network whose only reachable address is the
+ * exposed port of the gateway; `none`: no network), enforced outside the instance (Docker: its
+ * networks and the host's packet filter; Kubernetes: NetworkPolicy).
+ */
+export interface EgressCapability {
+  /** The egress modes `create` accepts. */
+  readonly modes: readonly EgressMode[];
+  /** The port of the gateway address that instances reach although the host is closed to them (the proxy port); undefined closes it. */
+  exposePort(port: number | undefined): Promise<void>;
+  /**
+   * Replaces every instance's own address rules at once: `allow` opens (to an `open` instance)
+   * addresses and ranges the backend blocks, `deny` closes ones it lets through; deny wins.
+   * Entries are CIDR ranges (`parseNetworkEntry`); host names are the proxy's business.
+   */
+  setRules(rules: InstanceRules[]): Promise<void>;
+  /** The address ranges of the instances' networks (what the proxy must refuse as a destination). */
+  ranges(): Promise<string[]>;
+}
+
+/** One instance's address rules (see `EgressCapability.setRules`). */
+export interface InstanceRules {
+  id: string;
+  allow: string[];
+  deny: string[];
 }
 
 /**
@@ -261,6 +289,43 @@ export interface WorkersCapability {
   stopWorker(id: string, key: string): Promise<void>;
   /** The workers the instance runs now (a restarted instance runs none). */
   listWorkers(id: string): Promise<WorkerProcess[]>;
+}
+
+/**
+ * Views of an instance's file system, as its default user sees them: listings, stat and watches.
+ * NOT_FOUND for a missing path, BAD_REQUEST for a listing of what is not a directory,
+ * FORBIDDEN where the user may not look; NOT_FOUND / CONFLICT as `exec` for the instance.
+ */
+export interface FileViewsCapability {
+  /** A directory's entries sorted by name, at most 10,000 (`truncated` beyond). */
+  listDirectory(id: string, path: string): Promise<FsListing>;
+  /** One path, not followed when it is a symbolic link. */
+  stat(id: string, path: string): Promise<FsEntry>;
+  /**
+   * Watches a path (with `recursive`, every directory below it): resolves once the watch is in
+   * place (the refusals above come before), then yields events coalesced per path until
+   * `signal` aborts (which ends the watch inside the instance) or the path is deleted.
+   */
+  watch(id: string, path: string, options: { recursive: boolean; signal: AbortSignal }): Promise<AsyncIterable<FsWatchEvent>>;
+}
+
+/**
+ * Named volumes: storage that outlives the instances that mount it (`SandboxSpec.volumes`).
+ * Volume names are the service's own (the backend keeps them apart from other users' volumes).
+ */
+export interface VolumesCapability {
+  /** CONFLICT when it exists. */
+  createVolume(name: string): Promise<VolumeInfo>;
+  listVolumes(): Promise<VolumeInfo[]>;
+  /** null when there is no such volume. */
+  inspectVolume(name: string): Promise<VolumeInfo | null>;
+  /** NOT_FOUND when there is none; CONFLICT while an instance (running or not) mounts it. */
+  removeVolume(name: string): Promise<void>;
+  /**
+   * Whether `claim` can give a pool instance these mounts; when not, a sandbox with volumes is
+   * created fresh rather than claimed.
+   */
+  readonly mountsOnClaim: boolean;
 }
 
 /** Interactive shells on a pseudo-terminal inside an instance, as its default user in its workdir. */

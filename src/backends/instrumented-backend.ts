@@ -10,6 +10,8 @@ import type {
   ResizeCapability,
   SnapshotCapability,
   WorkersCapability,
+  FileViewsCapability,
+  VolumesCapability,
 } from './backend.js';
 
 /**
@@ -27,6 +29,8 @@ const OBSERVED = new Set<PropertyKey>([
   ...(['startDetached', 'listDetached', 'detachedLogs', 'killDetached'] satisfies (keyof DetachedCapability)[]),
   ...(['relay'] satisfies (keyof BrowserRelayCapability)[]),
   ...(['ensureWorker', 'callWorker', 'stopWorker', 'listWorkers'] satisfies (keyof WorkersCapability)[]),
+  ...(['listDirectory', 'stat'] satisfies (keyof FileViewsCapability)[]),
+  ...(['createVolume', 'listVolumes', 'inspectVolume', 'removeVolume'] satisfies (keyof VolumesCapability)[]),
 ]);
 
 /**

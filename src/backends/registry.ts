@@ -38,6 +38,8 @@ export const BACKENDS = {
       pidsLimit: z.number().int().min(16).default(512),
       /** Hosts, addresses and ranges a source_url may reach although not public (`--source-allowed-hosts`). */
       sourceAllowedHosts: z.array(z.string()).default([]),
+      /** sandboxd's networks and packet-filter chains are named from it (`--network-name`). */
+      networkName: z.string().default('sandboxd'),
     }),
     factory: (ctx, options) =>
       new DockerBackend({
@@ -46,6 +48,7 @@ export const BACKENDS = {
         logger: ctx.logger,
         pidsLimit: options.pidsLimit,
         sourceAllowedHosts: options.sourceAllowedHosts,
+        networkName: options.networkName,
         imageHint: ctx.imageHint,
       }),
   }),

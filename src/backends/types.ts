@@ -1,7 +1,9 @@
 /** The data that crosses the Backend interface: what the service asks for and what it gets back. */
+import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
+import type { VolumeMount } from '../domain/volumes.js';
 
-export type { Profile };
+export type { Profile, VolumeMount };
 
 /**
  * Role of an instance the backend manages (stored as a label on Docker). `helper` is a
@@ -28,12 +30,49 @@ export interface SandboxSpec {
   source?: { url: string; ref?: string };
   role?: InstanceRole;
   /**
+   * What the instance's network reaches (absent: the profile's default egress); only for a
+   * backend that declares `egress`, and only with one of its `modes`.
+   */
+  network?: SandboxNetwork;
+  /**
    * Made to run one command after another (role `pool`), reset between them through the
    * `reuse` capability: its root filesystem is read-only and every writable path is one the
    * reset restores. Only for a backend that declares `reuse`.
    */
   reusable?: boolean;
+  /** Named volumes mounted into the instance (only for a backend that declares `volumes`). */
+  volumes?: VolumeMount[];
 }
+
+/** A named volume as the backend reports it. */
+export interface VolumeInfo {
+  name: string;
+  /** ISO 8601. */
+  created_at: string;
+}
+
+/** One file as the file views describe it. */
+export interface FsEntry {
+  name: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  size: number;
+  /** Permission bits in octal, e.g. "0644" (setuid, setgid, sticky included). */
+  mode: string;
+  /** RFC 3339. */
+  mtime: string;
+}
+
+/** A directory's entries, sorted by name; `truncated` when there were more than the bound. */
+export interface FsListing {
+  path: string;
+  entries: FsEntry[];
+  truncated: boolean;
+}
+
+/** One change a watch saw, or a problem it reports (`error`, with `message`). */
+export type FsWatchEvent =
+  | { event: 'created' | 'modified' | 'deleted'; path: string; type: 'file' | 'dir' }
+  | { event: 'error'; message: string };
 
 /** What a backend observes of one instance. */
 export interface InstanceState {

@@ -25,6 +25,7 @@ export const OPTIONS = {
   defaultImage: { toml: 'sandboxes.default_image', env: 'SERVICE_DEFAULT_IMAGE', flag: '--default-image' },
   pidsLimit: { toml: 'sandboxes.pids_limit', env: 'SERVICE_PIDS_LIMIT', flag: '--pids-limit' },
   sourceAllowedHosts: { toml: 'sandboxes.source_allowed_hosts', env: 'SERVICE_SOURCE_ALLOWED_HOSTS', flag: '--source-allowed-hosts' },
+  networkName: { toml: 'network.name', env: 'SERVICE_NETWORK_NAME', flag: '--network-name' },
   snapshotPrefix: { toml: 'sandboxes.snapshot_prefix', env: 'SERVICE_SNAPSHOT_PREFIX', flag: '--snapshot-prefix' },
   batchConcurrency: { toml: 'runs.batch_concurrency', env: 'SERVICE_BATCH_CONCURRENCY', flag: '--batch-concurrency' },
   imageDetection: { toml: 'runs.image_detection', env: 'SERVICE_IMAGE_DETECTION', flag: '--image-detection' },
@@ -103,6 +104,12 @@ export const configSchema = z.object({
       return entries;
     })
     .default([]),
+  /**
+   * sandboxd's Docker networks (`<name>`, `<name>-proxy`; bridges `<name>-o`, `<name>-p`) and
+   * packet-filter chains (`<NAME>-EGRESS`, `<NAME>-RULES`) are named from it. Servers sharing a
+   * host need different names.
+   */
+  networkName: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, 'must be 1-12 lowercase letters and digits, starting with a letter (bridge interface names are at most 15 characters)').default('sandboxd'),
   snapshotPrefix: z
     .string()
     .regex(/^[a-z0-9]+([._\/-][a-z0-9]+)*$/, 'must be an image repository name such as sandboxd-snapshot')

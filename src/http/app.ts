@@ -20,8 +20,11 @@ import { detachedRoutes } from './routes/detached-routes.js';
 import { eventRoutes, webhookDocument } from './routes/event-routes.js';
 import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
+import { fsRoutes } from './routes/fs-routes.js';
+import { volumeRoutes } from './routes/volume-routes.js';
 import { imageRoutes } from './routes/image-routes.js';
 import { llmRoutes } from './routes/llm-routes.js';
+import { proxyRoutes } from './routes/proxy-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
 import { runRoutes } from './routes/run-routes.js';
 import { lifecycleRoutes } from './routes/lifecycle-routes.js';
@@ -219,6 +222,8 @@ export async function buildApp({
   await app.register(detachedRoutes, context);
   await app.register(terminalRoutes, context);
   await app.register(fileRoutes, context);
+  await app.register(fsRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
+  await app.register(volumeRoutes, context);
   await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);
@@ -230,6 +235,7 @@ export async function buildApp({
   await app.register(orchestrationRoutes, context);
   await app.register(storeRoutes, context);
   await app.register(llmRoutes, context);
+  await app.register(proxyRoutes, context);
   await app.register(policyRoutes, context);
   await app.register(uiRoutes, { webRoot });
   return app;

@@ -29,6 +29,7 @@ const HTTP_NEXT_STEPS: NextStepRenderers = {
   browser_open: ({ sandbox, page }) => `open it with POST /sandboxes/${sandbox}/browser/pages/${page}/goto`,
   browser_snapshot: ({ sandbox, page, use_refs }) =>
     `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
+  list_directory: ({ sandbox, path }) => `list it with GET /sandboxes/${sandbox}/fs?path=${path}`,
 };
 
 /** A service error's message as HTTP clients read it: with its next step naming the route. */

@@ -7,6 +7,7 @@
 const MEMBER_OF: Record<string, string> = {
   sandboxes: 'sandbox',
   snapshots: 'snapshot',
+  volumes: 'volume',
   images: 'image',
   objects: 'object',
   classes: 'class',
@@ -20,6 +21,7 @@ const MEMBER_OF: Record<string, string> = {
   definitions: 'definition',
   permissions: 'permission',
   keys: 'key',
+  hooks: 'hook',
 };
 
 /**
@@ -39,6 +41,9 @@ const NAMED: Record<string, string> = {
   'GET /sandboxes/:name/files/*': 'readFile',
   'DELETE /sandboxes/:name/files/*': 'deleteFile',
   'POST /sandboxes/:name/files': 'writeFiles',
+  'GET /sandboxes/:name/fs': 'listDirectory',
+  'GET /sandboxes/:name/fs/stat': 'statPath',
+  'GET /sandboxes/:name/fs/watch': 'watchPath',
   'POST /run': 'runCommand',
   'POST /run/stream': 'runCommandStream',
   'POST /batch/run': 'runBatch',
@@ -65,6 +70,7 @@ const NAMED: Record<string, string> = {
   'POST /stores/:id/command': 'sendStoreCommand',
   'GET /llm/usage/:sandbox': 'getSandboxLlmUsage',
   'PUT /llm/keys/:provider': 'setLlmKey',
+  'DELETE /proxy/hooks': 'deleteProxyHookByName',
   'POST /images': 'buildImage',
 };
 

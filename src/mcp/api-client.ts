@@ -24,6 +24,12 @@ export interface ApiClient {
   /** Where requests go, for logs and messages: `in-process (<data-dir>)` or a URL. */
   readonly target: string;
   request<T = unknown>(request: ApiRequest, signal?: AbortSignal): Promise<T>;
+  /**
+   * A route that answers Server-Sent Events: `onEvent` gets each event's name and parsed data
+   * as it arrives (in-process, all of them once the stream ends); a refusal before the stream
+   * throws as `request` does.
+   */
+  stream(request: ApiRequest, onEvent: (event: string, data: unknown) => void, signal?: AbortSignal): Promise<void>;
 }
 
 /** A path from literal segments and parameters: `apiPath('sandboxes', name, 'exec')`. */

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { unwrap, urlOf, type ApiClient } from './api-client.js';
+import { unwrap, urlOf, type ApiClient, type ApiRequest } from './api-client.js';
+import { SseReader } from './sse-reader.js';
 
 /** Links an injected request to its caller's AbortSignal. Only inject requests reach the app, so no one else can send it. */
 const CALL_HEADER = 'x-sandboxd-mcp-call';
@@ -27,22 +28,33 @@ export function injectClient(app: Pick<FastifyInstance, 'inject' | 'addHook'>, t
     else signal.addEventListener('abort', hangUp, { once: true });
   });
 
+  /** One injected request, linked to its caller's signal. */
+  const send = async (request: ApiRequest, signal: AbortSignal | undefined, headers: Record<string, string> = {}) => {
+    const id = String(++lastId);
+    if (signal) signals.set(id, signal);
+    try {
+      return await app.inject({
+        method: request.method,
+        url: urlOf(request),
+        headers: { ...request.headers, ...headers, [CALL_HEADER]: id, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+        ...(request.body !== undefined ? { payload: request.body as object } : {}),
+      });
+    } finally {
+      signals.delete(id);
+    }
+  };
+
   return {
     target,
     async request(request, signal) {
-      const id = String(++lastId);
-      if (signal) signals.set(id, signal);
-      try {
-        const response = await app.inject({
-          method: request.method,
-          url: urlOf(request),
-          headers: { ...request.headers, [CALL_HEADER]: id, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
-          ...(request.body !== undefined ? { payload: request.body as object } : {}),
-        });
-        return unwrap(response.statusCode, response.body);
-      } finally {
-        signals.delete(id);
-      }
+      const response = await send(request, signal);
+      return unwrap(response.statusCode, response.body);
+    },
+    // inject() collects the whole reply: the events come once the stream has ended.
+    async stream(request, onEvent, signal) {
+      const response = await send(request, signal, { accept: 'text/event-stream' });
+      if (response.statusCode !== 200) unwrap(response.statusCode, response.body);
+      new SseReader(onEvent).push(response.body);
     },
   };
 }

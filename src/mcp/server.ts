@@ -1,12 +1,12 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { isServiceError } from '../errors.js';
 import type { BackendCapability } from '../schemas/service-schemas.js';
 import { VERSION } from '../paths.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ApiClient } from './api-client.js';
 import { capOutput } from './output-cap.js';
-import type { Tool } from './tool.js';
+import type { Tool, ToolContext } from './tool.js';
 import { toolError } from './tool-errors.js';
 import { TOOL_FAMILIES } from './tools/index.js';
 
@@ -57,7 +57,7 @@ export async function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat(
       },
       async (args: unknown, extra) => {
         const started = Date.now();
-        const call = callTool(tool, args, { api, signal: extra.signal }, logger);
+        const call = callTool(tool, args, { api, signal: extra.signal, ...progressOf(extra) }, logger);
         pending.add(call);
         const result = await call.finally(() => pending.delete(call));
         logger.debug({ tool: tool.name, ms: Date.now() - started, error: result.isError === true }, 'tool call');
@@ -88,7 +88,20 @@ async function backendCapabilities(api: ApiClient, logger: Logger): Promise<Set<
   }
 }
 
-async function callTool(tool: Tool, args: unknown, context: { api: ApiClient; signal: AbortSignal }, logger: Logger): Promise<CallToolResult> {
+/** A progress reporter when the client sent a progressToken with the call; notifications that fail are dropped. */
+function progressOf(extra: {
+  _meta?: { progressToken?: string | number };
+  sendNotification: (notification: ServerNotification) => Promise<void>;
+}): Pick<ToolContext, 'progress'> {
+  const progressToken = extra._meta?.progressToken;
+  if (progressToken === undefined) return {};
+  return {
+    progress: (progress, message) =>
+      void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, ...(message ? { message } : {}) } }).catch(() => undefined),
+  };
+}
+
+async function callTool(tool: Tool, args: unknown, context: ToolContext, logger: Logger): Promise<CallToolResult> {
   try {
     const result = await tool.handle(args, context);
     return { ...result, content: result.content.map((block) => (block.type === 'text' ? { ...block, text: capOutput(block.text) } : block)) };

@@ -11,6 +11,7 @@ const TOOL_NEXT_STEPS: NextStepRenderers = {
   browser_open: ({ sandbox, page }) => `open it with browser_open (name '${sandbox}', page '${page}')`,
   browser_snapshot: ({ sandbox, page, use_refs }) =>
     `take a new snapshot (browser_snapshot (name '${sandbox}', page '${page}'))${use_refs ? ' and use its refs' : ''}`,
+  list_directory: ({ sandbox, path }) => `list it with sandbox_file_list (name '${sandbox}', path '${path}')`,
 };
 
 /**

@@ -8,6 +8,11 @@ export interface ToolContext {
   api: ApiClient;
   /** Aborted when the client cancels the call or goes away; passed on to the API call. */
   signal: AbortSignal;
+  /**
+   * Reports progress of a long call as an MCP progress notification (`progress` grows with
+   * every report); present only when the client asked for progress (sent a progressToken).
+   */
+  progress?: (progress: number, message?: string) => void;
 }
 
 /** A tool as data (docs/decisions.md, "MCP"): name `family_action`, description, zod input schema, handler. */

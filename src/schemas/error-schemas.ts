@@ -20,6 +20,7 @@ export const nextStep = z
       page,
       use_refs: z.boolean().optional().meta({ description: "Use the new snapshot's refs in the next click or fill" }),
     }),
+    z.object({ action: z.literal('list_directory'), sandbox, path: z.string().meta({ description: 'The directory, absolute' }) }),
   ])
   .meta({
     id: 'NextStep',

@@ -30,6 +30,10 @@ export const EVENT_TYPES = [
   'store.deleted',
   'llm.budget_exceeded',
   'policy.denied',
+  'proxy.denied',
+  'proxy.audited',
+  'proxy.hook.created',
+  'proxy.hook.deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -61,7 +65,7 @@ export const sandboxEvent = z
         'sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, ' +
         'at most 4096 characters), duration_ms, success, exit_code, timed_out; object.*: class, object_id, and object.woken cold_start_ms, ' +
         'object.deleted status, object.alarm.failed method, fire_at, attempts, error; schedule.run.failed: run_id, scheduled_for, ' +
-        'status (failed or interrupted), error; llm.budget_exceeded: budget_tokens, used_tokens; other types: empty',
+        'status (failed or interrupted), error; llm.budget_exceeded: budget_tokens, used_tokens; proxy.denied: method, url, host, port, reason; proxy.audited: hook, method, url, host, port (and on_response status, bytes_in, bytes_out, latency_ms, decision); proxy.hook.*: event, target; other types: empty',
     }),
   })
   .meta({ id: 'SandboxEvent' });

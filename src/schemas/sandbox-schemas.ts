@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { DEFAULT_DISK_MB, MAX_DISK_MB, MIN_DISK_MB } from '../domain/disk.js';
+import { sandboxSecrets } from './proxy-schemas.js';
+import { EGRESS_MODES, parseNetworkEntry } from '../domain/egress.js';
 import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
+import { volumeMounts } from './volume-schemas.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
 export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
@@ -10,6 +13,47 @@ export const diskMb = z
   .int({ error: 'must be an integer' })
   .min(MIN_DISK_MB, `must be at least ${MIN_DISK_MB}`)
   .max(MAX_DISK_MB, `must be at most ${MAX_DISK_MB}`);
+
+/** One allow / deny list: host-name globs, addresses, CIDR ranges (each checked, its index named). */
+const networkEntries = z
+  .array(
+    z.string({ error: 'must be a string' }).check((ctx) => {
+      const parsed = parseNetworkEntry(ctx.value);
+      if (typeof parsed === 'string') ctx.issues.push({ code: 'custom', message: parsed, input: ctx.value });
+    }),
+    { error: 'must be an array of host name globs, addresses or CIDR ranges' },
+  )
+  .max(256, 'at most 256 entries');
+
+const egressMode = z.enum(EGRESS_MODES, { error: `must be one of ${EGRESS_MODES.join(', ')}` });
+
+/** The `network` field of a create (DECISIONS-WAVE2 5.4, "enforced egress"). */
+export const networkInput = z
+  .strictObject({
+    egress: egressMode.optional().meta({
+      description:
+        "open: the outside directly (never the host's addresses nor 169.254.0.0/16 unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy",
+    }),
+    allow: networkEntries.optional().meta({
+      description:
+        'proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host or link-local that the packet filter lets this sandbox reach',
+    }),
+    deny: networkEntries.optional().meta({ description: 'Refused even where allow matches (open: addresses and CIDR ranges only)' }),
+  })
+  .meta({ id: 'CreateSandboxNetwork' });
+
+/** PATCH: new allow / deny lists, applied at once (egress itself cannot change). */
+export const networkPatch = z
+  .strictObject({
+    egress: egressMode.optional().meta({ description: 'Only the sandbox\'s current egress (it cannot change)' }),
+    allow: networkEntries.optional().meta({ description: 'Replaces the allow list' }),
+    deny: networkEntries.optional().meta({ description: 'Replaces the deny list' }),
+  })
+  .meta({ id: 'PatchSandboxNetwork' });
+
+export const networkView = z
+  .object({ egress: egressMode, allow: z.array(z.string()), deny: z.array(z.string()) })
+  .meta({ id: 'SandboxNetwork', description: "What the sandbox's network reaches (README, 'Security model')" });
 
 export const createSandboxBody = z
   .strictObject({
@@ -34,6 +78,15 @@ export const createSandboxBody = z
       .max(Number.MAX_SAFE_INTEGER, 'must be at most 2^53-1')
       .optional()
       .meta({ description: 'LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded' }),
+    secrets: sandboxSecrets.optional(),
+    network: networkInput.optional(),
+    volumes: volumeMounts.optional().meta({
+      description: 'Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots',
+    }),
+  })
+  .refine((body) => !body.secrets || !body.env || Object.keys(body.secrets).every((name) => body.env![name] === undefined), {
+    message: 'a name is either in env or in secrets, not both',
+    path: ['secrets'],
   })
   .meta({ id: 'CreateSandbox' });
 
@@ -44,6 +97,7 @@ export const patchSandboxBody = z
     lifecycle: lifecycle.nullable().optional().meta({ description: 'null clears the policy' }),
     ttl: duration.optional().meta({ description: 'Expire this long from now (sets expires_at), e.g. 2h' }),
     expires_at: z.null({ error: 'only null, which clears the expiry (set one with ttl)' }).optional().meta({ description: 'null clears the expiry: the sandbox never expires' }),
+    network: networkPatch.optional(),
   })
   .refine((body) => body.ttl === undefined || body.expires_at === undefined, { message: 'give ttl or expires_at: null, not both', path: ['ttl'] })
   .meta({ id: 'PatchSandbox' });
@@ -96,6 +150,11 @@ export const sandboxDetail = sandboxSummary
     source_ref: z.string().optional(),
     runtime: z.string().optional().meta({ description: 'OCI runtime (runc, runsc) while the container exists' }),
     restored_from: z.string().optional().meta({ description: 'The snapshot this sandbox was restored from' }),
+    secret_mappings: z.record(z.string(), z.string()).optional().meta({
+      description: "{ENV_NAME: host} of the sandbox's secrets; never their values (the sandbox's env holds placeholders the egress proxy swaps toward host)",
+    }),
+    network: networkView,
+    volumes: volumeMounts.optional().meta({ description: 'The named volumes it mounts' }),
     recreated: z
       .boolean()
       .optional()
@@ -105,5 +164,7 @@ export const sandboxDetail = sandboxSummary
 
 export type CreateSandboxInput = z.infer<typeof createSandboxBody>;
 export type PatchSandboxInput = z.infer<typeof patchSandboxBody>;
+export type NetworkInput = z.infer<typeof networkInput>;
+export type NetworkPatch = z.infer<typeof networkPatch>;
 export type SandboxSummary = z.infer<typeof sandboxSummary>;
 export type SandboxDetail = z.infer<typeof sandboxDetail>;

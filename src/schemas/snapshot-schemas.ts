@@ -26,6 +26,7 @@ export const snapshot = z
     disk_mb: z.int().optional().meta({ description: "The sandbox's disk_mb, which a restore gives back" }),
     profile,
     created_at: timestamp,
+    note: z.string().optional().meta({ description: 'What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes)' }),
   })
   .meta({ id: 'Snapshot' });
 

@@ -22,6 +22,7 @@ import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
 import type { EgressSettings } from './egress/egress-service.js';
 import type { LlmRepository } from '../state/llm-repository.js';
+import type { ProxyRepository } from '../state/proxy-repository.js';
 import type { PolicySettings } from './governance/policy-service.js';
 
 /** The server's settings that the service layer reads. */
@@ -76,6 +77,7 @@ export interface Repositories {
   schedules: ScheduleRepository;
   stores: StoreRepository;
   llm: LlmRepository;
+  proxy: ProxyRepository;
   policy: PolicyRepository;
   orchestrations: OrchestrationRepository;
 }

@@ -12,6 +12,7 @@ import { SnapshotRepository } from '../state/snapshot-repository.js';
 import { PolicyRepository } from '../state/policy-repository.js';
 import { StoreRepository } from '../state/store-repository.js';
 import { LlmRepository } from '../state/llm-repository.js';
+import { ProxyRepository } from '../state/proxy-repository.js';
 import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -25,7 +26,7 @@ import { StoreService, storeEngines, type StoreEngine } from './durable/stores/i
 import { EgressService } from './egress/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { PermissionService, PolicyService } from './governance/index.js';
-import { FileService, ImageService, LifecycleService, RecoveryService, SandboxService, SnapshotService } from './sandboxes/index.js';
+import { FileService, FsViewService, ImageService, LifecycleService, RecoveryService, SandboxService, SnapshotService, VolumeService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export type { ServiceSettings };
@@ -55,6 +56,10 @@ export class Services {
   readonly detached: DetachedService;
   readonly terminals: TerminalService;
   readonly files: FileService;
+  /** Listings, stat and watches of a sandbox's files. */
+  readonly fsViews: FsViewService;
+  /** Named volumes. */
+  readonly volumes: VolumeService;
   readonly runs: RunService;
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
@@ -104,6 +109,7 @@ export class Services {
       schedules: new ScheduleRepository(store.db, store.statements),
       stores: new StoreRepository(store.db),
       llm: new LlmRepository(store.db),
+      proxy: new ProxyRepository(store.statements),
       policy: new PolicyRepository(store.db, store.statements),
       orchestrations: new OrchestrationRepository(store.statements),
     };
@@ -135,20 +141,29 @@ export class Services {
       settings: settings.egress ?? { enabled: false, port: 0 },
       sandboxes: repos.sandboxes,
       llm: repos.llm,
+      proxy: repos.proxy,
+      audit: this.audit,
       secrets: this.secrets,
       metrics,
       ...(env ? { env } : {}),
     });
     this.sandboxes.onCreated(async (sandbox, input) => {
       if (input.llm_budget_tokens !== undefined) await this.egress.setBudget(sandbox.uuid, input.llm_budget_tokens);
+      if (input.secrets) this.egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
     });
-    this.sandboxes.onRemoved((sandbox) => this.egress.setBudget(sandbox.uuid, undefined));
+    this.sandboxes.onRemoved(async (sandbox) => {
+      await this.egress.setBudget(sandbox.uuid, undefined);
+      this.egress.secrets.remove(sandbox.uuid);
+    });
+    this.sandboxes.proxyListening = () => this.egress.url !== undefined;
     const exec = new ExecService({ ...base, sandboxes: this.sandboxes, audit: this.audit, serverEnv: (sandbox) => this.egress.sandboxEnv(sandbox) });
     const ctx: ServiceContext = { ...part('services'), audit: this.audit, pool: this.pool, poolBudget, runPool: this.runPool, sandboxes: this.sandboxes, exec, timers: this.timers, secrets: this.secrets };
     this.exec = ctx.exec;
     this.detached = new DetachedService(ctx);
     this.terminals = new TerminalService(ctx);
     this.files = new FileService(ctx);
+    this.fsViews = new FsViewService(ctx);
+    this.volumes = new VolumeService(ctx);
     this.runs = new RunService({ ...ctx, ...part('runs') });
     this.snapshots = new SnapshotService({ ...ctx, ...part('snapshots') });
     this.images = new ImageService(ctx);

@@ -418,4 +418,46 @@ export const MIGRATIONS: Record<string, Migration> = {
       await db.schema.createIndex('orchestration_timers_fire_at').on('orchestration_timers').column('fire_at').execute();
     },
   },
+  '0015_sandbox_network': {
+    async up(db: Kysely<unknown>) {
+      // A sandbox's `network` field (JSON {egress, allow, deny}); NULL: its profile's default
+      // (open, none for restrictive), which is what every sandbox made before it had.
+      await db.schema.alterTable('sandboxes').addColumn('network', 'text').execute();
+    },
+  },
+  '0016_proxy_hooks': {
+    async up(db: Kysely<unknown>) {
+      // Hooks of the egress proxy, applied in creation order (id); `match` and `target` are JSON.
+      await db.schema
+        .createTable('proxy_hooks')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('name', 'text', (c) => c.notNull().unique())
+        .addColumn('event', 'text', (c) => c.notNull())
+        .addColumn('match', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('target', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      // Sandbox secrets: the placeholder in the sandbox's env, the host (glob) it is swapped
+      // toward, and the value as SecretBox ciphertext. Gone with the sandbox.
+      await db.schema
+        .createTable('sandbox_secrets')
+        .addColumn('sandbox_uuid', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('host', 'text', (c) => c.notNull())
+        .addColumn('placeholder', 'text', (c) => c.notNull())
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('sandbox_secrets_pk', ['sandbox_uuid', 'name'])
+        .execute();
+      // `{ENV_NAME: host}` of a sandbox's secrets (SPEC secret_mappings), JSON; null without secrets.
+      await db.schema.alterTable('sandboxes').addColumn('secret_mappings', 'text').execute();
+    },
+  },
+  '0017_volumes': {
+    async up(db: Kysely<unknown>) {
+      // JSON array of the named volumes the sandbox mounts ([{name, path, read_only?}]); null: none.
+      await db.schema.alterTable('sandboxes').addColumn('volumes', 'text').execute();
+      // The volumes the source sandbox mounted when a snapshot was taken: their contents are not in it.
+      await db.schema.alterTable('snapshots').addColumn('volumes', 'text').execute();
+    },
+  },
 };

@@ -1,5 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
+import type { VolumeMount } from '../domain/volumes.js';
 import { columnsOf, RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SandboxTable } from './schema.js';
 import type { Statements } from './store.js';
@@ -30,10 +32,13 @@ export interface SandboxRecord
       labels: Record<string, string>;
       lifecycle: Lifecycle | null;
       env: Record<string, string>;
+      secret_mappings: Record<string, string> | null;
+      network: SandboxNetwork | null;
+      volumes: VolumeMount[] | null;
     }
   > {}
 
-const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env']);
+const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings', 'network', 'volumes']);
 
 type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
 

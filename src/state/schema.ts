@@ -35,6 +35,12 @@ export interface SandboxTable {
   root_image: string | null;
   /** The snapshot this sandbox was restored from; null for one made otherwise. */
   restored_from: string | null;
+  /** JSON `{ENV_NAME: host}` of the sandbox's secrets (values in sandbox_secrets); null without. */
+  secret_mappings: string | null;
+  /** JSON {egress, allow, deny}; null: the profile's default egress, no lists. */
+  network: string | null;
+  /** JSON array of the named volumes it mounts, [{name, path, read_only?}]; null: none. */
+  volumes: string | null;
 }
 
 export interface SnapshotTable {
@@ -56,6 +62,8 @@ export interface SnapshotTable {
   /** JSON object: the sandbox's labels when the snapshot was taken. */
   labels: string;
   description: string | null;
+  /** JSON array: the volumes the sandbox mounted, whose contents the snapshot does not hold; null: none. */
+  volumes: string | null;
 }
 
 export interface AuditTable {
@@ -289,6 +297,25 @@ export interface PermissionTable {
 }
 
 /** A provider key of the LLM gateway: sealed, or the name of a server environment variable. */
+/** A hook of the egress proxy; `match` and `target` are JSON. */
+export interface ProxyHookTable {
+  id: Generated<number>;
+  name: string;
+  event: string;
+  match: string;
+  target: string;
+  created_at: string;
+}
+
+/** A sandbox secret: `secret` is SecretBox ciphertext of the value. */
+export interface SandboxSecretTable {
+  sandbox_uuid: string;
+  name: string;
+  host: string;
+  placeholder: string;
+  secret: string;
+}
+
 export interface LlmKeyTable {
   provider: string;
   /** SecretBox ciphertext of the key; null when `env` names where it is read. */
@@ -414,6 +441,8 @@ export interface Database {
   llm_keys: LlmKeyTable;
   llm_usage: LlmUsageTable;
   llm_budgets: LlmBudgetTable;
+  proxy_hooks: ProxyHookTable;
+  sandbox_secrets: SandboxSecretTable;
   orchestration_definitions: OrchestrationDefinitionTable;
   orchestrations: OrchestrationTable;
   orchestration_history: OrchestrationHistoryTable;

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Profile } from '../domain/profiles.js';
+import type { VolumeMount } from '../domain/volumes.js';
 import { RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SnapshotTable } from './schema.js';
 
@@ -11,9 +12,12 @@ export type SnapshotStatus = 'creating' | 'ready' | 'deleting';
  * and the settings a restore gets. Field names are the column names, as on the wire.
  */
 export interface SnapshotRecord
-  extends Decoded<SnapshotTable, { status: SnapshotStatus; profile: Profile; env: Record<string, string>; labels: Record<string, string> }> {}
+  extends Decoded<
+    SnapshotTable,
+    { status: SnapshotStatus; profile: Profile; env: Record<string, string>; labels: Record<string, string>; volumes: VolumeMount[] | null }
+  > {}
 
-const codec = new RowCodec<SnapshotTable, SnapshotRecord>(['env', 'labels']);
+const codec = new RowCodec<SnapshotTable, SnapshotRecord>(['env', 'labels', 'volumes']);
 
 /** Snapshots in the state store. */
 export class SnapshotRepository {

@@ -137,6 +137,12 @@ export class Metrics {
     ['provider', 'direction'],
   );
 
+  readonly proxyRequests = this.counter(
+    'sandboxd_proxy_requests_total',
+    'Requests and CONNECT tunnels through the egress proxy, by decision: allow, deny (refused by the sandbox\'s rules or a hook) or error (allowed, but the upstream could not be reached or timed out)',
+    ['decision'],
+  );
+
   readonly orchestrations = this.counter(
     'sandboxd_orchestrations_total',
     'Orchestration instances, by status: started, then completed, failed or terminated',

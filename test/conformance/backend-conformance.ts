@@ -361,6 +361,50 @@ export function backendConformance(subject: ConformanceSubject): void {
         expect(await codeOf(detached.killDetached(shared.id, 'no-such-process'))).toBe('NOT_FOUND');
       });
 
+      it('fileViews: lists, stats and watches what the instance holds; refuses a missing path', async (context) => {
+        if (!has('fileViews')) return context.skip('the backend does not declare fileViews');
+        const views = backend.capabilities.fileViews!;
+        const dir = `/workspace/views-${randomBytes(3).toString('hex')}`;
+        await backend.writeFile(shared.id, `${dir}/b.txt`, Buffer.from('hello'));
+        await backend.writeFile(shared.id, `${dir}/a/x`, Buffer.from('x'));
+        const listing = await views.listDirectory(shared.id, dir);
+        expect(listing).toMatchObject({ path: dir, truncated: false });
+        expect(listing.entries.map((e) => [e.name, e.type])).toEqual([['a', 'dir'], ['b.txt', 'file']]);
+        expect(await views.stat(shared.id, `${dir}/b.txt`)).toMatchObject({ name: 'b.txt', type: 'file', size: 5, mode: expect.stringMatching(/^0[0-7]{3}$/) });
+        expect(await codeOf(views.stat(shared.id, `${dir}/none`))).toBe('NOT_FOUND');
+        expect(await codeOf(views.listDirectory(shared.id, `${dir}/b.txt`))).toBe('BAD_REQUEST');
+        expect(await codeOf(views.watch(shared.id, `${dir}/none`, { recursive: true, signal: new AbortController().signal }))).toBe('NOT_FOUND');
+        const leave = new AbortController();
+        const events = (await views.watch(shared.id, dir, { recursive: true, signal: leave.signal }))[Symbol.asyncIterator]();
+        await backend.writeFile(shared.id, `${dir}/c.txt`, Buffer.from('c'));
+        expect((await events.next()).value).toEqual({ event: 'created', path: `${dir}/c.txt`, type: 'file' });
+        leave.abort();
+        expect((await events.next()).done).toBe(true);
+      });
+
+      it('volumes: made, listed, inspected and removed; NOT_FOUND and CONFLICT where they apply', async (context) => {
+        if (!has('volumes')) return context.skip('the backend does not declare volumes');
+        const volumes = backend.capabilities.volumes!;
+        const name = `conf-vol-${randomBytes(3).toString('hex')}`;
+        try {
+          expect(await volumes.inspectVolume(name)).toBeNull();
+          expect(await volumes.createVolume(name)).toMatchObject({ name, created_at: expect.any(String) });
+          expect((await volumes.listVolumes()).map((v) => v.name)).toContain(name);
+          const user = await create({ volumes: [{ name, path: '/data' }] });
+          await backend.writeFile(user.id, '/data/kept', Buffer.from('kept'));
+          expect(await codeOf(volumes.removeVolume(name))).toBe('CONFLICT');
+          await backend.remove(user.id);
+          const next = await create({ volumes: [{ name, path: '/data', read_only: true }] });
+          if (backend.name !== 'fake') expect((await backend.readFile(next.id, '/data/kept')).toString()).toBe('kept');
+          await backend.remove(next.id);
+          await volumes.removeVolume(name);
+          expect(await volumes.inspectVolume(name)).toBeNull();
+          expect(await codeOf(volumes.removeVolume(name))).toBe('NOT_FOUND');
+        } finally {
+          await volumes.removeVolume(name).catch(() => undefined);
+        }
+      });
+
       describe('workers', () => {
         const keyOf = (name: string) => `conf-${name}-${randomBytes(3).toString('hex')}`;
         let nonces = 0;

@@ -206,7 +206,7 @@ describe('files', () => {
     const directory = await api('GET', `/sandboxes/${name}/files/workspace`);
     expect(directory.status).toBe(400);
     // The path is said once.
-    expect(directory.body.error).toBe("'/workspace' is a directory");
+    expect(directory.body.error).toBe(`'/workspace' is a directory: list it with GET /sandboxes/${name}/fs?path=/workspace`);
     expect((await api('PUT', `/sandboxes/${name}/files/etc/forbidden`, { content: 'x' })).status).toBe(403);
     expect((await api('GET', `/sandboxes/${name}/files/etc/shadow`)).status).toBe(403);
   });

@@ -24,6 +24,8 @@ const backend = new DockerBackend({
   imageHint: (image) => `build it with \`sandboxd images build ${image}\``,
   // The git fixture serves on loopback, which a source_url reaches only when allowed.
   sourceAllowedHosts: ['127.0.0.1'],
+  // sandboxd's networks and packet-filter chains of this file's own, removed at the end.
+  networkName: `b${randomBytes(4).toString('hex')}`,
 });
 
 const specOf = sandboxSpec;
@@ -88,6 +90,7 @@ beforeAll(async () => {
 afterAll(async () => {
   delete process.env.SANDBOXD_TEST_MARKER;
   await removeInstanceContainers(instanceId);
+  await backend.egress.teardown();
   await backend.close();
   rmSync(dataDir, { recursive: true, force: true });
 });

@@ -54,6 +54,7 @@ describe('the words of the command line', () => {
     [{ action: 'recover', sandbox: 'a' }, 'recover it first with `sandboxd sandbox recover a`'],
     [{ action: 'browser_open', sandbox: 'a', page: 'p' }, 'open it with POST /sandboxes/a/browser/pages/p/goto'],
     [{ action: 'browser_snapshot', sandbox: 'a', page: 'p', use_refs: true }, 'take a new snapshot (GET /sandboxes/a/browser/pages/p) and use its refs'],
+    [{ action: 'list_directory', sandbox: 'a', path: '/w' }, 'list it with `sandboxd exec a -- ls -la /w` or GET /sandboxes/a/fs?path=/w'],
   ];
   it.each(steps)('render the next step %o as a command', (step, words) => {
     expect(withNextStep('it failed', step, CLI_NEXT_STEPS)).toBe(`it failed: ${words}`);

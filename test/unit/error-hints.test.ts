@@ -37,6 +37,11 @@ const STEPS: [NextStep, string, string][] = [
     'take a new snapshot (GET /sandboxes/a/browser/pages/p)',
     "take a new snapshot (browser_snapshot (name 'a', page 'p'))",
   ],
+  [
+    { action: 'list_directory', sandbox: 'a', path: '/workspace' },
+    'list it with GET /sandboxes/a/fs?path=/workspace',
+    "list it with sandbox_file_list (name 'a', path '/workspace')",
+  ],
 ];
 
 /** A bare Fastify app with the error handler and one route that throws `error`. */

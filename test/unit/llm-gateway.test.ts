@@ -184,7 +184,7 @@ describe('LLM gateway: refusals', () => {
     expect(JSON.parse(answer.text).error.message).toContain("unknown LLM provider 'nosuch': the gateway serves openai, anthropic, google");
   });
 
-  it('a path outside /llm/ is 404 and a CONNECT is 405 (no forward proxy yet)', async () => {
+  it('a path outside /llm/ is 404 and a CONNECT without a sandbox token is 407 (the egress proxy asks for one)', async () => {
     expect((await fetch(`${t.gateway}/other`)).status).toBe(404);
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
@@ -197,7 +197,7 @@ describe('LLM gateway: refusals', () => {
         .on('error', reject)
         .end();
     });
-    expect(status).toBe(405);
+    expect(status).toBe(407);
   });
 
   it('an upstream that cannot be reached is 502 with a clear message in the provider format', async () => {

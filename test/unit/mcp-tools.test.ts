@@ -47,6 +47,26 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     expect(texts(await call('sandbox_write_files', { name: 'unit-a', files: { 'b.bin': 'AAE=' }, encoding: 'base64' }))).toEqual(['wrote 1 file']);
     expect(texts(await call('sandbox_file_read', { name: 'unit-a', path: '/workspace/b.bin' }))).toEqual(['binary file, 2 bytes, base64:\nAAE=']);
     expect(texts(await call('sandbox_file_delete', { name: 'unit-a', path: '/workspace/b.bin' }))).toEqual(['deleted /workspace/b.bin']);
+    const listed = texts(await call('sandbox_file_list', { name: 'unit-a', path: '/workspace' }))[0]!;
+    expect(listed).toMatch(/^dir +0 0755 \S+ a dir$/);
+    expect((await call('sandbox_file_list', { name: 'unit-a', path: '/workspace/none' })).isError).toBe(true);
+    expect(texts(await call('sandbox_file_read', { name: 'unit-a', path: '/workspace/a dir' }))[0]).toBe(
+      "'/workspace/a dir' is a directory: list it with sandbox_file_list (name 'unit-a', path '/workspace/a dir')",
+    );
+  });
+
+  it('sandbox_exec reports progress notifications when the client asks for them', async () => {
+    harness.backend.onExec = () => ({ chunks: [{ stream: 'stdout', text: 'step 1\n' }, { stream: 'stdout', text: 'step 2\n' }], exit_code: 3 });
+    await call('sandbox_create', { name: 'unit-p' });
+    const progress: { progress: number; message?: string }[] = [];
+    const result = (await client.callTool({ name: 'sandbox_exec', arguments: { name: 'unit-p', command: ['build'] } }, undefined, {
+      onprogress: (p) => progress.push(p),
+    })) as CallToolResult;
+    expect(texts(result)[0]).toContain('exit_code: 3');
+    expect(texts(result)[1]).toBe('step 1\nstep 2\n');
+    expect(progress[0]).toMatchObject({ progress: 7, message: 'step 1' });
+    // Without a progressToken the command is waited for as before.
+    expect(texts(await call('sandbox_exec', { name: 'unit-p', command: ['build'] }))[1]).toBe('step 1\nstep 2\n');
   });
 
   it('turns service errors into isError results that say what to do, naming tools rather than routes', async () => {
@@ -95,6 +115,13 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     expect(texts(empty)[0]).toMatch(/commands/);
     await harness.services.pool.settled();
     expect(harness.backend.instances.size).toBe(0);
+  });
+
+  it('proxy_log answers the egress proxy decisions as JSON (none yet) and refuses a bad limit', async () => {
+    const log = await call('proxy_log', { limit: 5 });
+    expect(log.isError).toBeFalsy();
+    expect(JSON.parse(texts(log)[0]!)).toEqual([]);
+    expect((await call('proxy_log', { limit: 0 })).isError).toBe(true);
   });
 
   it('a cancelled call kills its command, and a cancelled run still removes its sandbox', async () => {
@@ -156,6 +183,9 @@ describe('MCP tools listed by the capabilities of the server\'s backend', () => 
     const down: ApiClient = {
       target: 'down',
       request: async () => {
+        throw new ServiceError('BACKEND_UNAVAILABLE', 'not up yet');
+      },
+      stream: async () => {
         throw new ServiceError('BACKEND_UNAVAILABLE', 'not up yet');
       },
     };

@@ -109,6 +109,21 @@ export class AgentClient {
     response.resume();
   }
 
+  /**
+   * A GET about the sandbox's `path` whose 200 answer the caller reads (the file views,
+   * agent-fs.ts); a refusal is mapped as for files.
+   */
+  async get(route: string, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+    const response = await this.send({ method: 'GET', path: route, ...(signal ? { signal } : {}) });
+    // The agent answers its own refusals in JSON; a plain 404 is a route it does not have.
+    if (response.statusCode === 404 && !String(response.headers['content-type']).includes('json')) {
+      response.resume();
+      throw new ServiceError('UNSUPPORTED', `${route.split('?')[0]} in a sandbox whose agent predates it (made by an older sandboxd): recreate the sandbox`);
+    }
+    if (response.statusCode !== 200) throw await agentError(response, path, `path '${path}'`);
+    return response;
+  }
+
   /** Starts a detached command; the agent keeps it and the last 4 MiB of each stream. */
   async startDetached(request: { argv: string[]; env?: string[]; cwd?: string; user?: string }): Promise<AgentDetached> {
     return this.json<AgentDetached>('POST', '/v1/detached', Buffer.from(JSON.stringify(request)));

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { InstanceRole, InstanceState, Profile, SandboxSpec } from '../backend.js';
+import type { InstanceRole, InstanceState, Profile, ResizeRequest, SandboxSpec } from '../backend.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
 import { hostnameOf } from './docker-hostname.js';
 
@@ -23,6 +23,7 @@ export const LABEL = {
 export const WORKSPACE = '/workspace';
 
 interface ProfileSettings {
+  /** 'bridge': one of sandboxd's own bridge networks (`networkModeOf`); 'none': no network. */
   network: 'bridge' | 'none';
   readonlyRootfs: boolean;
   capDrop: string[];
@@ -130,11 +131,32 @@ export interface ContainerContext {
   home?: string;
   /** MiB of the image's own blocks that a bounded writable layer's limit counts (`imageAllowanceMb`; 0 where only writes count). */
   imageAllowanceMb?: number;
+  /** The Docker network the container joins (`networkModeOf`), or `none`. */
+  networkMode: string;
+}
+
+/**
+ * The network a sandbox's container joins: none for a profile without a network (restrictive)
+ * or egress `none`, else sandboxd's own network of its egress (`open` by default): never
+ * Docker's default bridge, where containers reach each other.
+ */
+export function networkModeOf(spec: Pick<SandboxSpec, 'profile' | 'network'>, networks: { open: string; proxy: string }): string {
+  if (PROFILE_SETTINGS[spec.profile].network === 'none') return 'none';
+  const egress = spec.network?.egress ?? 'open';
+  return egress === 'none' ? 'none' : networks[egress];
 }
 
 /** `sandboxd-<name>-<last 8 chars of uuid>`: readable in `docker ps`, unique per sandbox. */
 export function containerName(spec: Pick<SandboxSpec, 'name' | 'uuid'>): string {
   return `sandboxd-${spec.name}-${spec.uuid.slice(-8)}`;
+}
+
+/**
+ * `sandboxd-<instance>-vol-<name>`: the engine's name of a service's volume, apart from other
+ * services' (each instance id its own) and from volumes this service did not make.
+ */
+export function dockerVolumeName(instanceId: string, name: string): string {
+  return `sandboxd-${instanceId}-vol-${name}`;
 }
 
 /** Label filter that selects every container of one service instance. */
@@ -157,7 +179,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
   const budget = writableBudget(spec, profile.readonlyRootfs, Object.keys(tmpfsPaths).length, ctx.imageAllowanceMb ?? 0);
   const hostConfig: Docker.HostConfig = {
     Runtime: ctx.runtime,
-    NetworkMode: profile.network,
+    NetworkMode: ctx.networkMode,
     ReadonlyRootfs: profile.readonlyRootfs,
     CapDrop: profile.capDrop,
     CapAdd: profile.capAdd,
@@ -175,6 +197,9 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
   }
   if (budget.shmMb !== undefined) hostConfig.ShmSize = budget.shmMb * 1024 * 1024;
   if (budget.layerMb !== undefined) hostConfig.StorageOpt = { size: `${budget.layerMb}m` };
+  if (spec.volumes?.length) {
+    hostConfig.Mounts = spec.volumes.map((mount) => ({ Type: 'volume', Source: dockerVolumeName(ctx.instanceId, mount.name), Target: mount.path, ReadOnly: mount.read_only === true }));
+  }
   return {
     name: containerName(spec),
     Image: spec.image,
@@ -330,7 +355,7 @@ function instanceOf(
     uuid: labels[LABEL.uuid] ?? '',
     role: roleOf(labels),
     status: running ? 'running' : 'stopped',
-    ip: running ? bridgeAddress(networks) : undefined,
+    ip: running ? networkAddress(networks) : undefined,
     runtime,
   };
 }
@@ -340,7 +365,14 @@ const roleOf = (labels: Record<string, string>): InstanceRole => {
   return role === 'pool' || role === 'helper' ? role : 'sandbox';
 };
 
-function bridgeAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
-  const address = networks?.bridge?.IPAddress;
+/** The container's address on its network (a sandbox joins one: sandboxd's own, or the default bridge before it). */
+function networkAddress(networks: Record<string, { IPAddress?: string }> | undefined): string | undefined {
+  const address = Object.values(networks ?? {}).find((network) => network.IPAddress)?.IPAddress;
   return address ? address : undefined;
+}
+
+/** The engine's fields for new limits; an absent one stays as it is. */
+export function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
+  const memory = request.memory_mb === undefined ? {} : { Memory: request.memory_mb * 1024 * 1024, MemorySwap: request.memory_mb * 1024 * 1024 };
+  return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
 }

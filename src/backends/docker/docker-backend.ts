@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
-import { bridgeGateway } from './docker-gateway.js';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type {
@@ -27,6 +26,7 @@ import type {
 import { OutputCollector } from '../output-collector.js';
 import {
   LABEL,
+  networkModeOf,
   PROFILE_SETTINGS,
   containerName,
   createOptions,
@@ -34,6 +34,7 @@ import {
   instanceFromInspect,
   instanceFromSummary,
   isRootUser,
+  limitsOf,
   UNPRIVILEGED,
 } from './container-spec.js';
 import { createDockerClient } from './docker-client.js';
@@ -50,14 +51,17 @@ import type { AgentClient } from '../agent/agent-client.js';
 import { AgentUnreachable } from '../agent/agent-transport.js';
 import { AgentConnections, agentOnly, detachedFrom, identityOf } from './agent-connections.js';
 import { AGENT_IN_SANDBOX, AgentSockets, agentMountsOf } from './agent-sockets.js';
-import { cloneSource, type ClonedSource, type CloneOptions } from './git-source.js';
+import { cloneSource, settleBoth, type ClonedSource, type CloneOptions } from './git-source.js';
 import { copyIntoCreated, copyIntoRunning } from './docker-source-copy.js';
 import { AllowedHosts } from '../source-destination.js';
 import { startRelay } from './docker-relay.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
+import { DockerFileViews } from './docker-fs-views.js';
+import { claimVolumeRoots, DockerVolumes } from './docker-volumes.js';
 import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
+import { DockerEgress } from './docker-egress.js';
 
 export interface DockerBackendOptions {
   /** This service's id; every container gets the label sandboxd.instance=<instanceId>. */
@@ -80,6 +84,8 @@ export interface DockerBackendOptions {
   imageHint?: (image: string) => string;
   /** Hosts, addresses and CIDR ranges a source_url may reach although they are not public. */
   sourceAllowedHosts?: readonly string[];
+  /** `[network].name`: sandboxd's Docker networks and packet-filter chains are named from it (default `sandboxd`). */
+  networkName?: string;
 }
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
@@ -105,6 +111,8 @@ export class DockerBackend
     browserRelay: this,
     gateway: this,
   };
+  /** sandboxd's own networks and packet filter (the `egress` capability). */
+  readonly egress: DockerEgress;
   private readonly docker: Docker;
   private readonly socketPath: string;
   private readonly logger: Logger;
@@ -130,7 +138,11 @@ export class DockerBackend
     this.cloneOptions = { allowedHosts: new AllowedHosts(options.sourceAllowedHosts ?? []), logger: this.logger };
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
+    this.capabilities.fileViews = new DockerFileViews(this.agents, (id) => this.inspect(id));
+    this.capabilities.volumes = new DockerVolumes(this.docker, options.instanceId);
     this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
+    this.egress = new DockerEgress(this.docker, options.networkName ?? 'sandboxd', (id) => this.inspect(id), this.logger);
+    this.capabilities.egress = this.egress;
     this.capabilities.imageBuild = new DockerImageBuilds(this.docker, this.logger);
   }
 
@@ -206,6 +218,7 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       const before = await container.inspect();
       if (!before.State.Running) await this.sockets.beforeStart(before.HostConfig.Binds);
+      await this.egress.adopt(before);
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();
@@ -380,9 +393,9 @@ export class DockerBackend
     return startRelay(id, await this.inspect(id), port, (request) => this.exec(id, request));
   }
 
-  /** The host's address on the default bridge network, where every networked sandbox reaches it. */
-  gatewayAddress(): Promise<string> {
-    return this.engine(() => bridgeGateway(this.docker));
+  /** The host's address on sandboxd's network of this egress, where its sandboxes reach it. */
+  gatewayAddress(egress: 'open' | 'proxy' = 'open'): Promise<string> {
+    return this.engine(() => this.egress.gatewayAddress(egress));
   }
 
   /** Closes the agents' kept-alive connections; Engine API calls keep none. */
@@ -468,6 +481,13 @@ export class DockerBackend
     return this.detecting;
   }
 
+  /** The names of sandboxd's networks, made (and filtered) first; none needed for a sandbox without a network. */
+  private async networkNames(spec: SandboxSpec): Promise<{ open: string; proxy: string }> {
+    if (networkModeOf(spec, { open: 'open', proxy: 'proxy' }) === 'none') return { open: 'none', proxy: 'none' };
+    const networks = await this.egress.networks();
+    return { open: networks.open.name, proxy: networks.proxy.name };
+  }
+
   private async runtimeFor(profile: Profile): Promise<string> {
     if (!PROFILE_SETTINGS[profile].restrictiveRuntime) return 'runc';
     const wanted = this.options.restrictiveRuntime ?? 'auto';
@@ -499,8 +519,11 @@ export class DockerBackend
     const rootDefault = isRootUser(image.Config.User ?? '') || imageUser.uid === 0;
     const owner = rootDefault ? UNPRIVILEGED : imageUser;
     const binary = await this.sockets.binary();
+    if (spec.network && !this.egress.modes.includes(spec.network.egress)) throw new UnsupportedError('docker', `network.egress '${spec.network.egress}'`);
+    const networkMode = networkModeOf(spec, await this.networkNames(spec));
     const socketDir = await this.sockets.prepare(spec.uuid);
     const options = createOptions(spec, {
+      networkMode,
       instanceId: this.options.instanceId,
       runtime,
       pidsLimit: this.options.pidsLimit ?? 512,
@@ -527,6 +550,10 @@ export class DockerBackend
       }
       // Before any command runs: from now on no command can write to a host path.
       if (health) await this.sockets.seal(socketDir.dir);
+      if (spec.volumes) {
+        const failed = await claimVolumeRoots((request) => this.run(container!.id, request), spec.volumes, owner);
+        if (failed) this.logger.warn({ container: container.id, reason: failed }, "a volume's root stays root's: the sandbox's user may not write to it");
+      }
       if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);
       if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
@@ -548,12 +575,6 @@ export class DockerBackend
   }
 }
 
-/** The engine's fields for new limits; an absent one stays as it is. */
-function limitsOf(request: ResizeRequest): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
-  const memory = request.memory_mb === undefined ? {} : { Memory: request.memory_mb * 1024 * 1024, MemorySwap: request.memory_mb * 1024 * 1024 };
-  return { ...(request.vcpus === undefined ? {} : { NanoCpus: Math.round(request.vcpus * 1e9) }), ...memory };
-}
-
 /** Whether a container runs the sandbox agent (containers made before it did not). */
 function hasAgent(info: Docker.ContainerInspectInfo): boolean {
   return (info.Mounts ?? []).some((mount) => mount.Destination === AGENT_IN_SANDBOX.dir);
@@ -563,19 +584,4 @@ function hasAgent(info: Docker.ContainerInspectInfo): boolean {
 function socketFromEnv(): string | undefined {
   const host = process.env.DOCKER_HOST;
   return host?.startsWith('unix://') ? host.slice('unix://'.length) : undefined;
-}
-
-/**
- * Awaits two independent steps; if either fails, the other's result is cleaned up before the
- * failure is thrown (a clone must not outlive a missing image).
- */
-async function settleBoth<A, B>(
-  first: Promise<A>,
-  second: Promise<B>,
-  cleanupSecond: (value: B) => Promise<void> | undefined,
-): Promise<[A, B]> {
-  const [a, b] = await Promise.allSettled([first, second]);
-  if (a.status === 'fulfilled' && b.status === 'fulfilled') return [a.value, b.value];
-  if (b.status === 'fulfilled') await cleanupSecond(b.value);
-  throw a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason;
 }

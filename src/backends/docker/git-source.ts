@@ -218,3 +218,18 @@ function tarTree(dir: string, owner: UserIds): { stream: Readable; done: Promise
   });
   return { stream, done };
 }
+
+/**
+ * Awaits two independent steps; if either fails, the other's result is cleaned up before the
+ * failure is thrown (a clone must not outlive a missing image).
+ */
+export async function settleBoth<A, B>(
+  first: Promise<A>,
+  second: Promise<B>,
+  cleanupSecond: (value: B) => Promise<void> | undefined,
+): Promise<[A, B]> {
+  const [a, b] = await Promise.allSettled([first, second]);
+  if (a.status === 'fulfilled' && b.status === 'fulfilled') return [a.value, b.value];
+  if (b.status === 'fulfilled') await cleanupSecond(b.value);
+  throw a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason;
+}

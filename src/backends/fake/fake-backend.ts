@@ -7,6 +7,7 @@ import type {
   BackendCapabilities,
   CapabilityName,
   DetachedCapability,
+  EgressCapability,
   GatewayCapability,
   DetachedLog,
   DetachedProcess,
@@ -14,6 +15,7 @@ import type {
   ExecOptions,
   ExecRequest,
   ExecResult,
+  InstanceRules,
   InstanceState,
   PoolClaimCapability,
   ResizeCapability,
@@ -27,7 +29,15 @@ import type {
   WorkerReply,
   WorkerRequest,
   WorkersCapability,
+  FileViewsCapability,
+  FsEntry,
+  FsListing,
+  FsWatchEvent,
+  VolumeInfo,
+  VolumesCapability,
 } from '../backend.js';
+import type { EgressMode } from '../../domain/egress.js';
+import { fakeListing, fakeStat, FakeVolumes, FakeWatches } from './fake-fs-views.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
 import { checkWorkerCall, checkWorkerKey, checkWorkerRequest } from '../worker-rules.js';
@@ -86,7 +96,7 @@ type Operation =
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay' | 'terminal'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
-const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway'];
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway', 'egress', 'fileViews', 'volumes'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -106,7 +116,10 @@ export class FakeBackend
     DetachedCapability,
     ReuseCapability,
     WorkersCapability,
-    GatewayCapability
+    GatewayCapability,
+    EgressCapability,
+    FileViewsCapability,
+    VolumesCapability
 {
   readonly name = 'fake';
   /** The storage size a declared `diskQuota` reports (MiB). */
@@ -121,8 +134,16 @@ export class FakeBackend
   onExec: (request: ExecRequest, spec: SandboxSpec) => FakeExecScript = (request) => ({
     chunks: [{ stream: 'stdout', text: `${request.command.join(' ')}\n` }],
   });
+  /** Egress modes a declared `egress` accepts. */
+  readonly modes: readonly EgressMode[] = ['open', 'proxy', 'none'];
+  /** What the services told the declared `egress`: the exposed port and the last rules. */
+  readonly egressState: { exposedPort?: number; rules: InstanceRules[] } = { rules: [] };
   private readonly failures = new Map<Operation, Error>();
   private readonly workers = new FakeWorkers();
+  /** Watches of the instances' files (`active` counts those under way). */
+  readonly watches = new FakeWatches();
+  /** Named volumes (`mountsOnClaim` settable). */
+  readonly fakeVolumes = new FakeVolumes();
   private nextId = 1;
   private nextProcess = 1;
 
@@ -160,18 +181,20 @@ export class FakeBackend
   async create(spec: SandboxSpec): Promise<InstanceState> {
     this.record('create');
     await this.ensureImage(spec.image);
+    if (spec.network && spec.network.egress !== 'open' && !this.capabilities.egress) throw new UnsupportedError(this.name, `network.egress '${spec.network.egress}'`);
     const id = `fake-${this.nextId++}`;
+    const networked = spec.network?.egress !== 'none';
     const state: InstanceState = {
       id,
       name: spec.name,
       uuid: spec.uuid,
       role: spec.role ?? 'sandbox',
       status: 'running',
-      ip: `10.0.0.${this.nextId}`,
+      ...(networked ? { ip: `10.0.0.${this.nextId}` } : {}),
       runtime: 'fake',
       created_at: new Date().toISOString(),
     };
-    this.instances.set(id, { state, ip: state.ip!, spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [], workers: new Map() });
+    this.instances.set(id, { state, ip: state.ip ?? '', spec, files: new Map(this.savedImages.get(spec.image)?.files), detached: [], workers: new Map() });
     return { ...state };
   }
 
@@ -200,7 +223,7 @@ export class FakeBackend
     if (instance.state.status !== 'running') instance.detached = [];
     this.workers.stopAll(instance.workers);
     instance.state.status = 'running';
-    instance.state.ip = instance.ip;
+    instance.state.ip = instance.ip || undefined;
     return { ...instance.state };
   }
 
@@ -276,6 +299,7 @@ export class FakeBackend
   async writeFile(id: string, path: string, content: Buffer): Promise<void> {
     const instance = this.require('exec', id);
     if (instance.files.has(posix.dirname(path))) throw badRequest(`'${posix.dirname(path)}' is not a directory`);
+    this.watches.emit(id, instance.files.has(path) ? 'modified' : 'created', path);
     instance.files.set(path, Buffer.from(content));
   }
 
@@ -284,6 +308,48 @@ export class FakeBackend
     const doomed = [...instance.files.keys()].filter((p) => p === path || p.startsWith(`${path}/`));
     if (doomed.length === 0) throw notFound(`file '${path}' not found`);
     for (const p of doomed) instance.files.delete(p);
+    for (const p of doomed) this.watches.emit(id, 'deleted', p);
+  }
+
+  async listDirectory(id: string, path: string): Promise<FsListing> {
+    this.requireSupport('fileViews');
+    return fakeListing(this.running('exec', id).files, path);
+  }
+
+  async stat(id: string, path: string): Promise<FsEntry> {
+    this.requireSupport('fileViews');
+    return fakeStat(this.running('exec', id).files, path);
+  }
+
+  async watch(id: string, path: string, options: { recursive: boolean; signal: AbortSignal }): Promise<AsyncIterable<FsWatchEvent>> {
+    await this.stat(id, path);
+    return this.watches.watch(id, path, options.signal);
+  }
+
+  get mountsOnClaim(): boolean {
+    return this.fakeVolumes.mountsOnClaim;
+  }
+
+  async createVolume(name: string): Promise<VolumeInfo> {
+    this.requireSupport('volumes');
+    if (this.fakeVolumes.volumes.has(name)) throw conflict(`volume '${name}' already exists`);
+    return this.fakeVolumes.create(name);
+  }
+
+  async listVolumes(): Promise<VolumeInfo[]> {
+    this.requireSupport('volumes');
+    return [...this.fakeVolumes.volumes.values()];
+  }
+
+  async inspectVolume(name: string): Promise<VolumeInfo | null> {
+    this.requireSupport('volumes');
+    return this.fakeVolumes.volumes.get(name) ?? null;
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    if (!(await this.inspectVolume(name))) throw notFound(`volume '${name}' not found`);
+    if ([...this.instances.values()].some((instance) => instance.spec.volumes?.some((mount) => mount.name === name))) throw conflict(`volume '${name}' is in use by a container`);
+    this.fakeVolumes.volumes.delete(name);
   }
 
   /** Runs the `onExec` script at once; a `hang` script runs until it is killed. */
@@ -414,6 +480,18 @@ export class FakeBackend
   /** The fake's instances are this process: they reach the host on its loopback. */
   async gatewayAddress(): Promise<string> {
     return '127.0.0.1';
+  }
+
+  async exposePort(port: number | undefined): Promise<void> {
+    this.egressState.exposedPort = port;
+  }
+
+  async setRules(rules: InstanceRules[]): Promise<void> {
+    this.egressState.rules = rules;
+  }
+
+  async ranges(): Promise<string[]> {
+    return ['10.0.0.0/24'];
   }
 
   async close(): Promise<void> {}

@@ -10,6 +10,7 @@ export const CLI_NEXT_STEPS: NextStepRenderers = {
       : `recover it first with \`sandboxd sandbox recover ${sandbox}\``,
   browser_open: ({ sandbox, page }) => `open it with POST /sandboxes/${sandbox}/browser/pages/${page}/goto`,
   browser_snapshot: ({ sandbox, page, use_refs }) => `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
+  list_directory: ({ sandbox, path }) => `list it with \`sandboxd exec ${sandbox} -- ls -la ${path}\` or GET /sandboxes/${sandbox}/fs?path=${path}`,
 };
 
 /** Whether escape codes may go to a stream: a terminal, and NO_COLOR unset or empty (https://no-color.org). */

@@ -5,6 +5,7 @@ import { batchBody, runBody, type BatchRunResult } from '../../schemas/run-schem
 import { apiPath } from '../api-client.js';
 import { defineTool, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
+import { execWithProgress } from './exec-progress.js';
 
 const RESULT =
   'Returns two text blocks: first exit_code and duration_ms (a non-zero exit_code is the command\'s verdict, not a tool ' +
@@ -21,11 +22,15 @@ export const execTools: Tool[] = [
       'Run one command in a running sandbox (see sandbox_create) and wait for it. command is an argv array run without ' +
       'a shell: use ["bash", "-lc", "cd src && make 2>&1 | tail"] for pipes, redirection, && or globs. Runs as user ' +
       '"sandbox" in /workspace unless workdir or sudo say otherwise; files and installed packages persist for later calls. ' +
+      'With a progressToken, progress notifications report the output as the command prints it. ' +
       RESULT,
     inputSchema: z.strictObject({ name: sandboxName, ...execBody.shape }),
     annotations: { destructiveHint: true, openWorldHint: true },
-    handle: async ({ name, ...body }, { api, signal }) =>
-      execResult(await api.request<ExecResultBody>({ method: 'POST', path: apiPath('sandboxes', name, 'exec'), body }, signal)),
+    handle: async ({ name, ...body }, { api, signal, progress }) => {
+      const path = apiPath('sandboxes', name, 'exec');
+      if (progress) return execResult(await execWithProgress(api, `${path}/stream`, body, progress, signal));
+      return execResult(await api.request<ExecResultBody>({ method: 'POST', path, body }, signal));
+    },
   }),
 
   defineTool({

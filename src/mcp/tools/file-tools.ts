@@ -4,6 +4,13 @@ import { apiPath, filePath } from '../api-client.js';
 import { defineTool, text, type Tool } from '../tool.js';
 import { absolutePath, sandboxName } from './arguments.js';
 
+/** GET /sandboxes/{name}/fs as the tool reads it. */
+interface FsListingBody {
+  path: string;
+  entries: { name: string; type: string; size: number; mode: string; mtime: string }[];
+  truncated: boolean;
+}
+
 const ENCODING = encoding.optional().meta({ description: 'utf8 (default) for text, base64 for binary content' });
 
 /** Files inside running sandboxes. */
@@ -61,6 +68,24 @@ export const fileTools: Tool[] = [
     handle: async ({ name, ...body }, { api, signal }) => {
       const { written } = await api.request<{ written: number }>({ method: 'POST', path: apiPath('sandboxes', name, 'files'), body }, signal);
       return text(`wrote ${written} file${written === 1 ? '' : 's'}`);
+    },
+  }),
+
+  defineTool({
+    name: 'sandbox_file_list',
+    title: 'List a directory',
+    description:
+      'List a directory in a running sandbox, e.g. /workspace: one line per entry, sorted by name, as "type size mode ' +
+      'mtime name" (type file, dir, symlink or other; size in bytes; mode in octal). At most 10,000 entries; a last line ' +
+      'says when there were more. Use sandbox_exec with find for a recursive search.',
+    inputSchema: z.strictObject({ name: sandboxName, path: absolutePath.meta({ description: 'Absolute path of the directory, e.g. /workspace' }) }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    capability: 'file_views',
+    handle: async ({ name, path }, { api, signal }) => {
+      const listing = await api.request<FsListingBody>({ method: 'GET', path: apiPath('sandboxes', name, 'fs'), query: { path } }, signal);
+      const lines = listing.entries.map((e) => `${e.type.padEnd(7)} ${String(e.size).padStart(10)} ${e.mode} ${e.mtime} ${e.name}`);
+      if (listing.truncated) lines.push('(more entries not shown: the first 10,000 by name)');
+      return text(lines.length > 0 ? lines.join('\n') : `(${listing.path} is empty)`);
     },
   }),
 

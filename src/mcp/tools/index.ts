@@ -7,6 +7,7 @@ import { lifecycleTools } from './lifecycle-tools.js';
 import { llmTools } from './llm-tools.js';
 import { objectTools } from './object-tools.js';
 import { permissionTools } from './permission-tools.js';
+import { proxyTools } from './proxy-tools.js';
 import { orchestrationTools } from './orchestration-tools.js';
 import { sandboxTools } from './sandbox-tools.js';
 import { scheduleTools } from './schedule-tools.js';
@@ -27,5 +28,6 @@ export const TOOL_FAMILIES: readonly (readonly Tool[])[] = [
   storeTools,
   llmTools,
   permissionTools,
+  proxyTools,
   orchestrationTools,
 ];

@@ -8,7 +8,7 @@ import type { ServiceContext } from '../context.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
 
 /** The variables the server adds to every command of a sandbox (the LLM gateway's), under the sandbox's own. */
-export type SandboxEnvSource = (sandbox: Pick<SandboxRecord, 'uuid' | 'profile'>) => Promise<Record<string, string>>;
+export type SandboxEnvSource = (sandbox: Pick<SandboxRecord, 'uuid' | 'profile'> & Partial<Pick<SandboxRecord, 'network'>>) => Promise<Record<string, string>>;
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
 
@@ -49,12 +49,12 @@ export class ExecService {
    * The env of a sandbox's commands: the server's variables (the LLM gateway's base URLs and
    * placeholder keys), under the sandbox's own env, under each request's.
    */
-  async envOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile' | 'env'>): Promise<Record<string, string>> {
+  async envOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile' | 'env'> & Partial<Pick<SandboxRecord, 'network'>>): Promise<Record<string, string>> {
     return { ...(await this.serverEnv(sandbox)), ...sandbox.env };
   }
 
   /** The server's variables alone (for processes that take no sandbox env, such as object workers). */
-  serverEnvOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile'>): Promise<Record<string, string>> {
+  serverEnvOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile'> & Partial<Pick<SandboxRecord, 'network'>>): Promise<Record<string, string>> {
     return this.serverEnv(sandbox);
   }
 

@@ -5,14 +5,24 @@ import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Metrics } from '../../telemetry/metrics.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { Clock } from '../support/clock.js';
+import { isoNow, type Clock } from '../support/clock.js';
 import type { SecretBox } from '../support/secret-box.js';
+import type { ProxyRepository } from '../../state/proxy-repository.js';
+import type { AuditService } from '../events/audit-service.js';
+import { EgressProxy, type EgressLookup, type Resolver } from './egress-proxy.js';
+import { InternalAddresses } from './internal-addresses.js';
 import { LlmGateway } from './llm-gateway.js';
+import { ProxyHooks, type ProxyOutcome, type ProxyRequestFacts } from './proxy-hooks.js';
+import { ProxyLog } from './proxy-log.js';
+import { SandboxSecrets } from './sandbox-secrets.js';
 import { LlmKeys } from './llm-keys.js';
 import { providersFrom, type ProviderSettings } from './llm-providers.js';
 import { LlmUsage } from './llm-usage.js';
 import { ProxyServer } from './proxy-server.js';
 import { SandboxTokens } from './sandbox-token.js';
+import type { SandboxNetwork } from '../../domain/egress.js';
+import type { Profile } from '../../domain/profiles.js';
+import { egressLookup, sandboxEgress } from '../sandboxes/sandbox-network.js';
 
 /** The proxy port cannot listen; the message says what to fix (at start it ends the process, exit 2). */
 export class ProxyStartError extends Error {
@@ -34,12 +44,25 @@ export interface EgressSettings {
   providers?: Record<string, ProviderSettings>;
   /** `[llm].stream_usage`: ask OpenAI Chat streams for their usage; default true. */
   streamUsage?: boolean;
+  /** Host names to addresses for the egress proxy (tests map names to local upstreams); default DNS. */
+  resolve?: Resolver;
+  /** CIDRs of the sandbox networks the proxy refuses; default the host's Docker bridges' ranges. */
+  sandboxRanges?: () => readonly string[];
+  /** Sandboxes' egress rules (tests); see the `egressOf` input. */
+  egressOf?: EgressLookup;
+  /** Idle time of a forwarded request before 504 (tests); default 60 s. */
+  proxyTimeoutMs?: number;
 }
+
+/** How long a `proxy.denied` event stands for the same sandbox and host (no flood from a retrying client). */
+const DENIED_EVENT_EVERY_MS = 10_000;
 
 /** What the env of a sandbox's commands is made from. */
 export interface SandboxIdentity {
   uuid: string;
-  profile: string;
+  profile: Profile;
+  /** The sandbox's `network` (absent or null: its profile's default). */
+  network?: SandboxNetwork | null;
 }
 
 /**
@@ -51,6 +74,14 @@ export class EgressService {
   readonly tokens: SandboxTokens;
   readonly keys: LlmKeys;
   readonly usage: LlmUsage;
+  /** Hooks of the egress proxy (persisted). */
+  readonly hooks: ProxyHooks;
+  /** Recent decisions of the egress proxy. */
+  readonly proxyLog = new ProxyLog();
+  /** Sandbox secrets and their swap. */
+  readonly secrets: SandboxSecrets;
+  private readonly proxy: EgressProxy;
+  private readonly deniedAt = new Map<string, number>();
   private readonly server: ProxyServer;
   private readonly gateway: LlmGateway;
   private readonly llmRepo: LlmRepository;
@@ -61,7 +92,11 @@ export class EgressService {
       backend: Backend;
       sandboxes: SandboxRepository;
       llm: LlmRepository;
+      proxy: ProxyRepository;
+      audit: AuditService;
       secrets: SecretBox;
+      /** A sandbox's egress rules, read per request; default its record's `network` field. */
+      egressOf?: EgressLookup;
       bus: EventBus;
       metrics: Metrics;
       clock: Clock;
@@ -86,56 +121,124 @@ export class EgressService {
       streamUsage: input.settings.streamUsage ?? true,
     });
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
+    this.hooks = new ProxyHooks({ repo: input.proxy, audit: input.audit, clock: input.clock, logger: input.logger, audited: (facts, hook, outcome) => this.publish('proxy.audited', facts, { hook, ...outcome }) });
+    this.secrets = new SandboxSecrets({ repo: input.proxy, box: input.secrets });
+    this.proxy = new EgressProxy({
+      tokens: this.tokens,
+      egressOf: input.egressOf ?? input.settings.egressOf ?? egressLookup(input.sandboxes),
+      sandboxes: input.sandboxes,
+      hooks: this.hooks,
+      secrets: this.secrets,
+      log: this.proxyLog,
+      internal: new InternalAddresses(input.settings.sandboxRanges),
+      decisions: input.metrics.proxyRequests,
+      denied: (facts, reason) => this.publishDenied(facts, reason),
+      clock: input.clock,
+      logger: input.logger,
+      ...(input.settings.resolve ? { resolve: input.settings.resolve } : {}),
+      ...(input.settings.proxyTimeoutMs ? { timeoutMs: input.settings.proxyTimeoutMs } : {}),
+    });
+    this.server.mountForward(this.proxy);
   }
 
-  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`). */
+  /** The proxy port's base URL while it listens (`http://<gateway>:<port>`), as `open` sandboxes reach it. */
   get url(): string | undefined {
-    const bound = this.server.address;
+    return this.urlFor('open');
+  }
+
+  /** The proxy port's base URL on the network of sandboxes with this egress. */
+  urlFor(egress: 'open' | 'proxy'): string | undefined {
+    const all = this.server.addresses;
+    const bound = (egress === 'proxy' ? all[1] : undefined) ?? all[0];
     if (!bound) return undefined;
     return `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`;
   }
 
-  /** Listens on the proxy port when enabled; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when it cannot. */
+  /**
+   * Listens on the proxy port when enabled, on the gateway of each network of the backend's
+   * sandboxes (`open`, and `proxy` where the backend offers it), and opens that port to them in
+   * the backend's packet filter; ProxyStartError (or BACKEND_UNAVAILABLE from the engine) when
+   * it cannot. Without the proxy the backend's networks are still made and closed at start.
+   */
   async start(): Promise<void> {
     const { settings, backend } = this.input;
-    if (!settings.enabled || this.server.address) return;
-    let host = settings.host;
-    if (host === undefined) {
-      const gateway = backend.capabilities.gateway;
-      if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
-      try {
-        host = await gateway.gatewayAddress();
-      } catch (err) {
-        if (!isServiceError(err)) throw err;
-        throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
-      }
-    }
+    if (!settings.enabled) return this.prepareNetworks();
+    if (this.server.address) return;
+    const hosts = settings.host !== undefined ? [settings.host] : await this.gatewayHosts();
     try {
-      await this.server.listen(host, settings.port);
+      await this.server.listen(hosts, settings.port);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${host} is in use: choose another with --proxy-port`);
-      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${host}: this host has no such address (is the Docker bridge up?)`);
+      if (code === 'EADDRINUSE') throw new ProxyStartError(`proxy port ${settings.port} on ${hosts.join(', ')} is in use: choose another with --proxy-port`);
+      if (code === 'EADDRNOTAVAIL') throw new ProxyStartError(`the proxy port cannot listen on ${hosts.join(', ')}: this host has no such address (is the Docker bridge up?)`);
       throw err;
     }
+    if (settings.host === undefined) await backend.capabilities.egress?.exposePort(this.server.addresses[0]?.port);
     this.input.logger.info({ url: this.url }, 'proxy port listening (LLM gateway at /llm/<provider>/)');
+  }
+
+  /** The gateway address of each network of the backend's sandboxes, where the proxy port listens. */
+  private async gatewayHosts(): Promise<string[]> {
+    const { backend } = this.input;
+    const gateway = backend.capabilities.gateway;
+    if (!gateway) throw new ProxyStartError(`--proxy: the ${backend.name} backend has no address its sandboxes reach the host at, so the proxy port cannot serve them`);
+    try {
+      const open = await gateway.gatewayAddress('open');
+      const proxy = backend.capabilities.egress?.modes.includes('proxy') ? await gateway.gatewayAddress('proxy') : open;
+      return proxy === open ? [open] : [open, proxy];
+    } catch (err) {
+      if (!isServiceError(err)) throw err;
+      throw new ProxyStartError(`--proxy: cannot learn the address sandboxes reach the host at: ${err.message}`);
+    }
+  }
+
+  /** Makes the backend's networks and packet filter now rather than at the first create (a failure is logged: creates say it again). */
+  private async prepareNetworks(): Promise<void> {
+    await this.input.backend.capabilities.egress?.exposePort(undefined).catch((err: unknown) => {
+      this.input.logger.error({ err }, "sandboxd's networks or packet filter are not ready; networked sandboxes cannot be made until they are");
+    });
   }
 
   async close(): Promise<void> {
     await this.server.close();
     this.gateway.close();
+    this.proxy.close();
+  }
+
+  /** `proxy.denied`, at most once per DENIED_EVENT_EVERY_MS for a sandbox and host. */
+  private publishDenied(facts: ProxyRequestFacts, reason: string): void {
+    const key = `${facts.sandbox_uuid} ${facts.host}`;
+    const now = Date.now();
+    if ((this.deniedAt.get(key) ?? 0) > now - DENIED_EVENT_EVERY_MS) return;
+    if (this.deniedAt.size > 10_000) this.deniedAt.clear();
+    this.deniedAt.set(key, now);
+    this.publish('proxy.denied', facts, { reason });
+  }
+
+  private publish(type: 'proxy.denied' | 'proxy.audited', facts: ProxyRequestFacts, extra: Partial<ProxyOutcome> & Record<string, unknown>): void {
+    this.input.bus.publish({
+      type,
+      timestamp: isoNow(this.input.clock),
+      sandbox: facts.sandbox,
+      sandbox_uuid: facts.sandbox_uuid,
+      labels: facts.labels,
+      metadata: { method: facts.method, url: facts.url, host: facts.host, port: facts.port, ...extra },
+    });
   }
 
   /**
-   * The variables a sandbox's commands get while the proxy port listens: each provider's base
-   * URL on the gateway and, as its key, the sandbox's token (a placeholder the gateway swaps for
-   * the real key). None for a restrictive sandbox, which has no network to reach the port with.
+   * The variables a sandbox's commands get while the proxy port listens: the egress proxy
+   * (`HTTP_PROXY` and friends on the gateway of the sandbox's network, its token as the
+   * password), each provider's base URL on that gateway and, as its key, the same token (a
+   * placeholder the gateway swaps for the real key). None for a sandbox without a network.
    */
   async sandboxEnv(sandbox: SandboxIdentity): Promise<Record<string, string>> {
-    const base = this.url;
-    if (!base || sandbox.profile === 'restrictive') return {};
+    const egress = sandboxEgress({ profile: sandbox.profile, network: sandbox.network ?? null }).egress;
+    if (egress === 'none') return {};
+    const base = this.urlFor(egress);
+    if (!base) return {};
     const token = this.tokens.mint(sandbox.uuid);
-    const env: Record<string, string> = {};
+    const env = proxyEnv(base, token);
     for (const provider of await this.keys.providers()) {
       for (const name of provider.env.baseUrl) env[name] = `${base}/llm/${provider.name}${provider.env.baseUrlSuffix}`;
       for (const name of provider.env.keys) env[name] = token;
@@ -148,4 +251,16 @@ export class EgressService {
     if (budgetTokens === undefined) await this.llmRepo.deleteBudget(sandboxUuid);
     else await this.llmRepo.setBudget(sandboxUuid, budgetTokens);
   }
+}
+
+/**
+ * The proxy variables (DECISIONS-WAVE2 5.4, "which sandboxes"): the proxy on the gateway, the
+ * sandbox's token as the userinfo its clients send as Proxy-Authorization; the gateway itself
+ * (the LLM base URLs) is reached directly.
+ */
+function proxyEnv(base: string, token: string): Record<string, string> {
+  const url = new URL(base);
+  const proxy = `${url.protocol}//sbx:${token}@${url.host}`;
+  const noProxy = `localhost,127.0.0.1,${url.hostname}`;
+  return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: noProxy, no_proxy: noProxy };
 }

@@ -25,8 +25,8 @@ export interface ForwardProxy {
 export class ProxyServer {
   private readonly prefixes: [string, PrefixHandler][] = [];
   private forward: ForwardProxy | undefined;
-  private server: Server | undefined;
-  private bound: { host: string; port: number } | undefined;
+  private servers: Server[] = [];
+  private bound: { host: string; port: number }[] = [];
 
   constructor(private readonly logger: Logger) {}
 
@@ -40,13 +40,32 @@ export class ProxyServer {
     this.forward = proxy;
   }
 
-  /** Where it listens; undefined before `listen` and after `close`. */
+  /** Where it listens (the first address); undefined before `listen` and after `close`. */
   get address(): { host: string; port: number } | undefined {
+    return this.bound[0];
+  }
+
+  /** Every address it listens on (one per network its sandboxes are on). */
+  get addresses(): readonly { host: string; port: number }[] {
     return this.bound;
   }
 
-  /** Listens on `host:port` (port 0: any free port). */
-  async listen(host: string, port: number): Promise<void> {
+  /**
+   * Listens on `host:port`, and on the same port of each further host (port 0: any free port,
+   * the same on every host); all or none.
+   */
+  async listen(host: string | readonly string[], port: number): Promise<void> {
+    const [first = '', ...others] = typeof host === 'string' ? [host] : host;
+    try {
+      const bound = await this.listenOne(first, port);
+      for (const other of others) await this.listenOne(other, bound);
+    } catch (err) {
+      await this.close();
+      throw err;
+    }
+  }
+
+  private async listenOne(host: string, port: number): Promise<number> {
     const server = createServer((request, response) => void this.dispatch(request, response));
     server.on('connect', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
@@ -70,29 +89,49 @@ export class ProxyServer {
         resolve();
       });
     });
-    this.server = server;
-    this.bound = { host, port: (server.address() as AddressInfo).port };
+    this.servers.push(server);
+    const bound = (server.address() as AddressInfo).port;
+    this.bound.push({ host, port: bound });
+    return bound;
   }
 
   /** Stops listening and ends the connections it holds. */
   async close(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    this.bound = undefined;
-    if (!server) return;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
+    const servers = this.servers;
+    this.servers = [];
+    this.bound = [];
+    await Promise.all(
+      servers.map((server) => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        return closed;
+      }),
+    );
+  }
+
+  /** The path of an absolute URL that names this port's own address, else undefined. */
+  private ownPath(target: string): string | undefined {
+    try {
+      const url = new URL(target);
+      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+      const port = Number(url.port || 80);
+      return url.protocol === 'http:' && this.bound.some((bound) => bound.host === host && bound.port === port) ? `${url.pathname}${url.search}` : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   private async dispatch(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
       const target = request.url ?? '/';
-      if (!target.startsWith('/')) {
+      // An absolute URL naming this port itself (a client that sends even the gateway through
+      // the proxy) is served here like its origin-form path.
+      const own = target.startsWith('/') ? target : this.ownPath(target);
+      if (own === undefined) {
         if (this.forward) return await this.forward.request(request, response);
         return plain(response, 405, 'this port serves the LLM gateway (/llm/<provider>/...), not proxy requests');
       }
-      const path = target.split('?')[0]!;
+      const path = own.split('?')[0]!;
       const mounted = this.prefixes.find(([prefix]) => path.startsWith(prefix));
       if (!mounted) return plain(response, 404, `nothing is served at ${path} on this port: the LLM gateway is at /llm/<provider>/...`);
       await mounted[1](request, response, path);

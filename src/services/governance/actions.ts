@@ -27,6 +27,10 @@ export const ACTIONS = [
   'snapshot.get',
   'snapshot.delete',
   'snapshot.restore',
+  'volume.create',
+  'volume.list',
+  'volume.get',
+  'volume.delete',
   'image.build',
   'image.list',
   'image.delete',
@@ -86,6 +90,7 @@ export const ACTIONS = [
   'proxy.hooks.list',
   'proxy.hooks.create',
   'proxy.hooks.delete',
+  'proxy.log',
 ] as const;
 
 export type Action = (typeof ACTIONS)[number];

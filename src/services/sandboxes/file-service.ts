@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Backend } from '../../backends/backend.js';
-import { ServiceError, badRequest } from '../../errors.js';
+import { ServiceError, badRequest, isServiceError } from '../../errors.js';
 import { ConcurrencyLimit } from '../support/concurrency-limit.js';
 import type { AuditService } from '../events/audit-service.js';
 import type { SandboxService } from './sandbox-service.js';
@@ -150,7 +150,7 @@ export class FileService {
     const sandbox = await this.sandboxes.requireRunning(name);
     const release = await this.bufferedReads.acquire();
     try {
-      const bytes = await this.backend.readFile(sandbox.backend_id, path);
+      const bytes = await this.backend.readFile(sandbox.backend_id, path).catch(pointToListing(name, path));
       await this.sandboxes.touch(sandbox);
       await this.audit.record('file_read', sandbox, { path, bytes: bytes.length });
       const text = asText(bytes);
@@ -176,7 +176,7 @@ export class FileService {
     if (!release) throw new ServiceError('BUSY', `${STREAMED_READS} file reads are under way: retry when one has finished`);
     let stream: Readable | undefined;
     try {
-      stream = await this.backend.readFileStream(sandbox.backend_id, path);
+      stream = await this.backend.readFileStream(sandbox.backend_id, path).catch(pointToListing(name, path));
       stream.once('close', release);
       await this.sandboxes.touch(sandbox);
       await this.audit.record('file_read', sandbox, { path, streamed: true });
@@ -197,6 +197,16 @@ export class FileService {
     await this.audit.record('file_deleted', sandbox, { path });
     return `deleted ${path}`;
   }
+}
+
+/** A read of a directory is refused with the route that lists it. */
+function pointToListing(name: string, path: string): (err: unknown) => never {
+  return (err) => {
+    if (isServiceError(err) && err.code === 'BAD_REQUEST' && err.message.endsWith(`'${path}' is a directory`)) {
+      throw badRequest(`'${path}' is a directory`, { hint: { action: 'list_directory', sandbox: name, path } });
+    }
+    throw err;
+  };
 }
 
 /** The bytes as a string when they are valid UTF-8 text without NUL bytes. */

@@ -13,9 +13,13 @@ import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from './sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
+import { checkMounts } from './volume-service.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext, ServiceSettings } from '../context.js';
+import { secretPlaceholders } from '../egress/sandbox-secrets.js';
+import { defaultEgress } from '../../domain/egress.js';
+import { NetworkRules, networkOfCreate, networkOfPatch, sandboxEgress } from './sandbox-network.js';
 
 /**
  * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle
@@ -37,6 +41,13 @@ export class SandboxService {
   private readonly stopHooks: StopHook[] = [];
   private readonly removeHooks: RemoveHook[] = [];
   private readonly createHooks: CreateHook[] = [];
+  /** Each running `open` sandbox's own address rules in the backend's packet filter. */
+  readonly networkRules: NetworkRules;
+  /**
+   * Whether sandboxes with egress `proxy` can reach a proxy (the proxy port listens); set by
+   * the wiring. Without one such a sandbox would reach nothing at all.
+   */
+  proxyListening: () => boolean = () => false;
 
   constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'settings' | 'clock' | 'logger'>) {
     this.repo = ctx.repos.sandboxes;
@@ -48,6 +59,7 @@ export class SandboxService {
     this.logger = ctx.logger;
     this.hostCpus = ctx.settings.hostCpus ?? cpus().length;
     this.hostMemoryMb = ctx.settings.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
+    this.networkRules = new NetworkRules(this.repo, this.backend, this.logger);
   }
 
   /**
@@ -105,8 +117,16 @@ export class SandboxService {
     const diskMb = this.diskOf(input.disk_mb);
     if (input.source_ref && !input.source_url) throw badRequest('source_ref: needs source_url');
     if (input.source_url) validateSource({ url: input.source_url, ...(input.source_ref ? { ref: input.source_ref } : {}) });
+    const profile = input.profile ?? DEFAULT_PROFILE;
+    const network = networkOfCreate(input.network, profile, this.backend);
+    if (network?.egress === 'proxy' && !this.proxyListening()) {
+      throw badRequest("network.egress: 'proxy' needs the egress proxy, which this server does not run: start it with --proxy (a proxy-mode sandbox reaches nothing else)");
+    }
+    const volumes = await checkMounts(this.backend, input.volumes);
 
     const now = isoNow(this.clock);
+    // Secrets: the env holds placeholders; the values are stored by the egress service (onCreated).
+    const secrets = secretPlaceholders(input.secrets);
     const record: SandboxRecord = {
       uuid: uuidv7(),
       name: input.name,
@@ -117,11 +137,11 @@ export class SandboxService {
       vcpus,
       memory_mb: memoryMb,
       disk_mb: diskMb ?? null,
-      profile: input.profile ?? DEFAULT_PROFILE,
+      profile,
       labels: input.labels ?? {},
       description: input.description ?? null,
       lifecycle: input.lifecycle ?? null,
-      env: input.env ?? {},
+      env: { ...input.env, ...secrets?.env },
       source_url: input.source_url ?? null,
       source_ref: input.source_ref ?? null,
       created_at: now,
@@ -133,12 +153,17 @@ export class SandboxService {
       status_reason: null,
       root_image: rootImage ?? null,
       restored_from: restoredFrom ?? null,
+      secret_mappings: secrets?.mappings ?? null,
+      network,
+      volumes,
     };
 
     return this.locks.run(record.name, async () => {
       if (await this.repo.byName(record.name)) throw conflict(`sandbox '${record.name}' already exists`);
-      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot).
-      const pooled = !fromPool || record.source_url || record.root_image ? undefined : await this.claimPooled(record);
+      // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot),
+      // and no volumes unless the backend's claim can add mounts.
+      const needsMounts = record.volumes !== null && !this.backend.capabilities.volumes?.mountsOnClaim;
+      const pooled = !fromPool || record.source_url || record.root_image || needsMounts ? undefined : await this.claimPooled(record);
       const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backend_id: pooled.state.id } : record;
       if (!(await this.repo.insert(created))) {
         if (pooled) this.pool.discard(pooled);
@@ -155,6 +180,7 @@ export class SandboxService {
       }
       if (pooled) this.pool.handOver(pooled);
       else await this.repo.update(created.uuid, { status: 'running', backend_id: state.id });
+      if (network && network.egress === 'open') await this.networkRules.syncQuietly();
       await this.audit.record('sandbox_created', created, {
         image: created.image,
         backend: created.backend,
@@ -185,6 +211,8 @@ export class SandboxService {
     // Without claims, pool instances serve runs only.
     const claiming = this.backend.capabilities.poolClaim;
     if (!claiming) return undefined;
+    // Pool instances are on their profile's default network: a sandbox on another is made anew.
+    if (sandboxEgress(record).egress !== defaultEgress(record.profile)) return undefined;
     const pooled = this.pool.takeReady({ image: record.image, profile: record.profile });
     if (!pooled) return undefined;
     try {
@@ -237,7 +265,10 @@ export class SandboxService {
       if (patch.lifecycle !== undefined) changes.lifecycle = patch.lifecycle;
       if (patch.ttl !== undefined) changes.expires_at = addDuration(this.clock(), patch.ttl, 'ttl').toISOString();
       if (patch.expires_at === null) changes.expires_at = null;
+      if (patch.network !== undefined) changes.network = networkOfPatch(record, patch.network);
       await this.repo.update(record.uuid, changes);
+      // Applied at once: the packet filter now (open), the proxy at its next request (proxy).
+      if (changes.network) await this.networkRules.sync();
       await this.audit.record('sandbox_updated', record, { fields: Object.keys(patch), ...(changes.expires_at !== undefined ? { expires_at: changes.expires_at } : {}) });
       const state = await this.observe(record);
       return detailOf({ ...record, ...changes }, state ?? undefined);
@@ -264,6 +295,8 @@ export class SandboxService {
       const now = isoNow(this.clock);
       const changes = { status: 'running' as const, status_reason: null, backend_id: state.id, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, changes);
+      // A new address: the sandbox's own rules move with it.
+      await this.networkRules.syncQuietly();
       if (lost) await this.audit.record('sandbox_recreated', record, { reason: record.status_reason ?? 'its container was gone' });
       if (!wasRunning) await this.audit.record('sandbox_started', record);
       return { ...detailOf({ ...record, ...changes }, state), ...(lost ? { recreated: true } : {}) };
@@ -281,6 +314,7 @@ export class SandboxService {
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
       await this.repo.update(record.uuid, { status: 'stopped', updated_at: now });
+      await this.networkRules.syncQuietly();
       if (record.status !== 'stopped' || state?.status === 'running') await this.audit.record('sandbox_stopped', record);
       return detailOf({ ...record, status: 'stopped', updated_at: now }, state ? { ...state, status: 'stopped' } : undefined);
     });
@@ -294,6 +328,7 @@ export class SandboxService {
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
       if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
       await this.repo.delete(record.uuid);
+      await this.networkRules.syncQuietly();
       for (const hook of this.removeHooks) await hook(record);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
@@ -422,7 +457,9 @@ export function specOf(record: SandboxRecord): SandboxSpec {
     ...(record.disk_mb !== null ? { disk_mb: record.disk_mb } : {}),
     profile: record.profile,
     env: record.env,
+    ...(record.network ? { network: record.network } : {}),
     ...(record.source_url ? { source: { url: record.source_url, ...(record.source_ref ? { ref: record.source_ref } : {}) } } : {}),
+    ...(record.volumes?.length ? { volumes: record.volumes } : {}),
   };
 }
 
@@ -437,6 +474,7 @@ function shown(record: SandboxRecord, state?: InstanceState) {
     status: record.status as SandboxSummary['status'],
     ip: record.status === 'running' && state?.ip ? state.ip : undefined,
     runtime: state?.runtime,
+    network: sandboxEgress(record),
   };
 }
 

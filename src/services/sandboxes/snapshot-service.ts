@@ -76,6 +76,7 @@ export class SnapshotService {
           created_at: isoNow(this.clock),
           labels: sandbox.labels,
           description: sandbox.description,
+          volumes: sandbox.volumes,
         };
         if (!(await this.repo.insert(record))) throw conflict(`snapshot '${input.name}' already exists`);
         try {
@@ -139,5 +140,7 @@ export class SnapshotService {
 
 /** The API view of a snapshot: its record's fields the response schema declares. */
 function viewOf(record: SnapshotRecord): SnapshotView {
-  return view(snapshotView, record);
+  const volumes = record.volumes ?? [];
+  const note = volumes.length > 0 ? `not included: the contents of volume${volumes.length > 1 ? 's' : ''} ${volumes.map((v) => `'${v.name}' (${v.path})`).join(', ')}; a restored sandbox mounts no volumes` : undefined;
+  return view(snapshotView, { ...record, note });
 }

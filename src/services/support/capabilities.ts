@@ -15,7 +15,10 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   workers: 'workers',
   diskQuota: 'disk_quota',
   gateway: 'gateway',
+  fileViews: 'file_views',
+  volumes: 'volumes',
   terminal: 'terminal',
+  egress: 'egress',
   imageBuild: 'image_build',
 };
 
@@ -31,7 +34,10 @@ const OFFERS: Record<CapabilityName, string> = {
   workers: 'persistent workers',
   diskQuota: "disk_mb: its storage cannot bound what a sandbox writes (README, 'Disk quota')",
   gateway: 'an address of the host its sandboxes reach (the LLM gateway and the egress proxy need one)',
+  fileViews: 'file system views (listings, stat, watches)',
+  volumes: 'named volumes',
   terminal: 'terminals',
+  egress: "network.egress: enforced egress (README, 'Security model')",
   imageBuild: 'images built from a Dockerfile',
 };
 

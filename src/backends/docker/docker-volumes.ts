@@ -1,0 +1,84 @@
+import type Docker from 'dockerode';
+import { conflict, notFound } from '../../errors.js';
+import type { VolumeInfo, VolumeMount, VolumesCapability } from '../backend.js';
+import { dockerStatus, isNotFound } from './docker-errors.js';
+import type { ExecRunner } from './docker-files.js';
+import { dockerVolumeName, LABEL, type UserIds } from './container-spec.js';
+
+/** The label that names a volume as the service knows it. */
+const VOLUME_LABEL = 'sandboxd.volume';
+
+/**
+ * Named volumes as Docker named volumes (the `local` driver), labelled as this service's.
+ * Containers mount them (`createOptions`); removing a container leaves them. A claim cannot add
+ * mounts to a running container, so a sandbox with volumes is always created fresh.
+ */
+export class DockerVolumes implements VolumesCapability {
+  readonly mountsOnClaim = false;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly instanceId: string,
+  ) {}
+
+  async createVolume(name: string): Promise<VolumeInfo> {
+    await this.docker.createVolume({
+      Name: dockerVolumeName(this.instanceId, name),
+      Labels: { [LABEL.managed]: 'true', [LABEL.instance]: this.instanceId, [VOLUME_LABEL]: name },
+    });
+    const info = await this.inspectVolume(name);
+    if (!info) throw notFound(`volume '${name}' vanished as it was made`);
+    return info;
+  }
+
+  async listVolumes(): Promise<VolumeInfo[]> {
+    const answer = await this.docker.listVolumes({ filters: { label: [`${LABEL.managed}=true`, `${LABEL.instance}=${this.instanceId}`] } });
+    return (answer.Volumes ?? []).filter((volume) => volume.Labels?.[VOLUME_LABEL]).map((volume) => infoOf(volume));
+  }
+
+  async inspectVolume(name: string): Promise<VolumeInfo | null> {
+    try {
+      const volume = (await this.docker.getVolume(dockerVolumeName(this.instanceId, name)).inspect()) as Docker.VolumeInspectInfo;
+      return volume.Labels?.[LABEL.instance] === this.instanceId ? infoOf(volume) : null;
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    if (!(await this.inspectVolume(name))) throw notFound(`volume '${name}' not found`);
+    await this.docker
+      .getVolume(dockerVolumeName(this.instanceId, name))
+      .remove()
+      .catch((err: unknown) => {
+        if (dockerStatus(err) === 409) throw conflict(`volume '${name}' is in use by a container`);
+        if (!isNotFound(err)) throw err;
+      });
+  }
+}
+
+function infoOf(volume: Docker.VolumeInspectInfo & { CreatedAt?: string }): VolumeInfo {
+  const created = volume.CreatedAt ? new Date(volume.CreatedAt) : new Date();
+  return { name: volume.Labels?.[VOLUME_LABEL] ?? volume.Name, created_at: created.toISOString() };
+}
+
+/**
+ * Gives the root directory of each writable volume that root owns (a new volume, mounted where
+ * the image has no directory) to the sandbox's default user, from inside the running sandbox.
+ * Best effort: where root holds no CAP_CHOWN (the restrictive profile) the directory stays
+ * root's, and what `failed` reports is logged by the caller.
+ */
+export async function claimVolumeRoots(run: ExecRunner, mounts: readonly VolumeMount[], owner: UserIds): Promise<string | undefined> {
+  const paths = mounts.filter((mount) => !mount.read_only).map((mount) => mount.path);
+  if (paths.length === 0 || owner.uid === 0) return undefined;
+  const stderr: Buffer[] = [];
+  const script = 'ids=$1; shift; for p; do [ "$(stat -c %u "$p")" = 0 ] && { chown "$ids" "$p" || exit 1; }; done; exit 0';
+  const outcome = await run({
+    cmd: ['sh', '-c', script, 'sh', `${owner.uid}:${owner.gid}`, ...paths],
+    user: '0',
+    timeoutMs: 30_000,
+    onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
+  });
+  return outcome.exitCode === 0 ? undefined : Buffer.concat(stderr).toString('utf8').trim() || `exit code ${outcome.exitCode}`;
+}

@@ -1,0 +1,63 @@
+import { envelope, message } from '../../schemas/common.js';
+import { createProxyHookBody, proxyHook, proxyHookParams, proxyHookQuery, proxyLogEntry, proxyLogQuery } from '../../schemas/proxy-schemas.js';
+import { errors, ok, type App, type RouteContext } from '../route-types.js';
+
+const tags = ['proxy'];
+
+/**
+ * Hooks of the egress proxy and its recent decisions. The proxy itself is served on the proxy
+ * port (absolute-form requests and CONNECT from sandboxes), not here.
+ */
+export async function proxyRoutes(app: App, { services }: RouteContext): Promise<void> {
+  const { hooks, proxyLog } = services.egress;
+
+  app.get(
+    '/proxy/hooks',
+    { schema: { tags, summary: 'List the proxy hooks, in the order on_request hooks run (creation order)', response: { 200: envelope(proxyHook.array()) } } },
+    async () => ok(hooks.list()),
+  );
+
+  app.post(
+    '/proxy/hooks',
+    {
+      schema: {
+        tags,
+        summary: 'Add a proxy hook, applied at once to every sandbox (persisted)',
+        description:
+          'on_request hooks run in creation order before a request is forwarded: block denies; webhook is POSTed the request ' +
+          '({timestamp, sandbox, sandbox_uuid, method, url, host, port, path, headers} with Authorization and cookies redacted) and ' +
+          'answers {action: allow|deny, reason?} within timeout_ms, else its fail (open: allow, closed: deny) applies; audit publishes ' +
+          'proxy.audited. on_response hooks are told after the request (status, bytes_in, bytes_out, latency_ms, decision), never ' +
+          'delaying it. CONNECT tunnels show only host and port (method CONNECT, url https://host:port, path "").',
+        body: createProxyHookBody,
+        response: { 201: envelope(proxyHook), ...errors(400, 409) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(ok(hooks.create(request.body))),
+  );
+
+  app.delete(
+    '/proxy/hooks/:name',
+    { schema: { tags, summary: 'Delete a proxy hook', params: proxyHookParams, response: { 200: message, ...errors(400, 404) } } },
+    async (request) => ok(hooks.remove(request.params.name)),
+  );
+
+  app.delete(
+    '/proxy/hooks',
+    { schema: { tags, summary: 'Delete a proxy hook named by ?name=', querystring: proxyHookQuery, response: { 200: message, ...errors(400, 404) } } },
+    async (request) => ok(hooks.remove(request.query.name)),
+  );
+
+  app.get(
+    '/proxy/log',
+    {
+      schema: {
+        tags,
+        summary: "The egress proxy's recent decisions, newest first (a ring of 10,000 in memory)",
+        querystring: proxyLogQuery,
+        response: { 200: envelope(proxyLogEntry.array()), ...errors(400) },
+      },
+    },
+    async (request) => ok(proxyLog.recent(request.query.limit, request.query.sandbox)),
+  );
+}
