@@ -82,6 +82,7 @@ export interface BackendCapabilities {
   gateway?: GatewayCapability;
   fileViews?: FileViewsCapability;
   volumes?: VolumesCapability;
+  imageBuild?: ImageBuildCapability;
   terminal?: TerminalCapability;
   egress?: EgressCapability;
   ports?: PortsCapability;
@@ -90,7 +91,7 @@ export interface BackendCapabilities {
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes', 'ports'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes', 'ports', 'imageBuild'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
@@ -154,6 +155,41 @@ export interface PortsCapability {
 export interface DiskQuotaCapability {
   /** Size of the storage instances write to, in MiB: the most disk_mb one instance may be given. */
   readonly storageMb: number;
+}
+
+/** An image built from a Dockerfile, as the engine holds it. */
+export interface BuiltImage {
+  tag: string;
+  id: string;
+  sizeBytes: number;
+  createdAt: string;
+}
+
+/** What {@link ImageBuildCapability.build} builds: a context (a tar holding the Dockerfile) under `tag`. */
+export interface ImageBuildRequest {
+  tag: string;
+  /** A tar archive; the Dockerfile is the entry `dockerfile` names. */
+  context: Buffer;
+  dockerfile: string;
+  labels: Record<string, string>;
+  /** Aborted when the client leaves: the build stops and leaves nothing. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Images built from a Dockerfile by the engine, offline: base images must be present locally
+ * (nothing is pulled) and build steps have no network. A failed or aborted build leaves no
+ * image or container behind; its error (BAD_REQUEST) carries the log in `details.log`.
+ */
+export interface ImageBuildCapability {
+  /** Builds and tags the image; each log chunk goes to `onLog` as the engine reports it. */
+  build(request: ImageBuildRequest, onLog: (text: string) => void): Promise<BuiltImage>;
+  /** The engine's image under a reference, without pulling; undefined when absent. */
+  inspect(reference: string): Promise<BuiltImage | undefined>;
+  /** Images carrying `label` (any value), newest first. */
+  listLabelled(label: string): Promise<Array<BuiltImage & { labels: Record<string, string> }>>;
+  /** Removes the tag (and the image when nothing else holds it); a missing tag is not an error. */
+  remove(tag: string): Promise<void>;
 }
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */

@@ -11,11 +11,24 @@ export function registerImagesCommand(program: Command): void {
 
   images
     .command('build')
-    .description(`build catalog images from Debian packages (${CATALOG.map((e) => e.name).join(', ')})`)
-    .argument('<name...>', 'catalog image names, e.g. base')
+    .description(
+      `build catalog images from Debian packages (${CATALOG.map((e) => e.name).join(', ')}), or, with --file, ` +
+        'an image from a Dockerfile and a directory through the server (sandboxd-user/NAME:latest)',
+    )
+    .argument('<name...>', 'catalog image names, e.g. base; with --file: the context directory')
     .option('--force', 'rebuild even when an up-to-date image is present', false)
     .option('--tag <tag>', 'import under this tag instead of the catalog tag (one image only)')
-    .action(async (names: string[], opts: { force: boolean; tag?: string }) => {
+    .option('-f, --file <Dockerfile>', 'build the directory with this Dockerfile on the server (POST /images)')
+    .option('--name <name>', "with --file: the image's name (default: the directory's)")
+    .option('--server <url>', 'with --file: the server (default SERVICE_URL, the local server, http://127.0.0.1:18888)')
+    .option('--api-key <key>', "with --file: the server's API key (default SERVICE_API_KEY)")
+    .option('--json', 'with --file: print the result as JSON', false)
+    .action(async (names: string[], opts: { force: boolean; tag?: string; file?: string; name?: string; server?: string; apiKey?: string; json: boolean }) => {
+      if (opts.file) {
+        if (names.length > 1) return fail('--file takes one context directory');
+        const [{ buildFromDockerfile }, { reportFailure }] = await Promise.all([import('./image-build.js'), import('./client/output.js')]);
+        return buildFromDockerfile(names[0]!, { ...opts, file: opts.file }).catch(reportFailure);
+      }
       if (opts.tag && names.length > 1) return fail('--tag takes a single image name');
       const [{ default: Dockerode }, { buildImage }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
       const docker = new Dockerode();

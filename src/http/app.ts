@@ -24,6 +24,7 @@ import { execRoutes } from './routes/exec-routes.js';
 import { fileRoutes } from './routes/file-routes.js';
 import { fsRoutes } from './routes/fs-routes.js';
 import { volumeRoutes } from './routes/volume-routes.js';
+import { imageRoutes } from './routes/image-routes.js';
 import { llmRoutes } from './routes/llm-routes.js';
 import { proxyRoutes } from './routes/proxy-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
@@ -231,6 +232,7 @@ export async function buildApp({
   await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(lifecycleRoutes, context);
   await app.register(snapshotRoutes, context);
+  await app.register(imageRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
   await app.register(browserRoutes, context);
   await app.register(previewRoutes, context);
   await app.register(objectRoutes, context);

@@ -31,6 +31,23 @@ export interface CommandStreamEvents {
   onOutput(chunk: OutputChunk): void;
 }
 
+/** An open Server-Sent Events reply: `send` numbers the events; `gone` aborts when the client leaves. */
+export interface EventReply {
+  stream: SseStream;
+  gone: AbortController;
+  send(event: string, data: object): void;
+}
+
+/** Hijacks the reply into a Server-Sent Events stream with a heartbeat (the caller refused bad requests before). */
+export function openEventStream(reply: FastifyReply, heartbeatMs: number): EventReply {
+  reply.hijack();
+  const stream = new SseStream(reply.raw, { heartbeatMs, maxBufferedBytes: MAX_BUFFERED_BYTES, onSlowClient: () => undefined });
+  const gone = new AbortController();
+  stream.onClose(() => gone.abort());
+  let id = 0;
+  return { stream, gone, send: (event, data) => stream.send(++id, event, JSON.stringify(data)) };
+}
+
 /**
  * A command streamed as Server-Sent Events (`/sandboxes/{name}/exec/stream`, `/run/stream`):
  * `output` events as it prints (a chunk may end inside a multi-byte character, so each stream
@@ -43,12 +60,7 @@ export async function streamCommand(
   { heartbeatMs, what, outputExtra }: { heartbeatMs: number; what: string; outputExtra?: (content: string) => object },
   run: (events: CommandStreamEvents) => Promise<CommandEnd>,
 ): Promise<void> {
-  reply.hijack();
-  const stream = new SseStream(reply.raw, { heartbeatMs, maxBufferedBytes: MAX_BUFFERED_BYTES, onSlowClient: () => undefined });
-  const gone = new AbortController();
-  stream.onClose(() => gone.abort());
-  let id = 0;
-  const send = (event: string, data: object) => stream.send(++id, event, JSON.stringify(data));
+  const { stream, gone, send } = openEventStream(reply, heartbeatMs);
   const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
   const onOutput = ({ stream: which, data }: OutputChunk) => {
     const content = decoders[which].write(data);

@@ -10,6 +10,7 @@ const MEMBER_OF: Record<string, string> = {
   sandboxes: 'sandbox',
   snapshots: 'snapshot',
   volumes: 'volume',
+  images: 'image',
   objects: 'object',
   classes: 'class',
   schedules: 'schedule',
@@ -85,6 +86,7 @@ const NAMED: Record<string, string> = {
   'GET /llm/usage/:sandbox': 'getSandboxLlmUsage',
   'PUT /llm/keys/:provider': 'setLlmKey',
   'DELETE /proxy/hooks': 'deleteProxyHookByName',
+  'POST /images': 'buildImage',
 };
 
 const pascal = (word: string) => word.replace(/(?:^|[-_.])([a-z0-9])/g, (_, c: string) => c.toUpperCase());

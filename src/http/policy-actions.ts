@@ -148,6 +148,9 @@ export const ROUTE_ACTIONS: Record<string, RouteAction | 'open'> = {
   'GET /snapshots/:name': { action: 'snapshot.get', resource: named('snapshot', 'name') },
   'DELETE /snapshots/:name': { action: 'snapshot.delete', resource: named('snapshot', 'name') },
   'POST /snapshots/:name/restore': { action: 'snapshot.restore', resource: named('snapshot', 'name') },
+  'GET /images': { action: 'image.list', resource: all('image') },
+  'POST /images': { action: 'image.build', resource: (i) => `image:${text(i.body?.name) ?? ''}` },
+  'DELETE /images/:name': { action: 'image.delete', resource: named('image', 'name') },
 
   'POST /gc': { action: 'admin.gc', resource: () => 'service:gc' },
   'POST /lifecycle/reconcile': { action: 'admin.reconcile', resource: () => 'service:reconcile' },

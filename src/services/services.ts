@@ -27,7 +27,7 @@ import { StoreService, storeEngines, type StoreEngine } from './durable/stores/i
 import { EgressService } from './egress/index.js';
 import { AuditService, EVENTS_OFF, Observability, type EventSettings } from './events/index.js';
 import { PermissionService, PolicyService } from './governance/index.js';
-import { FileService, FsViewService, LifecycleService, RecoveryService, SandboxService, SnapshotService, VolumeService } from './sandboxes/index.js';
+import { FileService, FsViewService, ImageService, LifecycleService, RecoveryService, SandboxService, SnapshotService, VolumeService } from './sandboxes/index.js';
 import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export type { ServiceSettings };
@@ -65,6 +65,7 @@ export class Services {
   readonly audit: AuditService;
   readonly recovery: RecoveryService;
   readonly snapshots: SnapshotService;
+  readonly images: ImageService;
   readonly lifecycle: LifecycleService;
   readonly browser: BrowserService;
   /** Preview URLs: HTTP and WebSocket traffic to ports inside sandboxes. */
@@ -168,6 +169,7 @@ export class Services {
     this.volumes = new VolumeService(ctx);
     this.runs = new RunService({ ...ctx, ...part('runs') });
     this.snapshots = new SnapshotService({ ...ctx, ...part('snapshots') });
+    this.images = new ImageService(ctx);
     this.lifecycle = new LifecycleService({ ...ctx, ...part('lifecycle') });
     this.recovery = new RecoveryService({ ...ctx, ...part('recovery') });
     this.browser = new BrowserService(ctx);

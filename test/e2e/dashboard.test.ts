@@ -1,10 +1,8 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../helpers/docker-runtime.js';
-import { startServer, type ServerProcess } from '../helpers/server-process.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { dashboardRun, enterKey, fitsWidth, openPage as open } from '../helpers/dashboard-browser.js';
 
 /**
  * The dashboard in Debian's Chromium against a spawned server on Docker: the key dialog, live
@@ -14,55 +12,9 @@ import { startServer, type ServerProcess } from '../helpers/server-process.js';
  */
 
 const KEY = 'dashboard-e2e-key-0123456789';
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-const SCREENSHOTS = resolve(import.meta.dirname, '../../docs/screenshots');
 const suffix = Math.random().toString(36).slice(2, 8);
-
-const dir = mkdtempSync(join(tmpdir(), 'sandboxd-dashboard-'));
-const shots = join(dir, 'screenshots');
-let server: ServerProcess;
-let browser: Browser;
-const api = (method: string, path: string, body?: unknown) => call(server.url, method, path, body, { authorization: `Bearer ${KEY}` });
-
-beforeAll(async () => {
-  mkdirSync(shots);
-  server = await startServer(join(dir, 'data'), ['--api-key', KEY, '--events']);
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  // Sandboxes a failed test left behind.
-  const list = server ? ((await api('GET', '/sandboxes')).body.data as { name: string }[] | undefined) : [];
-  for (const { name } of list ?? []) await api('DELETE', `/sandboxes/${name}`);
-  await server?.stop();
-  if (process.env.UPDATE_SCREENSHOTS === '1') {
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    for (const file of readdirSync(shots)) copyFileSync(join(shots, file), join(SCREENSHOTS, file));
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** A page whose console errors and uncaught exceptions are collected. */
-async function open(context: BrowserContext): Promise<{ page: Page; errors: string[] }> {
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('dialog', (dialog) => void dialog.accept());
-  return { page, errors };
-}
-
-async function enterKey(page: Page, key: string, reason: RegExp) {
-  const dialog = page.getByRole('dialog', { name: 'API key' });
-  await expect.poll(() => dialog.isVisible()).toBe(true);
-  await expect.poll(() => dialog.textContent()).toMatch(reason);
-  await dialog.getByLabel('Key').fill(key);
-  await dialog.getByLabel('Key').press('Enter');
-}
+const run = dashboardRun(KEY);
+const { api, shots } = run;
 
 const row = (page: Page, name: string) => page.getByRole('row').filter({ has: page.getByRole('link', { name, exact: true }) });
 
@@ -77,13 +29,13 @@ async function runInConsole(page: Page, command: string, expected: string) {
 
 describe('the dashboard', () => {
   it('at 1280x720: key, create, live event, exec console, upload and download, every page, delete', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 720 }, acceptDownloads: true });
+    const context = await run.browser.newContext({ viewport: { width: 1280, height: 720 }, acceptDownloads: true });
     const { page, errors } = await open(context);
     const name = `dash-${suffix}`;
     const other = `dash-api-${suffix}`;
 
     // GET / from a browser lands on /ui/, which asks for the key; a wrong one is asked again.
-    await page.goto(server.url + '/');
+    await page.goto(run.server.url + '/');
     expect(new URL(page.url()).pathname).toBe('/ui/');
     await enterKey(page, 'not-the-key', /needs an API key/);
     await enterKey(page, KEY, /refused/);
@@ -188,15 +140,15 @@ describe('the dashboard', () => {
   });
 
   it('at 420 px wide: the same flow fits the window', async () => {
-    const context = await browser.newContext({ viewport: { width: 420, height: 860 }, acceptDownloads: true });
+    const context = await run.browser.newContext({ viewport: { width: 420, height: 860 }, acceptDownloads: true });
     const { page, errors } = await open(context);
     const name = `narrow-${suffix}`;
-    await page.goto(server.url + '/ui/');
+    await page.goto(run.server.url + '/ui/');
     await enterKey(page, KEY, /needs an API key/);
     await page.getByLabel('Name').fill(name);
     await page.getByRole('button', { name: 'Create' }).click();
     await expect.poll(() => row(page, name).isVisible(), { timeout: 60_000 }).toBe(true);
-    const fits = () => page.evaluate('document.documentElement.scrollWidth <= window.innerWidth');
+    const fits = () => fitsWidth(page);
     expect(await fits()).toBe(true);
     await page.screenshot({ path: join(shots, 'narrow-sandboxes.png'), fullPage: true });
 

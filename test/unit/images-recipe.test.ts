@@ -7,7 +7,9 @@ describe('image catalog', () => {
   it('maps names and tags to the same entry', () => {
     expect(catalogEntryFor('base')?.tag).toBe('sandboxd/base:bookworm');
     expect(catalogEntryFor('sandboxd/python:bookworm')?.name).toBe('python');
-    expect(catalogEntryFor('node')?.packages).toEqual(expect.arrayContaining(['nodejs', 'npm', 'git', 'python3']));
+    expect(catalogEntryFor('node')?.packages).toEqual(expect.arrayContaining(['git', 'python3']));
+    expect(catalogEntryFor('node')?.packages).not.toContain('nodejs');
+    expect(catalogEntryFor('node')?.node?.version).toMatch(/^24\./);
     expect(catalogEntryFor('ubuntu:24.04')).toBeUndefined();
     expect(catalogEntryFor(DEFAULT_IMAGE)?.name).toBe('base');
   });

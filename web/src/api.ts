@@ -71,8 +71,8 @@ async function failure(response: Response): Promise<ApiError> {
   }
 }
 
-/** A JSON call: the envelope's `data`, or an ApiError carrying its message. */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** A JSON call: the reply's body as it is, or an ApiError carrying its message. */
+async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
@@ -80,8 +80,16 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   }
   const response = await authorizedFetch(path, init);
   if (!response.ok) throw await failure(response);
-  return ((await response.json()) as { data: T }).data;
+  return (await response.json()) as T;
 }
+
+/** A JSON call: the envelope's `data`, or an ApiError carrying its message. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await json<{ data: T }>(method, path, body)).data;
+}
+
+/** A call of a route whose reply is a bare body, not an envelope (the browser routes). */
+export const bareApi = json;
 
 /** A file's bytes as they are. */
 export async function download(path: string): Promise<Blob> {

@@ -3,6 +3,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { forgetKey, onKeyNeeded, storedKey } from './api';
 import { DocsPage } from './pages/docs';
 import { ObjectsPage, SchedulesPage, StoresPage } from './pages/durable';
+import { OrchestrationPage } from './pages/orchestration';
+import { OrchestrationsPage } from './pages/orchestrations';
 import { SandboxPage } from './pages/sandbox';
 import { SandboxesPage } from './pages/sandboxes';
 import { ServerPage } from './pages/server';
@@ -15,6 +17,7 @@ const NAV = [
   ['#/objects', 'Objects'],
   ['#/schedules', 'Schedules'],
   ['#/stores', 'Stores'],
+  ['#/orchestrations', 'Orchestrations'],
   ['#/server', 'Server'],
 ] as const;
 
@@ -32,6 +35,8 @@ function useRoute(): string {
 function Route({ route }: { route: string }) {
   const sandbox = /^#\/sandboxes\/([^/]+)$/.exec(route);
   if (sandbox) return <SandboxPage name={decodeURIComponent(sandbox[1]!)} />;
+  const orchestration = /^#\/orchestrations\/([^/]+)$/.exec(route);
+  if (orchestration) return <OrchestrationPage id={decodeURIComponent(orchestration[1]!)} />;
   switch (route) {
     case '#/docs':
       return <DocsPage />;
@@ -43,6 +48,8 @@ function Route({ route }: { route: string }) {
       return <SchedulesPage />;
     case '#/stores':
       return <StoresPage />;
+    case '#/orchestrations':
+      return <OrchestrationsPage />;
     case '#/server':
       return <ServerPage />;
     default:

@@ -125,3 +125,21 @@ export const labelText = (labels: Record<string, string>) =>
   Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(', ');
+
+/** Calls `reload` every `ms` while `active` (a view of work that moves on by itself). */
+export function usePoll(reload: () => void, ms: number, active = true): void {
+  useEffect(() => {
+    if (!active) return;
+    const timer = setInterval(reload, ms);
+    return () => clearInterval(timer);
+  }, [reload, ms, active]);
+}
+
+/** A JSON value, indented, in a scrolling block. */
+export function Json({ value, label }: { value: unknown; label: string }) {
+  return (
+    <pre class="json" aria-label={label}>
+      {value === undefined ? '—' : JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}

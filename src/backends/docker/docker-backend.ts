@@ -45,6 +45,7 @@ import { runExec } from './docker-exec.js';
 import { hostnameOf, setHostname } from './docker-hostname.js';
 import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 import * as files from './docker-files.js';
+import { DockerImageBuilds } from './docker-image-builds.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSnapshots } from './docker-snapshots.js';
 import { validateSource } from '../source-validation.js';
@@ -146,6 +147,7 @@ export class DockerBackend
     this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
     this.egress = new DockerEgress(this.docker, options.networkName ?? 'sandboxd', (id) => this.inspect(id), this.logger);
     this.capabilities.egress = this.egress;
+    this.capabilities.imageBuild = new DockerImageBuilds(this.docker, this.logger);
   }
 
   /** Runtimes are known once `ping()` (or any create) has reached the engine. */

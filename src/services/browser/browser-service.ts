@@ -105,10 +105,12 @@ export class BrowserService {
     return this.act(name, pageName, target, 'page.filled', (locator) => locator.fill(value, { timeout: ACTION_TIMEOUT_MS }));
   }
 
-  /** The viewport as a PNG, base64. */
+  /** The viewport as a PNG, base64. A page behind another is brought to the front: Chromium paints no frame for it otherwise. */
   async screenshot(name: string, pageName: string) {
     return this.withSession(name, async (session) => {
-      const png = await requirePage(session, name, pageName).page.screenshot({ type: 'png' });
+      const { page } = requirePage(session, name, pageName);
+      await page.bringToFront();
+      const png = await page.screenshot({ type: 'png' });
       return { data: png.toString('base64'), mime_type: 'image/png' as const, ...VIEWPORT };
     });
   }

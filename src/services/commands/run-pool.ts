@@ -190,6 +190,16 @@ export class RunPool {
     }
   }
 
+  /** Lets go of an image's pools (the image is being removed): idle instances are destroyed, those in use when released. */
+  async forgetImage(image: string): Promise<void> {
+    for (const [id, runs] of this.keys) {
+      if (runs.key.image !== image) continue;
+      this.keys.delete(id);
+      for (const instance of runs.idle.splice(0)) this.discard(instance);
+    }
+    await this.settled();
+  }
+
   /** Resolves once no instance is being made, reset or removed. */
   async settled(): Promise<void> {
     await this.containers.settled();

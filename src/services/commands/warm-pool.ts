@@ -196,6 +196,16 @@ export class WarmPool {
     }
   }
 
+  /** Lets go of an image's pools (the image is being removed): their ready instances are destroyed. */
+  async forgetImage(image: string): Promise<void> {
+    for (const [id, pool] of this.pools) {
+      if (pool.key.image !== image) continue;
+      this.pools.delete(id);
+      for (const instance of pool.ready.splice(0)) this.discard(instance);
+    }
+    await this.settled();
+  }
+
   /** Resolves once no instance is being made or removed. */
   async settled(): Promise<void> {
     await this.containers.settled();

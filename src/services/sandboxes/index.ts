@@ -3,10 +3,11 @@
  * lifecycle rules as data (`lifecycle.ts`) and the operations on them (`LifecycleService`:
  * archive, recover, resize, extend, gc, reconcile); snapshots; files; and the start-up
  * reconciliation of the store with the backend (`RecoveryService`); file system views and
- * named volumes.
+ * named volumes; images built from a Dockerfile (`ImageService`).
  */
 export { FileService, routePath } from './file-service.js';
 export { FsViewService } from './fs-view-service.js';
+export { ImageService, MAX_CONTEXT_BYTES } from './image-service.js';
 export { VolumeService } from './volume-service.js';
 export { LifecycleService } from './lifecycle-service.js';
 export { RecoveryService, type RecoveryReport } from './recovery-service.js';

@@ -20,6 +20,7 @@ const WIRE_NAME: Record<CapabilityName, BackendCapability> = {
   terminal: 'terminal',
   egress: 'egress',
   ports: 'ports',
+  imageBuild: 'image_build',
 };
 
 /** What each capability offers, as an UNSUPPORTED answer names it. */
@@ -39,6 +40,7 @@ const OFFERS: Record<CapabilityName, string> = {
   terminal: 'terminals',
   egress: "network.egress: enforced egress (README, 'Security model')",
   ports: 'connections to ports inside a sandbox (preview URLs)',
+  imageBuild: 'images built from a Dockerfile',
 };
 
 /**

@@ -1,6 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { api, download, enc, encPath, events, upload } from '../api';
 import { Alert, Fields, Page, Status, Table, useAction, useLoad } from '../ui';
+import { BrowserView } from './browser-view';
 import { SandboxActions } from './sandboxes';
 import { SnapshotTable, type Snapshot } from './snapshots';
 import { Terminal } from './terminal';
@@ -213,7 +214,7 @@ function Snapshots({ name }: { name: string }) {
   );
 }
 
-const TABS = ['Overview', 'Console', 'Terminal', 'Files', 'Audit log', 'Snapshots'] as const;
+const TABS = ['Overview', 'Console', 'Terminal', 'Files', 'Audit log', 'Snapshots', 'Browser'] as const;
 
 export function SandboxPage({ name }: { name: string }) {
   const sandbox = useLoad(() => api<Sandbox>('GET', `/sandboxes/${enc(name)}`), [name]);
@@ -242,6 +243,7 @@ export function SandboxPage({ name }: { name: string }) {
       {tab === 'Files' && <Files name={name} />}
       {tab === 'Audit log' && <AuditLog name={name} />}
       {tab === 'Snapshots' && <Snapshots name={name} />}
+      {tab === 'Browser' && sandbox.data && <BrowserView name={name} running={sandbox.data.status === 'running'} />}
     </Page>
   );
 }
