@@ -50,14 +50,19 @@ async function overWebSocket(api: Api, name: string): Promise<Keyboard> {
   };
 }
 
-/** The same terminal straight from the sandbox's agent socket, as the server opens it. */
-async function overAgentSocket(api: Api, name: string): Promise<Keyboard> {
+/** The transport to a Docker sandbox's agent socket on the host, as the server uses it. */
+export async function agentSocketOf(api: Api, name: string): Promise<UnixSocketTransport> {
   const { uuid } = (json(await send('GET', `${api.url}/sandboxes/${name}`)) as { data: { uuid: string } }).data;
   const { stdout } = await run('docker', ['ps', '-q', '--filter', `label=${LABEL.uuid}=${uuid}`]);
   const { stdout: mounts } = await run('docker', ['inspect', '--format', '{{json .Mounts}}', stdout.trim()]);
   const dir = (JSON.parse(mounts) as { Source: string; Destination: string }[]).find((m) => m.Destination === AGENT_IN_SANDBOX.dir)!.Source;
+  return new UnixSocketTransport(async () => join(dir, 'agent.sock'));
+}
+
+/** The same terminal straight from the sandbox's agent socket, as the server opens it. */
+async function overAgentSocket(api: Api, name: string): Promise<Keyboard> {
   const output = echoes();
-  const terminal = await openAgentTerminal(new UnixSocketTransport(async () => join(dir, 'agent.sock')), { cols: 80, rows: 24 }, output.feed);
+  const terminal = await openAgentTerminal(await agentSocketOf(api, name), { cols: 80, rows: 24 }, output.feed);
   return {
     type: (key, echo) => {
       const echoed = output.until(echo);

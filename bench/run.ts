@@ -10,6 +10,7 @@ import { benchPolicy } from './policy-bench.js';
 import { benchProxy } from './proxy-bench.js';
 import { benchPty } from './pty-bench.js';
 import { benchPreview } from './preview-bench.js';
+import { benchStreamedExec } from './stream-bench.js';
 import { benchSnapshots } from './lifecycle-bench.js';
 import { benchLlmGateway } from './llm-bench.js';
 import { benchScheduleLag } from './schedule-bench.js';
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
   // BENCH_ONLY=orchestrations the orchestration figures alone (transition on the fake backend, start on Docker).
   // BENCH_ONLY=pty the terminal keystroke echo alone.
   // BENCH_ONLY=preview the preview proxy against a direct request to the sandbox's address.
+  // BENCH_ONLY=stream a streamed exec's first output through the API against the agent socket.
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
     if (only === 'orchestrations') return await benchOrchestrations(docker, fake, n);
     if (only === 'pty') return await benchPty(docker, n * 10);
     if (only === 'preview') return await benchPreview(docker, n * 10);
+    if (only === 'stream') return await benchStreamedExec(docker, n * 5);
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -157,6 +160,7 @@ async function main(): Promise<void> {
     await benchOrchestrations(docker, fake, n);
     await benchPty(docker, n * 10);
     await benchPreview(docker, n * 10);
+    await benchStreamedExec(docker, n * 5);
   } finally {
     await docker.stop();
     await fake.stop();
