@@ -168,6 +168,20 @@ describe('volumes', () => {
     expect((await api('GET', `/volumes/${volume}`)).status).toBe(404);
   });
 
+  it("a new volume's root is the sandbox user's, also in a restrictive sandbox (no CAP_CHOWN inside)", async () => {
+    const shared = `${volume}-strict`;
+    expect((await api('POST', '/volumes', { name: shared })).status).toBe(201);
+    const strict = uniqueName('vol-strict');
+    const made = await api('POST', '/sandboxes', { name: strict, profile: 'restrictive', volumes: [{ name: shared, path: '/data' }] });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const wrote = await api('POST', `/sandboxes/${strict}/exec`, { command: ['sh', '-c', 'echo kept > /data/note && stat -c %U /data && id -un'] });
+    expect(wrote.body.data.exit_code, wrote.body.data.stderr).toBe(0);
+    const [owner, user] = (wrote.body.data.stdout as string).trim().split('\n');
+    expect(owner).toBe(user);
+    expect((await api('DELETE', `/sandboxes/${strict}`)).status).toBe(200);
+    expect((await api('DELETE', `/volumes/${shared}`)).status).toBe(200);
+  });
+
   it('refuses bad mounts before anything is made', async () => {
     await api('POST', '/volumes', { name: volume });
     const refuse = async (volumes: object[]) => api('POST', '/sandboxes', { name: uniqueName('bad'), volumes });

@@ -130,6 +130,7 @@ export class DockerBackend
   private readonly sockets: AgentSockets;
   private readonly agents: AgentConnections;
   private readonly cloneOptions: CloneOptions;
+  private readonly volumes: DockerVolumes;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
@@ -143,7 +144,8 @@ export class DockerBackend
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
     this.capabilities.fileViews = new DockerFileViews(this.agents, (id) => this.inspect(id));
-    this.capabilities.volumes = new DockerVolumes(this.docker, options.instanceId);
+    this.volumes = new DockerVolumes(this.docker, options.instanceId);
+    this.capabilities.volumes = this.volumes;
     this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));
     this.egress = new DockerEgress(this.docker, options.networkName ?? 'sandboxd', (id) => this.inspect(id), this.logger);
     this.capabilities.egress = this.egress;
@@ -550,6 +552,8 @@ export class DockerBackend
       });
       this.agents.remember(container.id, identityOf(options.Labels ?? {}, options.HostConfig ?? {}));
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
+      // New volumes' roots go to the sandbox's user on the host (every profile); the rest, inside.
+      const unowned = spec.volumes ? await this.volumes.ownRoots(spec.volumes, owner) : [];
       await container.start();
       const health = await this.agents.waitForAgent(container.id);
       if (health?.default_user_error) {
@@ -559,8 +563,8 @@ export class DockerBackend
       }
       // Before any command runs: from now on no command can write to a host path.
       if (health) await this.sockets.seal(socketDir.dir);
-      if (spec.volumes) {
-        const failed = await claimVolumeRoots((request) => this.run(container!.id, request), spec.volumes, owner);
+      if (unowned.length > 0) {
+        const failed = await claimVolumeRoots((request) => this.run(container!.id, request), unowned, owner);
         if (failed) this.logger.warn({ container: container.id, reason: failed }, "a volume's root stays root's: the sandbox's user may not write to it");
       }
       if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);

@@ -1,3 +1,4 @@
+import { lchown, lstat } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { conflict, notFound } from '../../errors.js';
 import type { VolumeInfo, VolumeMount, VolumesCapability } from '../backend.js';
@@ -46,6 +47,28 @@ export class DockerVolumes implements VolumesCapability {
     }
   }
 
+  /**
+   * Gives the root directory of each writable volume that root owns (a new volume) to the
+   * sandbox's default user, on the host, before the container starts: this works under every
+   * profile (the restrictive one holds no CAP_CHOWN inside). The directory is the engine's own
+   * (`Mountpoint`), changed with lchown and only while it is a directory root owns. Returns the
+   * mounts it could not do (a server that is not root), for claimVolumeRoots.
+   */
+  async ownRoots(mounts: readonly VolumeMount[], owner: UserIds): Promise<VolumeMount[]> {
+    if (owner.uid === 0) return [];
+    const left: VolumeMount[] = [];
+    for (const mount of mounts.filter((m) => !m.read_only)) {
+      try {
+        const volume = (await this.docker.getVolume(dockerVolumeName(this.instanceId, mount.name)).inspect()) as Docker.VolumeInspectInfo;
+        const root = await lstat(volume.Mountpoint);
+        if (root.isDirectory() && root.uid === 0) await lchown(volume.Mountpoint, owner.uid, owner.gid);
+      } catch {
+        left.push(mount);
+      }
+    }
+    return left;
+  }
+
   async removeVolume(name: string): Promise<void> {
     if (!(await this.inspectVolume(name))) throw notFound(`volume '${name}' not found`);
     await this.docker
@@ -65,9 +88,10 @@ function infoOf(volume: Docker.VolumeInspectInfo & { CreatedAt?: string }): Volu
 
 /**
  * Gives the root directory of each writable volume that root owns (a new volume, mounted where
- * the image has no directory) to the sandbox's default user, from inside the running sandbox.
- * Best effort: where root holds no CAP_CHOWN (the restrictive profile) the directory stays
- * root's, and what `failed` reports is logged by the caller.
+ * the image has no directory) to the sandbox's default user, from inside the running sandbox:
+ * for the mounts `DockerVolumes.ownRoots` could not do on the host. Best effort: where root
+ * holds no CAP_CHOWN (the restrictive profile) the directory stays root's, and what `failed`
+ * reports is logged by the caller.
  */
 export async function claimVolumeRoots(run: ExecRunner, mounts: readonly VolumeMount[], owner: UserIds): Promise<string | undefined> {
   const paths = mounts.filter((mount) => !mount.read_only).map((mount) => mount.path);
