@@ -26,6 +26,9 @@ type resetBaseline struct {
 	nice     int
 	oomScore string
 	hostname string
+	// sockets bound when the baseline was taken, which no command made: the engine's own, such
+	// as Docker's embedded DNS resolver on 127.0.0.11 in a user-defined network's namespace.
+	sockets map[string]bool
 }
 
 // rlimitNames are the limits a command could lower on the agent (prlimit on PID 1, as root).
@@ -59,6 +62,10 @@ func captureBaseline() (*resetBaseline, error) {
 	b.nice, _ = syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	b.oomScore = readTrimmed("/proc/self/oom_score_adj")
 	b.hostname, _ = os.Hostname()
+	b.sockets = map[string]bool{}
+	for _, socket := range listeningSockets() {
+		b.sockets[socket] = true
+	}
 	return b, nil
 }
 
@@ -151,7 +158,11 @@ func (a *agent) reset() []string {
 		leftovers = append(leftovers, tree.differences()...)
 	}
 	leftovers = append(leftovers, a.limitDifferences()...)
-	leftovers = append(leftovers, listeningSockets()...)
+	for _, socket := range listeningSockets() {
+		if !a.baseline.sockets[socket] {
+			leftovers = append(leftovers, socket)
+		}
+	}
 	if pids := otherProcesses(); len(pids) > 0 {
 		leftovers = append(leftovers, "processes: "+strings.Join(pids, ", "))
 	}
@@ -225,8 +236,9 @@ func (a *agent) limitDifferences() []string {
 	return out
 }
 
-// listeningSockets names the TCP sockets in LISTEN state and the bound UDP sockets left in the
-// sandbox's network namespace (none survive their processes; this checks that).
+// listeningSockets names the TCP sockets in LISTEN state and the bound UDP sockets in the
+// sandbox's network namespace; a reset reports those the baseline did not hold (none survive
+// their processes; this checks that).
 func listeningSockets() []string {
 	var out []string
 	for _, table := range []struct {
