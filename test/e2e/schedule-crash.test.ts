@@ -52,6 +52,8 @@ describe('schedules across kill -9', () => {
       // A random moment: soon after start (recovery, the first catch-up claim) or in the steady state.
       await sleep(Math.floor(Math.random() * 1500));
       await server.kill9();
+      // Some outages are longer than the schedule's period, whatever a restart costs here.
+      if (i % 10 === 5) await sleep(2500);
       server = await start(dir);
       const before = new Set([...seen.values()].filter((r) => r.status === 'running').map((r) => r.id));
       await collect(server.url);
@@ -67,7 +69,7 @@ describe('schedules across kill -9', () => {
     const occurrences = runs.map((r) => r.scheduled_for);
     expect(new Set(occurrences).size).toBe(occurrences.length);
     expect(runs.filter((r) => r.status === 'succeeded').length).toBeGreaterThan(20);
-    // Each restart's first firing folds the seconds the server was down into missed_count.
+    // The first firing after a long outage folds the seconds the server was down into missed_count.
     expect(runs.some((r) => r.missed_count > 0)).toBe(true);
     process.stdout.write(`schedule kill -9: ${runs.length} runs, ${interruptedAfterKill} interrupted by a kill, no occurrence twice\n`);
     await server.stop();
