@@ -1,4 +1,5 @@
-import { readdirSync, readlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docker } from '../helpers/docker.js';
@@ -40,11 +41,30 @@ const openFds = () =>
       return []; // the descriptor of the directory listing itself, closed meanwhile
     }
   });
+/** The path of the Unix socket a connected one's peer is bound to (ss names peers by inode). */
+const unixPeerOf = (inode: string): string => {
+  const rows = execFileSync('ss', ['-xan'], { encoding: 'utf8' }).split('\n').map((row) => row.trim().split(/\s+/));
+  const peer = rows.find((row) => row[5] === inode)?.[7];
+  return rows.find((row) => row[5] === peer)?.[4] ?? `socket ${peer ?? '?'}`;
+};
+/** What a `socket:[inode]` is, from the kernel's socket tables: a Unix socket's path, a TCP socket's addresses. */
+const socketOf = (target: string): string => {
+  const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+  if (!inode) return target;
+  for (const table of ['unix', 'tcp', 'tcp6']) {
+    const line = readFileSync(`/proc/net/${table}`, 'utf8')
+      .split('\n')
+      .find((row) => row.trim().split(/\s+/)[table === 'unix' ? 6 : 9] === inode);
+    if (line && table === 'unix') return `${target} unix ${line.trim().split(/\s+/)[7] ?? `to ${unixPeerOf(inode)}`}`;
+    if (line) return `${target} ${table} ${line.trim().split(/\s+/).slice(1, 3).join(' -> ')}`;
+  }
+  return target;
+};
 /** At most `slack` more descriptors than before; the message names the new ones. */
 const expectNoMoreFds = (before: string[], slack: number) => {
   const after = openFds();
   const added = after.filter((target) => !before.includes(target));
-  expect(after.length, `new descriptors: ${added.join(', ')}`).toBeLessThanOrEqual(before.length + slack);
+  expect(after.length, `new descriptors: ${added.map(socketOf).join(', ')}`).toBeLessThanOrEqual(before.length + slack);
 };
 /** Containers of this runtime on the engine, running or not. */
 const containers = async () => (await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${rt.instanceId}`)).split('\n').filter(Boolean).sort();
@@ -72,6 +92,10 @@ const inside = async (name: string) => {
  */
 const agentsLetGo = async () => {
   await rt.backend.close();
+  // The Engine API client keeps its idle connections to docker.sock (Node's global agent keeps
+  // sockets alive, up to as many as were ever busy at once, for 5 s): let them go too, so that
+  // what is counted is leftovers, not how busy the engine connection was a moment ago.
+  http.globalAgent.destroy();
   return settled(async () => openFds());
 };
 
