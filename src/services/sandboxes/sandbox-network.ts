@@ -125,4 +125,15 @@ export class NetworkRules {
   async syncQuietly(): Promise<void> {
     await this.sync().catch((err: unknown) => this.logger.error({ err }, "could not apply the sandboxes' address rules to the packet filter"));
   }
+
+  /**
+   * `syncQuietly` after a sandbox was made, started, stopped or removed: only when its own
+   * network lists addresses or rules are applied, so that the common create and remove read
+   * no table and call no packet filter.
+   */
+  async syncAfter(record: Pick<SandboxRecord, 'profile' | 'network'>): Promise<void> {
+    const network = sandboxEgress(record);
+    const listed = network.egress === 'open' && (cidrsOf(network.allow).length > 0 || cidrsOf(network.deny).length > 0);
+    if (listed || this.applied !== '[]') await this.syncQuietly();
+  }
 }

@@ -180,7 +180,7 @@ export class SandboxService {
       }
       if (pooled) this.pool.handOver(pooled);
       else await this.repo.update(created.uuid, { status: 'running', backend_id: state.id });
-      if (network && network.egress === 'open') await this.networkRules.syncQuietly();
+      await this.networkRules.syncAfter(created);
       await this.audit.record('sandbox_created', created, {
         image: created.image,
         backend: created.backend,
@@ -296,7 +296,7 @@ export class SandboxService {
       const changes = { status: 'running' as const, status_reason: null, backend_id: state.id, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, changes);
       // A new address: the sandbox's own rules move with it.
-      await this.networkRules.syncQuietly();
+      await this.networkRules.syncAfter(record);
       if (lost) await this.audit.record('sandbox_recreated', record, { reason: record.status_reason ?? 'its container was gone' });
       if (!wasRunning) await this.audit.record('sandbox_started', record);
       return { ...detailOf({ ...record, ...changes }, state), ...(lost ? { recreated: true } : {}) };
@@ -314,7 +314,7 @@ export class SandboxService {
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
       await this.repo.update(record.uuid, { status: 'stopped', updated_at: now });
-      await this.networkRules.syncQuietly();
+      await this.networkRules.syncAfter(record);
       if (record.status !== 'stopped' || state?.status === 'running') await this.audit.record('sandbox_stopped', record);
       return detailOf({ ...record, status: 'stopped', updated_at: now }, state ? { ...state, status: 'stopped' } : undefined);
     });
@@ -328,7 +328,7 @@ export class SandboxService {
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
       if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
       await this.repo.delete(record.uuid);
-      await this.networkRules.syncQuietly();
+      await this.networkRules.syncAfter(record);
       for (const hook of this.removeHooks) await hook(record);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');
