@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeBackend } from '../src/backends/fake/fake-backend.js';
+import { defaultConfig } from '../src/config/config-schema.js';
 import { Services } from '../src/services/services.js';
 import { openStore } from '../src/state/store.js';
 import { silentLogger } from '../src/telemetry/logger.js';
@@ -49,13 +50,8 @@ export async function benchProxy(n: number): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-bench-proxy-'));
   const store = await openStore(dataDir);
   const services = new Services({
-    settings: {
-      defaultImage: 'sandboxd/base:bookworm',
-      maxSandboxes: 0,
-      allowSudoExec: false,
-      apiKeyConfigured: false,
-      egress: { enabled: true, port: 0, host: '127.0.0.1', egressOf: () => ({ egress: 'open', allow: ['127.0.0.1'], deny: [] }) },
-    },
+    config: defaultConfig({ dataDir, poolSize: 0 }),
+    egress: { host: '127.0.0.1', port: 0, enabled: true, egressOf: () => ({ egress: 'open', allow: ['127.0.0.1'], deny: [] }) },
     store,
     backend: new FakeBackend(),
     logger: silentLogger(),

@@ -9,11 +9,11 @@ import type { App } from './http/route-types.js';
 import { loadTls } from './http/tls.js';
 import { buildHint } from './images/catalog.js';
 import { VERSION } from './paths.js';
-import { durationMs } from './schemas/common.js';
 import { repeatEvery } from './services/support/background-loop.js';
 import type { EgressSettings } from './services/egress/index.js';
 import type { Clock } from './services/support/clock.js';
 import { secretBoxFor } from './services/support/secret-box.js';
+import { allMigrations } from './services/domains.js';
 import { Services } from './services/services.js';
 import { openStore } from './state/store.js';
 import { installCrashGuard } from './telemetry/crash-guard.js';
@@ -55,7 +55,7 @@ export async function startRuntime(
     egress?: Partial<EgressSettings>;
   },
 ): Promise<Runtime> {
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, allMigrations());
   const secrets = secretBoxFor(config.dataDir, config.secretKeyFile, logger.child({ part: 'secrets' }));
   try {
     secrets.verify();
@@ -72,32 +72,7 @@ export async function startRuntime(
   let services: Services;
   try {
     services = new Services({
-      settings: {
-        defaultImage: config.defaultImage,
-        maxSandboxes: config.maxSandboxes,
-        allowSudoExec: config.allowSudoExec,
-        apiKeyConfigured: config.apiKeys.length + config.namedKeys.length > 0,
-        snapshotPrefix: config.snapshotPrefix,
-        batchConcurrency: config.batchConcurrency,
-        imageDetection: config.imageDetection,
-        poolSize: config.poolSize,
-        poolSizes: config.poolSizes,
-        poolMemoryMb: config.poolMemoryMb,
-        objectConcurrency: config.objectConcurrency,
-        objectMaxStorage: config.objectMaxStorage,
-        orchestrationConcurrency: config.orchestrationConcurrency,
-        orchestrationRetentionMs: durationMs(config.orchestrationRetention),
-        storeWorkers: config.storeWorkers,
-        storeTimeoutMs: config.storeTimeout,
-        storeAllowedHosts: config.storeAllowedHosts,
-        previewDomain: config.previewDomain,
-        egress: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage, ...options.egress },
-        policy: {
-          ...(config.policyFile ? { file: config.policyFile } : {}),
-          ...(config.policyMode ? { mode: config.policyMode } : {}),
-          auditAllows: config.policyAuditAllows,
-        },
-      },
+      config,
       store,
       backend,
       logger,
@@ -109,6 +84,7 @@ export async function startRuntime(
       },
       ...(tracing ? { tracing } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.egress ? { egress: options.egress } : {}),
       secrets,
     });
   } catch (err) {

@@ -37,7 +37,7 @@ export function mcpCommand(): Command {
       const config = configFromOptions(rest);
       if (!config) return;
       // Loaded here, not at the top: the client commands start without the service's modules.
-      const [{ StdioServerTransport }, { createMcpServer }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { McpTargetError, openMcpTarget }, { PolicyFileError }] =
+      const [{ StdioServerTransport }, { createMcpServer }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { McpTargetError, openMcpTarget }, { PolicyFileError }, { domainTools }] =
         await Promise.all([
           import('@modelcontextprotocol/sdk/server/stdio.js'),
           import('../mcp/server.js'),
@@ -46,6 +46,7 @@ export function mcpCommand(): Command {
           import('../telemetry/logger.js'),
           import('./mcp-target.js'),
           import('../services/governance/index.js'),
+          import('../services/domains.js'),
         ]);
       const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let target: McpTarget;
@@ -55,7 +56,7 @@ export function mcpCommand(): Command {
         if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError || err instanceof PolicyFileError) return fail(err.message);
         throw err;
       }
-      const mcp = await createMcpServer({ api: target.api, logger });
+      const mcp = await createMcpServer({ api: target.api, logger, tools: domainTools() });
       await mcp.server.connect(new StdioServerTransport());
       logger.info({ target: target.api.target }, 'sandboxd mcp ready on stdio');
 

@@ -66,6 +66,11 @@ export const TOML_ONLY = { namedKeys: 'api.keys' } as const;
 
 export type OptionName = keyof typeof OPTIONS;
 
+type SectionOf<Key> = Key extends `${infer Section}.${string}` ? Section : never;
+/** The config's sections: the table of each option's TOML key (`pool` for `pool.size`). */
+export type SectionName = SectionOf<(typeof OPTIONS)[OptionName]['toml']>;
+type OptionsIn<S extends SectionName> = { [K in OptionName]: (typeof OPTIONS)[K]['toml'] extends `${S}.${string}` ? K : never }[OptionName];
+
 /** A host name, an IPv4 or IPv6 address (bracketed or not), optionally with a /prefix. */
 const SOURCE_HOST_ENTRY = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?)(?:\/\d{1,3})?$/;
 
@@ -251,3 +256,15 @@ export type Config = z.infer<typeof configSchema> & {
   /** The keys named in `[[api.keys]]`, their key_env read; unnamed keys stay in apiKeys. */
   namedKeys: ApiKey[];
 };
+
+/**
+ * The options of one or more sections of the parsed config, as the schema made them (every
+ * default applied): what a service is handed. Services read it and never default it again
+ * (test/unit/config-sections.test.ts checks that no service does).
+ */
+export type ConfigSection<S extends SectionName> = Readonly<Pick<Config, OptionsIn<S>>>;
+
+/** The config with every default of the schema: what a server with no TOML, env or flags runs with. */
+export function defaultConfig(overrides: Partial<Record<OptionName, unknown>> & { dataDir: string }): Config {
+  return { ...configSchema.parse(overrides), namedKeys: [] };
+}

@@ -6,45 +6,26 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, typ
 import { ZodType } from 'zod';
 import { VERSION } from '../paths.js';
 import { RAW_BYTES_TYPE } from '../schemas/file-schemas.js';
-import type { Services } from '../services/services.js';
+import type { ServiceApi } from '../services/context.js';
+import { domainRoutes } from '../services/domains.js';
 import type { Logger } from '../telemetry/logger.js';
 import { principalsOf, type ApiKey } from '../domain/principals.js';
 import { registerAuth } from './auth.js';
 import { previewGrant, previewRewrite } from './preview-access.js';
-import { previewRoutes } from './routes/preview-routes.js';
 import { registerPolicy } from './policy.js';
-import { policyRoutes } from './routes/policy-routes.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
 import { registerRequestTelemetry } from './request-telemetry.js';
-import { browserRoutes } from './routes/browser-routes.js';
-import { detachedRoutes } from './routes/detached-routes.js';
-import { eventRoutes, webhookDocument } from './routes/event-routes.js';
-import { execRoutes } from './routes/exec-routes.js';
-import { fileRoutes } from './routes/file-routes.js';
-import { fsRoutes } from './routes/fs-routes.js';
-import { volumeRoutes } from './routes/volume-routes.js';
-import { imageRoutes } from './routes/image-routes.js';
-import { llmRoutes } from './routes/llm-routes.js';
-import { proxyRoutes } from './routes/proxy-routes.js';
-import { objectRoutes } from './routes/object-routes.js';
-import { runRoutes } from './routes/run-routes.js';
-import { lifecycleRoutes } from './routes/lifecycle-routes.js';
-import { sandboxRoutes } from './routes/sandbox-routes.js';
-import { orchestrationRoutes } from './routes/orchestration-routes.js';
-import { scheduleRoutes } from './routes/schedule-routes.js';
-import { storeRoutes } from './routes/store-routes.js';
 import { serviceRoutes } from './routes/service-routes.js';
 import { DEFAULT_WEB_ROOT, uiRoutes } from './routes/ui-routes.js';
-import { snapshotRoutes } from './routes/snapshot-routes.js';
+import { webhookDocument } from './routes/event-routes.js';
 import { operationIdFor, tidyDocument } from './openapi-document.js';
 import { zodValidatorCompiler } from './validation.js';
 import { registerQueryCheck } from './query-check.js';
-import { terminalRoutes } from './routes/terminal-routes.js';
 import { registerWebSocketUpgrades } from './websocket-upgrade.js';
 
 export interface AppOptions {
-  services: Services;
+  services: ServiceApi;
   /** Unnamed keys (flags, key file, SERVICE_API_KEY, [api].api_key). */
   apiKeys: string[];
   /** Keys named in [[api.keys]], with their admin flags and labels. */
@@ -219,29 +200,9 @@ export async function buildApp({
   });
 
   registerWebSocketUpgrades(app);
-  const context = { services };
+  const context = { services, heartbeatMs: eventsHeartbeatMs };
   await app.register(serviceRoutes, context);
-  await app.register(sandboxRoutes, context);
-  await app.register(execRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
-  await app.register(detachedRoutes, context);
-  await app.register(terminalRoutes, context);
-  await app.register(fileRoutes, context);
-  await app.register(fsRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
-  await app.register(volumeRoutes, context);
-  await app.register(runRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
-  await app.register(eventRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
-  await app.register(lifecycleRoutes, context);
-  await app.register(snapshotRoutes, context);
-  await app.register(imageRoutes, { ...context, heartbeatMs: eventsHeartbeatMs });
-  await app.register(browserRoutes, context);
-  await app.register(previewRoutes, context);
-  await app.register(objectRoutes, context);
-  await app.register(scheduleRoutes, context);
-  await app.register(orchestrationRoutes, context);
-  await app.register(storeRoutes, context);
-  await app.register(llmRoutes, context);
-  await app.register(proxyRoutes, context);
-  await app.register(policyRoutes, context);
+  for (const routes of domainRoutes()) await app.register(routes, context);
   await app.register(uiRoutes, { webRoot });
   return app;
 }

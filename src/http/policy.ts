@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isServiceError } from '../errors.js';
 import type { RequestContext } from '../services/governance/index.js';
-import type { Services } from '../services/services.js';
+import type { ServiceApi } from '../services/context.js';
 import { ROUTE_ACTIONS, type RouteInput } from './policy-actions.js';
 
 /** The table key of a request or route: HEAD is answered by its GET route. */
@@ -13,7 +13,7 @@ const routeKey = (method: string, url: string | undefined) => `${method === 'HEA
  * route the table does not know fails at start-up, so a new route cannot slip past the policy.
  * The sudo gate (`[api].allow_sudo_exec`) answers before the policy: rules only narrow it.
  */
-export function registerPolicy(app: FastifyInstance, services: Pick<Services, 'policy' | 'exec' | 'sandboxes'>): void {
+export function registerPolicy(app: FastifyInstance, services: Pick<ServiceApi, 'policy' | 'exec' | 'sandboxes'>): void {
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
       if (!(routeKey(method, route.url) in ROUTE_ACTIONS)) {

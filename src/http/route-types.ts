@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorEnvelope } from '../schemas/error-schemas.js';
-import type { Services } from '../services/services.js';
+import type { ServiceApi } from '../services/context.js';
 
 /** The Fastify instance type routes are registered on: zod schemas, typed requests. */
 export type App = FastifyInstance<
@@ -14,7 +14,9 @@ export type App = FastifyInstance<
 >;
 
 export interface RouteContext {
-  services: Services;
+  services: ServiceApi;
+  /** How often streams (SSE, /exec/stream) send a heartbeat comment. */
+  heartbeatMs: number;
 }
 
 /** `{success: true, data}`. */

@@ -8,7 +8,6 @@ import type { ApiClient } from './api-client.js';
 import { capOutput } from './output-cap.js';
 import type { Tool, ToolContext } from './tool.js';
 import { toolError } from './tool-errors.js';
-import { TOOL_FAMILIES } from './tools/index.js';
 
 const INSTRUCTIONS =
   'sandboxd runs commands in isolated Linux sandboxes (containers). For a one-off command use sandbox_run. For work that ' +
@@ -16,11 +15,11 @@ const INSTRUCTIONS =
   'tools, and sandbox_remove it when done. Commands are argv arrays without a shell; wrap shell syntax in ' +
   '["bash", "-lc", "..."]. The working directory is /workspace.';
 
-/** What the server needs: the API it works through, a stderr logger, and the tools (all families by default). */
+/** What the server needs: the API it works through, a stderr logger, and the tools it offers (every domain's: `domainTools()`). */
 export interface McpServerOptions {
   api: ApiClient;
   logger: Logger;
-  tools?: readonly Tool[];
+  tools: readonly Tool[];
 }
 
 /** The MCP server and a close that lets cancelled calls finish their clean-up (a run removes its sandbox). */
@@ -39,7 +38,7 @@ export interface SandboxdMcpServer {
  * (tool-errors.ts). The SDK itself answers
  * malformed arguments (as `isError` results naming the field).
  */
-export async function createMcpServer({ api, logger, tools = TOOL_FAMILIES.flat() }: McpServerOptions): Promise<SandboxdMcpServer> {
+export async function createMcpServer({ api, logger, tools }: McpServerOptions): Promise<SandboxdMcpServer> {
   const server = new McpServer({ name: 'sandboxd', version: VERSION }, { instructions: INSTRUCTIONS });
   // Malformed messages and transport failures are reported here, not to the client: log them.
   server.server.onerror = (err) => logger.warn({ err }, 'MCP protocol error');

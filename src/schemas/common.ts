@@ -22,6 +22,13 @@ export function durationMs(value: string): number | undefined {
   return match ? Number(match[1]) * DURATION_UNIT_MS[match[2] as keyof typeof DURATION_UNIT_MS] : undefined;
 }
 
+/** The milliseconds of a duration that a schema has already checked (a config option). */
+export function checkedDurationMs(value: string): number {
+  const ms = durationMs(value);
+  if (ms === undefined) throw new Error(`'${value}' is not a duration (<integer><s|m|h|d>)`);
+  return ms;
+}
+
 export const duration = z
   .string({ error: 'must be a string' })
   .regex(DURATION_PATTERN, 'must be a duration like 30m, 2h or 1d (<integer><s|m|h|d>)')

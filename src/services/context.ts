@@ -1,72 +1,29 @@
 import type { Backend } from '../backends/backend.js';
-import type { AuditRepository } from '../state/audit-repository.js';
+import type { z } from 'zod';
+import type { Config } from '../config/config-schema.js';
+import type { serverStats, serverStatus } from '../schemas/service-schemas.js';
+import type { AuditEntry, AuditRepository } from '../state/audit-repository.js';
 import type { BrowserEventRepository } from '../state/browser-event-repository.js';
 import type { DetachedRepository } from '../state/detached-repository.js';
+import type { LlmRepository } from '../state/llm-repository.js';
 import type { ObjectRepository } from '../state/object-repository.js';
-import type { PolicyRepository } from '../state/policy-repository.js';
 import type { OrchestrationRepository } from '../state/orchestration-repository.js';
+import type { PolicyRepository } from '../state/policy-repository.js';
+import type { ProxyRepository } from '../state/proxy-repository.js';
 import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { StoreRepository } from '../state/store-repository.js';
 import type { Logger } from '../telemetry/logger.js';
-import type { ExecService } from './commands/exec-service.js';
-import type { PoolSize, WarmPool } from './commands/warm-pool.js';
-import type { PoolBudget } from './commands/pool-budget.js';
-import type { RunPool } from './commands/run-pool.js';
-import type { AuditService } from './events/audit-service.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { StoreEngine } from './durable/stores/store-engine.js';
 import type { DurableTimers } from './durable/durable-timers.js';
+import type { EgressSettings } from './egress/egress-service.js';
 import type { EventBus } from './events/event-bus.js';
-import type { SandboxService } from './sandboxes/sandbox-service.js';
+import type { Observability } from './events/observability.js';
+import type { HostLimits } from './sandboxes/sandbox-service.js';
 import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
-import type { EgressSettings } from './egress/egress-service.js';
-import type { LlmRepository } from '../state/llm-repository.js';
-import type { ProxyRepository } from '../state/proxy-repository.js';
-import type { PolicySettings } from './governance/policy-service.js';
-
-/** The server's settings that the service layer reads. */
-export interface ServiceSettings {
-  defaultImage: string;
-  maxSandboxes: number;
-  allowSudoExec: boolean;
-  apiKeyConfigured: boolean;
-  /** Repository part of snapshot image tags; default sandboxd-snapshot. */
-  snapshotPrefix?: string;
-  /** Most commands of one batch that run at once; default 4. */
-  batchConcurrency?: number;
-  /** program -> image for runs that name no image; laid over DEFAULT_IMAGE_DETECTION. */
-  imageDetection?: Record<string, string>;
-  /** Ready pool instances per (image, profile); default 0 (none made ahead of demand). */
-  poolSize?: number;
-  /** Sizes of particular keys, warmed at start. */
-  poolSizes?: PoolSize[];
-  /** MiB of memory limits that warm instances may hold in all (pools grow into it); default 8192. */
-  poolMemoryMb?: number;
-  /** Durable-object calls running at once, over all objects; default 16. */
-  objectConcurrency?: number;
-  /** Storage limit of an object whose class sets none; default 4 MiB. */
-  objectMaxStorage?: number;
-  /** Child processes that run host SQLite store SQL (read where the sqlite engine is built); default 2. */
-  storeWorkers?: number;
-  /** Default timeout_ms of store query, execute and command; default 10000. */
-  storeTimeoutMs?: number;
-  /** Globs of the hosts external stores may connect to; default ['*']. */
-  storeAllowedHosts?: string[];
-  /** The policy rule file, its mode and whether allowed requests are audited too; default none (everything allowed). */
-  policy?: PolicySettings;
-  /** Orchestration activities running at once, over all instances; default 8. */
-  orchestrationConcurrency?: number;
-  /** Milliseconds finished orchestration instances are kept; default 30 days. */
-  orchestrationRetentionMs?: number;
-  /** Host limits that vcpus and memory_mb are checked against; default this host's. */
-  hostCpus?: number;
-  hostMemoryMb?: number;
-  /** The proxy port and the LLM gateway ([proxy], [llm]); off when absent. */
-  egress?: EgressSettings;
-  /** The domain of preview URLs' host form `<port>-<name>.<domain>`; default sandbox.localhost. */
-  previewDomain?: string;
-}
 
 /** The state store's repositories, one per table family. */
 export interface Repositories {
@@ -85,12 +42,12 @@ export interface Repositories {
 }
 
 /**
- * Everything a part of the service layer may be built from. `services.ts` fills it once, part
- * by part; each part's constructor takes the `Pick` of it that it uses, by name, so that the
- * compiler checks the wiring and no constructor has positional arguments.
+ * What every domain is built from, made once by services.ts before any domain is wired.
+ * `config` is the parsed config whole, every default applied by the schema: a service types the
+ * sections it reads with `ConfigSection` and never defaults them again.
  */
-export interface ServiceContext {
-  settings: ServiceSettings;
+export interface ServiceBase {
+  config: Config;
   repos: Repositories;
   /** The backend as every service sees it: observed (timings, spans). */
   backend: Backend;
@@ -98,16 +55,58 @@ export interface ServiceContext {
   /** The part's own child logger. */
   logger: Logger;
   bus: EventBus;
-  audit: AuditService;
-  pool: WarmPool;
-  /** The memory both pools grow into with demand. */
-  poolBudget: PoolBudget;
-  /** Reusable instances behind fast runs, where the backend can reset one. */
-  runPool: RunPool;
-  sandboxes: SandboxService;
-  exec: ExecService;
-  /** The one driver of work due at a time; sources register with it and poke it after writes. */
-  timers: DurableTimers;
+  metrics: Metrics;
   /** Encrypts secrets kept in the store. */
   secrets: SecretBox;
+  /** The data directory (stores' files, host figures). */
+  dataDir: string;
+  /** The server's environment (LLM keys given as `env`). */
+  env: NodeJS.ProcessEnv;
+  /** The one driver of work due at a time; sources register with it and poke it after writes. */
+  timers: DurableTimers;
+  /** What a server is given beyond its config (tests: host limits, test doubles). */
+  inputs: ServiceInputs;
 }
+
+/** Parts given to the service layer instead of the real ones, beyond the config (tests, benchmarks). */
+export interface ServiceInputs {
+  /** The host's cpus and memory that vcpus and memory_mb are checked against; default this host's. */
+  hostLimits?: HostLimits;
+  /** Egress settings beyond the config's (a name resolver, sandboxes' egress rules, a listen address). */
+  egress?: Partial<EgressSettings>;
+  /** One engine per store kind offered; default every kind's real engine. */
+  engines?: StoreEngine[];
+}
+
+/** What the faces see of the service layer beyond the domains' parts. */
+export interface ServiceCore {
+  readonly backend: Backend;
+  readonly observability: Observability;
+  /** GET /status. */
+  status(): z.infer<typeof serverStatus>;
+  /** GET /stats. */
+  stats(): Promise<z.infer<typeof serverStats>>;
+  /** Audit entries of one sandbox, oldest first. */
+  logs(name: string): Promise<AuditEntry[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Every domain's services, by name. It is empty here: each domain's `module.ts` adds what it
+ * builds by declaration merging (`declare module '../context.js' { interface ServiceParts ... }`),
+ * so that this file imports no domain and no domain's types import each other through it.
+ */
+export interface ServiceParts {}
+
+/**
+ * Everything a part of the service layer may be built from: the base and the parts of the
+ * domains wired before it. Each part's constructor takes the `Pick` of it that it uses, by
+ * name, so that the compiler checks the wiring and no constructor has positional arguments.
+ */
+export type ServiceContext = ServiceBase & ServiceParts;
+
+/** What a domain's `wire` receives: the context as far as it has been built. */
+export type WiringContext = ServiceContext;
+
+/** The service layer as the faces (HTTP routes) see it. */
+export type ServiceApi = ServiceCore & ServiceParts;

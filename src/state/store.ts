@@ -1,10 +1,10 @@
 import Sqlite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataDirLock } from './data-dir-lock.js';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
 
 /**
@@ -50,13 +50,12 @@ export interface Store {
   close(): Promise<void>;
 }
 
-const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
-
 /**
  * Opens the data directory: takes its lock, opens SQLite in WAL mode and applies pending
- * migrations. A second process on the same directory gets DataDirLockedError.
+ * migrations (the core ones by default; the server passes every domain's too, `allMigrations()`). A second process on the same directory gets DataDirLockedError.
  */
-export async function openStore(dataDir: string): Promise<Store> {
+export async function openStore(dataDir: string, migrations: Record<string, Migration> = MIGRATIONS): Promise<Store> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations };
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = DataDirLock.acquire(dataDir);
   try {

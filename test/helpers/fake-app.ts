@@ -8,7 +8,9 @@ import { buildApp } from '../../src/http/app.js';
 import type { App } from '../../src/http/route-types.js';
 import type { Clock } from '../../src/services/support/clock.js';
 import type { EventSettings } from '../../src/services/events/observability.js';
-import { Services, type ServiceSettings } from '../../src/services/services.js';
+import { defaultConfig, type OptionName } from '../../src/config/config-schema.js';
+import type { ServiceInputs } from '../../src/services/context.js';
+import { Services } from '../../src/services/services.js';
 import { openStore, type Store } from '../../src/state/store.js';
 import type { StoreEngine } from '../../src/services/durable/stores/index.js';
 import { silentLogger, type Logger } from '../../src/telemetry/logger.js';
@@ -24,7 +26,7 @@ export interface FakeHarness {
 
 /** The whole service over the fake backend and a real SQLite store in a temporary folder. */
 export async function fakeHarness(
-  settings: Partial<ServiceSettings> & { apiKeys?: string[]; namedKeys?: ApiKey[] } = {},
+  settings: Partial<Record<OptionName, unknown>> & ServiceInputs & { namedKeys?: ApiKey[] } = {},
   clock?: Clock,
   events?: EventSettings,
   /** Store engines to offer (test doubles in unit tests), a logger to read what was logged, the dashboard's files. */
@@ -34,15 +36,13 @@ export async function fakeHarness(
   const store = await openStore(dataDir);
   const backend = new FakeBackend();
   const logger = extra.logger ?? silentLogger();
-  const { apiKeys = [], namedKeys = [], ...serviceSettings } = settings;
+  const { namedKeys = [], hostLimits, egress, ...options } = settings;
+  // The schema's defaults, but no pool made ahead of demand: unit tests count what they make.
+  const config = { ...defaultConfig({ poolSize: 0, ...options, dataDir }), namedKeys };
   const services = new Services({
-    settings: {
-      defaultImage: 'sandboxd/base:bookworm',
-      maxSandboxes: 0,
-      allowSudoExec: false,
-      apiKeyConfigured: apiKeys.length + namedKeys.length > 0,
-      ...serviceSettings,
-    },
+    config,
+    ...(hostLimits ? { hostLimits } : {}),
+    ...(egress ? { egress } : {}),
     store,
     backend,
     logger,
@@ -50,7 +50,7 @@ export async function fakeHarness(
     ...(events ? { events } : {}),
     ...(extra.engines ? { engines: extra.engines } : {}),
   });
-  const app = await buildApp({ services, apiKeys, namedKeys, logger, ...(extra.webRoot ? { webRoot: extra.webRoot } : {}) });
+  const app = await buildApp({ services, apiKeys: config.apiKeys, namedKeys, logger, ...(extra.webRoot ? { webRoot: extra.webRoot } : {}) });
   return {
     app,
     services,

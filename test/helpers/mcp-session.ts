@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ApiClient } from '../../src/mcp/api-client.js';
+import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer } from '../../src/mcp/server.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
@@ -14,7 +15,7 @@ export interface McpSession {
 }
 
 export async function mcpSession(api: ApiClient): Promise<McpSession> {
-  const mcp = await createMcpServer({ api, logger: silentLogger() });
+  const mcp = await createMcpServer({ api, logger: silentLogger(), tools: domainTools() });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await mcp.server.connect(serverSide);
   const client = new Client({ name: 'unit', version: '1' });

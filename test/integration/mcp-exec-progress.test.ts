@@ -3,6 +3,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpClient } from '../../src/mcp/http-client.js';
+import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
@@ -16,7 +17,7 @@ const name = uniqueName('progress');
 beforeAll(async () => {
   rt = await dockerRuntime();
   expect((await call(rt.url, 'POST', '/sandboxes', { name })).status).toBe(201);
-  mcp = await createMcpServer({ api: httpClient(rt.url), logger: silentLogger() });
+  mcp = await createMcpServer({ api: httpClient(rt.url), logger: silentLogger(), tools: domainTools() });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await mcp.server.connect(serverSide);
   client = new Client({ name: 'it', version: '1' });

@@ -7,6 +7,7 @@ import { ServiceError, STATUS_BY_CODE, type NextStep } from '../../src/errors.js
 import { registerErrorHandling } from '../../src/http/errors.js';
 import { unwrap } from '../../src/mcp/api-client.js';
 import { injectClient } from '../../src/mcp/inject-client.js';
+import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
 import { toolError } from '../../src/mcp/tool-errors.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -118,7 +119,7 @@ describe('next steps of a stopped or archived sandbox (fake backend)', () => {
 
   async function connect(): Promise<(name: string, args: Record<string, unknown>) => Promise<CallToolResult>> {
     h = await fakeHarness();
-    mcp = await createMcpServer({ api: injectClient(h.app, 'test'), logger: silentLogger() });
+    mcp = await createMcpServer({ api: injectClient(h.app, 'test'), logger: silentLogger(), tools: domainTools() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
     client = new Client({ name: 'unit', version: '1' });

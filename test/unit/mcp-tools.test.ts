@@ -5,8 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
 import type { ApiClient } from '../../src/mcp/api-client.js';
 import { injectClient } from '../../src/mcp/inject-client.js';
+import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
-import { TOOL_FAMILIES } from '../../src/mcp/tools/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { texts } from '../helpers/mcp-process.js';
@@ -21,7 +21,7 @@ describe('MCP tools over the in-process API (fake backend)', () => {
 
   beforeEach(async () => {
     harness = await fakeHarness({ apiKeys: ['unit-test-key'] });
-    mcp = await createMcpServer({ api: injectClient(harness.app, 'test', 'unit-test-key'), logger: silentLogger() });
+    mcp = await createMcpServer({ api: injectClient(harness.app, 'test', 'unit-test-key'), logger: silentLogger(), tools: domainTools() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
     client = new Client({ name: 'unit', version: '1' });
@@ -151,7 +151,7 @@ describe('MCP tools listed by the capabilities of the server\'s backend', () => 
 
   /** The names of the tools a fresh MCP server lists over `api`. */
   const listed = async (api: ApiClient): Promise<string[]> => {
-    const mcp = await createMcpServer({ api, logger: silentLogger() });
+    const mcp = await createMcpServer({ api, logger: silentLogger(), tools: domainTools() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
     const client = new Client({ name: 'unit', version: '1' });
@@ -189,6 +189,6 @@ describe('MCP tools listed by the capabilities of the server\'s backend', () => 
         throw new ServiceError('BACKEND_UNAVAILABLE', 'not up yet');
       },
     };
-    expect(await listed(down)).toHaveLength(TOOL_FAMILIES.flat().length);
+    expect(await listed(down)).toHaveLength(domainTools().length);
   });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
+import { defaultConfig } from '../../src/config/config-schema.js';
 import { Services } from '../../src/services/services.js';
 import { openStore, type Store } from '../../src/state/store.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -29,7 +30,7 @@ async function open(dataDir: string, ran: string[], hang: (command: string) => b
     return hang(command) ? { hang: true } : { chunks: [{ stream: 'stdout', text: `${command}\n` }] };
   };
   const services = new Services({
-    settings: { defaultImage: 'sandboxd/base:bookworm', maxSandboxes: 0, allowSudoExec: false, apiKeyConfigured: false },
+    config: defaultConfig({ dataDir: store.dataDir, poolSize: 0 }),
     store,
     backend,
     logger: silentLogger(),

@@ -48,7 +48,9 @@ describe('policy over HTTP', () => {
       {
         namedKeys: KEYS,
         allowSudoExec: options.allowSudoExec ?? true,
-        policy: { file: policyFile, ...(options.mode ? { mode: options.mode } : {}), auditAllows: options.auditAllows ?? false },
+        policyFile,
+        ...(options.mode ? { policyMode: options.mode } : {}),
+        policyAuditAllows: options.auditAllows ?? false,
       },
       options.clock,
       options.events ? { enabled: true, backlog: 100, webhookUrls: [] } : undefined,

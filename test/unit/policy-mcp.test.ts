@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiKey } from '../../src/domain/principals.js';
 import { injectClient } from '../../src/mcp/inject-client.js';
+import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
@@ -35,7 +36,7 @@ describe('policy and permissions through the MCP tools', () => {
         ],
       }),
     );
-    harness = await fakeHarness({ namedKeys: KEYS, allowSudoExec: true, policy: { file: policyFile } });
+    harness = await fakeHarness({ namedKeys: KEYS, allowSudoExec: true, policyFile });
   });
   afterEach(async () => {
     for (const { client, mcp } of sessions.splice(0)) {
@@ -51,7 +52,7 @@ describe('policy and permissions through the MCP tools', () => {
     return (await Promise.all(apis.map(session))) as { [I in keyof K]: Awaited<ReturnType<typeof session>> };
   }
   async function session(api: ReturnType<typeof injectClient>) {
-    const mcp = await createMcpServer({ api, logger: silentLogger() });
+    const mcp = await createMcpServer({ api, logger: silentLogger(), tools: domainTools() });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcp.server.connect(serverSide);
     const client = new Client({ name: 'unit', version: '1' });

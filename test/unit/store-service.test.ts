@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ServiceSettings } from '../../src/services/context.js';
 import { HANDLE_IDLE_MS, MAX_RESPONSE_BYTES } from '../../src/services/durable/stores/index.js';
 import type { SandboxEvent } from '../../src/services/events/event-bus.js';
 import { createLogger } from '../../src/telemetry/logger.js';
@@ -24,7 +23,7 @@ let events: SandboxEvent[];
 let logLines: string[];
 const clock = manualClock('2026-01-01T00:00:00.000Z');
 
-async function harness(settings: Partial<ServiceSettings> = {}): Promise<void> {
+async function harness(settings: Parameters<typeof fakeHarness>[0] = {}): Promise<void> {
   sqlite = new StoreEngineDouble('sqlite');
   kv = new StoreEngineDouble('kv');
   postgres = new StoreEngineDouble('postgres');
@@ -153,7 +152,7 @@ describe('store service: operations', () => {
 
   it('passes the limits to the engine: max_rows 10000 and the server timeout by default, the request values when given', async () => {
     await h.close();
-    await harness({ storeTimeoutMs: 1234 });
+    await harness({ storeTimeout: 1234 });
     await stores().create({ name: 'db', kind: 'sqlite' });
     const answer = await stores().query('db', { sql: 'SELECT ?', params: ['a'] });
     expect(answer).toEqual({ columns: ['sql', 'params'], rows: [['SELECT ?', '["a"]']], row_count: 1, truncated: false, column_types: ['text', 'text'], duration_ms: expect.any(Number) });

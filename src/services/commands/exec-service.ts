@@ -6,6 +6,7 @@ import type { AuditService } from '../events/audit-service.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
 import type { ServiceContext } from '../context.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
+import type { Config } from '../../config/config-schema.js';
 
 /** The variables the server adds to every command of a sandbox (the LLM gateway's), under the sandbox's own. */
 export type SandboxEnvSource = (sandbox: Pick<SandboxRecord, 'uuid' | 'profile'> & Partial<Pick<SandboxRecord, 'network'>>) => Promise<Record<string, string>>;
@@ -20,12 +21,12 @@ export class ExecService {
   private readonly allowSudoExec: boolean;
   private readonly serverEnv: SandboxEnvSource;
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit' | 'settings'> & { serverEnv?: SandboxEnvSource }) {
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit'> & { config: Pick<Config, 'allowSudoExec'> } & { serverEnv?: SandboxEnvSource }) {
     this.serverEnv = ctx.serverEnv ?? (async () => ({}));
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
     this.audit = ctx.audit;
-    this.allowSudoExec = ctx.settings.allowSudoExec;
+    this.allowSudoExec = ctx.config.allowSudoExec;
   }
 
   /** Refuses a request no sandbox would accept: sudo while it is disabled, a relative workdir. */

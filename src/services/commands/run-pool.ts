@@ -8,6 +8,10 @@ import type { PoolKey, PooledInstance, TakenInstance } from './warm-pool.js';
 import { DEMAND_WINDOW_MS, POOL_IDLE_MS } from './warm-pool.js';
 import { PoolContainers } from './pool-containers.js';
 import { PoolKeys } from './pool-keys.js';
+import type { Config, ConfigSection } from '../../config/config-schema.js';
+
+/** What the run pool reads of the config. */
+type RunPoolConfig = ConfigSection<'pool'> & Pick<Config, 'defaultImage'>;
 
 /** Most instances made at once: the engine keeps serving requests meanwhile. */
 const MAX_MAKING = 2;
@@ -59,13 +63,13 @@ export class RunPool {
   private closed = false;
 
   private readonly backend: Backend;
-  private readonly settings: ServiceContext['settings'];
+  private readonly settings: RunPoolConfig;
   private readonly clock: Clock;
   private readonly logger: Logger;
 
-  constructor(private readonly ctx: Pick<ServiceContext, 'backend' | 'settings' | 'clock' | 'logger' | 'poolBudget'>) {
+  constructor(private readonly ctx: Pick<ServiceContext, 'backend' | 'clock' | 'logger' | 'poolBudget'> & { config: RunPoolConfig }) {
     this.backend = ctx.backend;
-    this.settings = ctx.settings;
+    this.settings = ctx.config;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
     ctx.poolBudget.track(() => this.keptCount() * DEFAULT_LIMITS.memory_mb);
@@ -82,7 +86,7 @@ export class RunPool {
   warm(): void {
     if (!this.enabled) return;
     this.keyOf({ image: this.settings.defaultImage, profile: DEFAULT_PROFILE }).pinned = true;
-    for (const key of this.settings.poolSizes ?? []) this.keyOf(key).pinned = true;
+    for (const key of this.settings.poolSizes) this.keyOf(key).pinned = true;
     this.fill();
   }
 
@@ -245,7 +249,7 @@ export class RunPool {
     const id = keyId(key);
     let runs = this.keys.get(id);
     if (!runs) {
-      const size = (this.settings.poolSizes ?? []).find((entry) => keyId(entry) === id)?.size ?? this.settings.poolSize ?? 0;
+      const size = this.settings.poolSizes.find((entry) => keyId(entry) === id)?.size ?? this.settings.poolSize;
       runs = { key, size, idle: [], inUse: 0, making: 0, samples: [], lastTaken: this.clock().getTime(), pinned: false, retryAt: 0 };
       this.keys.set(id, runs);
     }

@@ -11,6 +11,7 @@ import type { SandboxService } from '../sandboxes/sandbox-service.js';
 import type { PoolKey, PooledInstance, TakenInstance, WarmPool } from './warm-pool.js';
 import type { RunPool } from './run-pool.js';
 import type { ServiceContext } from '../context.js';
+import type { Config, ConfigSection } from '../../config/config-schema.js';
 
 /** Label that marks the short-lived sandbox of a one-shot run. */
 const RUN_LABEL = 'sandboxd.run';
@@ -53,16 +54,16 @@ export class RunService {
   private readonly logger: Logger;
   private readonly settings: RunSettings;
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'exec' | 'pool' | 'runPool' | 'logger' | 'settings'>) {
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'exec' | 'pool' | 'runPool' | 'logger'> & { config: ConfigSection<'runs'> & Pick<Config, 'defaultImage'> }) {
     this.sandboxes = ctx.sandboxes;
     this.exec = ctx.exec;
     this.pool = ctx.pool;
     this.runPool = ctx.runPool;
     this.logger = ctx.logger;
     this.settings = {
-      batchConcurrency: ctx.settings.batchConcurrency ?? 4,
-      imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...ctx.settings.imageDetection },
-      defaultImage: ctx.settings.defaultImage,
+      batchConcurrency: ctx.config.batchConcurrency,
+      imageDetection: { ...DEFAULT_IMAGE_DETECTION, ...ctx.config.imageDetection },
+      defaultImage: ctx.config.defaultImage,
     };
   }
 

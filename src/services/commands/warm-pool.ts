@@ -7,6 +7,7 @@ import type { ServiceContext } from '../context.js';
 import type { PoolBudget } from './pool-budget.js';
 import { PoolContainers } from './pool-containers.js';
 import { PoolKeys } from './pool-keys.js';
+import type { Config, ConfigSection } from '../../config/config-schema.js';
 
 /** What a pooled instance is interchangeable by. */
 export interface PoolKey {
@@ -101,9 +102,9 @@ export class WarmPool {
   private readonly logger: Logger;
   private readonly budget: PoolBudget;
 
-  constructor(ctx: Pick<ServiceContext, 'backend' | 'settings' | 'clock' | 'logger' | 'poolBudget'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'clock' | 'logger' | 'poolBudget'> & { config: ConfigSection<'pool'> & Pick<Config, 'defaultImage'> }) {
     this.backend = ctx.backend;
-    this.settings = { size: ctx.settings.poolSize ?? 0, sizes: ctx.settings.poolSizes ?? [], defaultImage: ctx.settings.defaultImage };
+    this.settings = { size: ctx.config.poolSize, sizes: ctx.config.poolSizes, defaultImage: ctx.config.defaultImage };
     this.clock = ctx.clock;
     this.logger = ctx.logger;
     this.budget = ctx.poolBudget;

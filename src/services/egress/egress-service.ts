@@ -41,9 +41,9 @@ export interface EgressSettings {
    */
   host?: string;
   /** `[llm.providers.<name>]`. */
-  providers?: Record<string, ProviderSettings>;
-  /** `[llm].stream_usage`: ask OpenAI Chat streams for their usage; default true. */
-  streamUsage?: boolean;
+  providers: Record<string, ProviderSettings>;
+  /** `[llm].stream_usage`: ask OpenAI Chat streams for their usage. */
+  streamUsage: boolean;
   /** Host names to addresses for the egress proxy (tests map names to local upstreams); default DNS. */
   resolve?: Resolver;
   /** CIDRs of the sandbox networks the proxy refuses; default the host's Docker bridges' ranges. */
@@ -118,7 +118,7 @@ export class EgressService {
       clock: input.clock,
       logger: input.logger,
       tokensCounter: input.metrics.llmTokens,
-      streamUsage: input.settings.streamUsage ?? true,
+      streamUsage: input.settings.streamUsage,
     });
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
     this.hooks = new ProxyHooks({ repo: input.proxy, audit: input.audit, clock: input.clock, logger: input.logger, audited: (facts, hook, outcome) => this.publish('proxy.audited', facts, { hook, ...outcome }) });

@@ -5,5 +5,5 @@
  */
 export { ACTIONS, type Action } from './actions.js';
 export { PermissionService, type Grant, type GrantInput, type GrantScope } from './permission-service.js';
-export { PolicyService, type PolicyCheckInput, type PolicyDecision, type PolicySettings } from './policy-service.js';
+export { PolicyService, type PolicyCheckInput, type PolicyDecision } from './policy-service.js';
 export { compilePolicy, factsOf, matchRules, PolicyFileError, type RequestContext } from './policy-rules.js';

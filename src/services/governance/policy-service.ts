@@ -1,3 +1,4 @@
+import type { ConfigSection } from '../../config/config-schema.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
@@ -23,15 +24,6 @@ import {
   type PolicyRequest,
   type RequestContext,
 } from './policy-rules.js';
-
-export interface PolicySettings {
-  /** The rule file (TOML or JSON by extension); none: everything is allowed. */
-  file?: string;
-  /** Overrides the file's `mode`. */
-  mode?: PolicyMode;
-  /** Write allowed requests to the audit ring too. */
-  auditAllows?: boolean;
-}
 
 export interface PolicyDecision {
   decision: 'allow' | 'deny';
@@ -73,7 +65,7 @@ export class PolicyService {
   private readonly audit: ServiceContext['audit'];
   private readonly logger: ServiceContext['logger'];
   private readonly decisions: Counter<'decision'>;
-  private readonly settings: PolicySettings;
+  private readonly settings: ConfigSection<'policy'>;
   private loaded: Loaded;
   private lastError: string | null = null;
   /** Principals of the server's keys by name: POST /policy/check about another principal uses its labels. */
@@ -84,7 +76,7 @@ export class PolicyService {
       repo: PolicyRepository;
       permissions: PermissionService;
       decisions: Counter<'decision'>;
-      settings: PolicySettings;
+      config: ConfigSection<'policy'>;
     },
   ) {
     this.repo = ctx.repo;
@@ -93,10 +85,10 @@ export class PolicyService {
     this.audit = ctx.audit;
     this.logger = ctx.logger;
     this.decisions = ctx.decisions;
-    this.settings = ctx.settings;
+    this.settings = ctx.config;
     this.loaded = { policy: OPEN_POLICY, source: null, version: null, loadedAt: isoNow(this.clock) };
     // A server started with a bad rule file does not start: PolicyFileError says what to fix.
-    if (this.settings.file) this.loaded = this.read(this.settings.file);
+    if (this.settings.policyFile) this.loaded = this.read(this.settings.policyFile);
   }
 
   /** Tells the service which principals exist (the HTTP face's keys). */
@@ -106,7 +98,7 @@ export class PolicyService {
 
   /** enforce or audit: the setting, else the file's `mode`, else enforce. */
   get mode(): PolicyMode {
-    return this.settings.mode ?? this.loaded.policy.mode ?? 'enforce';
+    return this.settings.policyMode ?? this.loaded.policy.mode ?? 'enforce';
   }
 
   /** Whether a rule tests the resource's labels, image or profile, which the caller then looks up. */
@@ -131,9 +123,9 @@ export class PolicyService {
 
   /** POST /policy/reload: reads the file again; an invalid file is a 400 naming the rule and the old policy stays. */
   reload(): { reloaded: true; version: string | null; rule_count: number } {
-    if (!this.settings.file) throw badRequest('no policy file is configured: start the server with --policy-file (or [policy].file)');
+    if (!this.settings.policyFile) throw badRequest('no policy file is configured: start the server with --policy-file (or [policy].file)');
     try {
-      this.loaded = this.read(this.settings.file);
+      this.loaded = this.read(this.settings.policyFile);
     } catch (err) {
       if (!(err instanceof PolicyFileError)) throw err;
       this.lastError = err.message;
@@ -170,7 +162,7 @@ export class PolicyService {
     if (isAdminOnly(action) && !principal.admin) throw forbidden(`${action} is admin-only: key '${principal.name}' is not an admin key`);
     if (principal.admin && LOCKOUT_GUARDED.has(action)) return;
     const { policy } = this.loaded;
-    if (policy.rules.length === 0 && policy.default === 'allow' && !this.settings.auditAllows) {
+    if (policy.rules.length === 0 && policy.default === 'allow' && !this.settings.policyAuditAllows) {
       this.decisions.inc({ decision: 'allow' });
       return;
     }
@@ -179,7 +171,7 @@ export class PolicyService {
     const mode = this.mode;
     if (decision.allowed) {
       this.decisions.inc({ decision: 'allow' });
-      if (this.settings.auditAllows) this.record(request, decision, mode);
+      if (this.settings.policyAuditAllows) this.record(request, decision, mode);
       return;
     }
     this.decisions.inc({ decision: mode === 'enforce' ? 'deny' : 'audit_deny' });

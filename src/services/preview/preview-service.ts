@@ -1,3 +1,4 @@
+import type { ConfigSection } from '../../config/config-schema.js';
 import { Agent } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -11,8 +12,6 @@ import { requireCapability } from '../support/capabilities.js';
 import type { Clock } from '../support/clock.js';
 import { PreviewSigner, type GrantCheck } from './preview-signing.js';
 
-/** The preview domain when none is configured: browsers resolve every `*.localhost` to the loopback. */
-export const DEFAULT_PREVIEW_DOMAIN = 'sandbox.localhost';
 /** Longest life of a signed preview URL. */
 const MAX_EXPIRES_MS = 30 * DURATION_UNIT_MS.d;
 /** A preview request marks its sandbox active at most this often (one stored write per sandbox). */
@@ -64,8 +63,9 @@ export class PreviewService {
   /** Connections held by relayed upgrades (WebSockets), per sandbox uuid: closed with their sandbox. */
   private readonly held = new Map<string, Set<Duplex>>();
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'secrets' | 'clock' | 'bus'> & { domain?: string }) {
-    this.domain = (ctx.domain ?? DEFAULT_PREVIEW_DOMAIN).toLowerCase();
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'secrets' | 'clock' | 'bus'> & { config: ConfigSection<'preview'> }) {
+    // The schema lowercases it and trims its dots.
+    this.domain = ctx.config.previewDomain;
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
     this.clock = ctx.clock;

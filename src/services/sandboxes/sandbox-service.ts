@@ -16,10 +16,20 @@ import { requireCapability } from '../support/capabilities.js';
 import { checkMounts } from './volume-service.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
-import type { ServiceContext, ServiceSettings } from '../context.js';
+import type { ServiceContext } from '../context.js';
 import { secretPlaceholders } from '../egress/sandbox-secrets.js';
 import { defaultEgress } from '../../domain/egress.js';
 import { NetworkRules, networkOfCreate, networkOfPatch, sandboxEgress } from './sandbox-network.js';
+import type { Config } from '../../config/config-schema.js';
+
+/** What the host can give one sandbox: vcpus and memory_mb are checked against it. */
+export interface HostLimits {
+  cpus: number;
+  memoryMb: number;
+}
+
+/** This host's limits. */
+export const hostLimits = (): HostLimits => ({ cpus: cpus().length, memoryMb: Math.floor(totalmem() / 1024 / 1024) });
 
 /**
  * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle
@@ -35,7 +45,7 @@ export class SandboxService {
   private readonly backend: Backend;
   private readonly pool: WarmPool;
   private readonly audit: AuditService;
-  private readonly options: ServiceSettings;
+  private readonly options: Pick<Config, 'defaultImage' | 'maxSandboxes'>;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly stopHooks: StopHook[] = [];
@@ -49,16 +59,16 @@ export class SandboxService {
    */
   proxyListening: () => boolean = () => false;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'settings' | 'clock' | 'logger'>) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'clock' | 'logger'> & { config: Pick<Config, 'defaultImage' | 'maxSandboxes'>; host: HostLimits }) {
     this.repo = ctx.repos.sandboxes;
     this.backend = ctx.backend;
     this.pool = ctx.pool;
     this.audit = ctx.audit;
-    this.options = ctx.settings;
+    this.options = ctx.config;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
-    this.hostCpus = ctx.settings.hostCpus ?? cpus().length;
-    this.hostMemoryMb = ctx.settings.hostMemoryMb ?? Math.floor(totalmem() / 1024 / 1024);
+    this.hostCpus = ctx.host.cpus;
+    this.hostMemoryMb = ctx.host.memoryMb;
     this.networkRules = new NetworkRules(this.repo, this.backend, this.logger);
   }
 

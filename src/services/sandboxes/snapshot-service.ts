@@ -13,6 +13,7 @@ import { KeyedMutex } from '../support/keyed-mutex.js';
 import { assertTransition } from './lifecycle.js';
 import type { SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
+import type { Config } from '../../config/config-schema.js';
 
 /** Settings of the snapshot service. */
 /**
@@ -33,14 +34,14 @@ export class SnapshotService {
   /** Repository part of snapshot image tags: `<prefix>:<snapshot name>`. */
   private readonly snapshotPrefix: string;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger' | 'settings'>) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger'> & { config: Pick<Config, 'snapshotPrefix'> }) {
     this.repo = ctx.repos.snapshots;
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
     this.audit = ctx.audit;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
-    this.snapshotPrefix = ctx.settings.snapshotPrefix ?? 'sandboxd-snapshot';
+    this.snapshotPrefix = ctx.config.snapshotPrefix;
   }
 
   async list(): Promise<SnapshotView[]> {

@@ -3,7 +3,7 @@
  * engine per kind (`StoreEngine`, store-engine.ts). `StoreService` is the API; its `handles` is
  * the DurableTimers source that closes idle connections.
  */
-export { StoreService, DEFAULT_STORE_TIMEOUT_MS, mergePatch, type StoreMetrics, type StoreServiceInput } from './store-service.js';
+export { StoreService, mergePatch, type StoreMetrics, type StoreServiceInput } from './store-service.js';
 export { StoreHandles, HANDLE_IDLE_MS } from './store-handles.js';
 export { storeEngines, type StoreEnginesInput } from './engines.js';
 export { MAX_RESPONSE_BYTES } from './store-results.js';

@@ -1,3 +1,4 @@
+import type { ConfigSection } from '../../../config/config-schema.js';
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -36,7 +37,8 @@ export interface StoreMetrics {
   storeOpDuration: Pick<Histogram<'kind' | 'op'>, 'observe'>;
 }
 
-export interface StoreServiceInput extends Pick<ServiceContext, 'clock' | 'logger' | 'bus' | 'sandboxes' | 'secrets' | 'settings'> {
+export interface StoreServiceInput extends Pick<ServiceContext, 'clock' | 'logger' | 'bus' | 'sandboxes' | 'secrets'> {
+  config: Pick<ConfigSection<'stores'>, 'storeTimeout' | 'storeAllowedHosts'>;
   repos: Pick<Repositories, 'stores' | 'sandboxes'>;
   /** One engine per kind this server offers; a kind without one is refused at create. */
   engines: readonly StoreEngine[];
@@ -48,9 +50,6 @@ export interface StoreServiceInput extends Pick<ServiceContext, 'clock' | 'logge
   /** Where `password_env` is read; the server's environment by default. */
   env?: NodeJS.ProcessEnv;
 }
-
-/** Default timeout_ms of an operation when the server sets none. */
-export const DEFAULT_STORE_TIMEOUT_MS = 10_000;
 
 /**
  * Durable stores (docs/decisions.md, "Durable stores"): records, names, credentials, the
@@ -74,8 +73,8 @@ export class StoreService {
     this.clock = input.clock;
     this.logger = input.logger;
     this.env = input.env ?? process.env;
-    this.timeoutMs = input.settings.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
-    this.allowedHosts = input.settings.storeAllowedHosts ?? ['*'];
+    this.timeoutMs = input.config.storeTimeout;
+    this.allowedHosts = input.config.storeAllowedHosts;
     for (const engine of input.engines) {
       if (this.engines.has(engine.kind)) throw new Error(`two store engines for kind ${engine.kind}`);
       this.engines.set(engine.kind, engine);

@@ -1,0 +1,38 @@
+import { detachedRoutes } from '../../http/routes/detached-routes.js';
+import { execRoutes } from '../../http/routes/exec-routes.js';
+import { runRoutes } from '../../http/routes/run-routes.js';
+import { terminalRoutes } from '../../http/routes/terminal-routes.js';
+import { detachedTools } from '../../mcp/tools/detached-tools.js';
+import { execTools } from '../../mcp/tools/exec-tools.js';
+import type { DomainModule } from '../domain-module.js';
+import { DetachedService } from './detached-service.js';
+import { ExecService } from './exec-service.js';
+import { RunService } from './run-service.js';
+import { TerminalService } from './terminal-service.js';
+
+declare module '../context.js' {
+  interface ServiceParts {
+    exec: ExecService;
+    detached: DetachedService;
+    terminals: TerminalService;
+    runs: RunService;
+  }
+}
+
+/** Commands: exec, detached commands, terminals, one-shot runs and batches. */
+export const commandsModule = {
+  name: 'commands',
+  wire(ctx) {
+    const exec = new ExecService({ ...ctx, serverEnv: (sandbox) => ctx.egress.sandboxEnv(sandbox) });
+    const withExec = { ...ctx, exec };
+    return {
+      exec,
+      detached: new DetachedService(withExec),
+      terminals: new TerminalService(withExec),
+      runs: new RunService({ ...withExec, logger: ctx.logger.child({ part: 'runs' }) }),
+    };
+  },
+  routes: [execRoutes, detachedRoutes, terminalRoutes, runRoutes],
+  tools: [...execTools, ...detachedTools],
+  close: ({ terminals }) => terminals.close(),
+} satisfies DomainModule;

@@ -1,0 +1,39 @@
+import { objectRoutes } from '../../../http/routes/object-routes.js';
+import { objectTools } from '../../../mcp/tools/object-tools.js';
+import type { DomainModule } from '../../domain-module.js';
+import { ObjectClasses } from './object-classes.js';
+import { ObjectService } from './object-service.js';
+import { ObjectAlarms, ObjectHibernation } from './object-timers.js';
+
+declare module '../../context.js' {
+  interface ServiceParts {
+    /** Durable-object classes. */
+    objectClasses: ObjectClasses;
+    /** Durable objects and their calls. */
+    objects: ObjectService;
+  }
+}
+
+/** Durable objects: classes, instances, calls, storage, alarms and hibernation. */
+export const objectsModule = {
+  name: 'objects',
+  wire(ctx) {
+    const { config, repos } = ctx;
+    const objectClasses = new ObjectClasses({ ...ctx, repo: repos.objects, maxStorageBytes: config.objectMaxStorage });
+    const objects = new ObjectService({
+      ...ctx,
+      logger: ctx.logger.child({ part: 'objects' }),
+      repo: repos.objects,
+      classes: objectClasses,
+      concurrency: config.objectConcurrency,
+    });
+    return { objectClasses, objects };
+  },
+  routes: [objectRoutes],
+  tools: objectTools,
+  timers: ({ repos, objects, timers, logger, clock }) => [
+    new ObjectAlarms(repos.objects, objects, () => void timers.poke(), logger.child({ part: 'object-alarms' }), clock),
+    new ObjectHibernation(repos.objects, objects),
+  ],
+  close: ({ objects }) => objects.close(),
+} satisfies DomainModule;

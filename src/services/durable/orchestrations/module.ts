@@ -1,0 +1,31 @@
+import { orchestrationRoutes } from '../../../http/routes/orchestration-routes.js';
+import { orchestrationTools } from '../../../mcp/tools/orchestration-tools.js';
+import type { DomainModule } from '../../domain-module.js';
+import { checkedDurationMs } from '../../../schemas/common.js';
+import { OrchestrationService } from './orchestration-service.js';
+import { OrchestrationTimers } from './orchestration-timers.js';
+
+declare module '../../context.js' {
+  interface ServiceParts {
+    /** Orchestration definitions and instances. */
+    orchestrations: OrchestrationService;
+  }
+}
+
+/** Orchestrations: definitions, instances, their history, activities and timers. */
+export const orchestrationsModule = {
+  name: 'orchestrations',
+  wire: (ctx) => ({
+    orchestrations: new OrchestrationService({
+      ...ctx,
+      logger: ctx.logger.child({ part: 'orchestrations' }),
+      repo: ctx.repos.orchestrations,
+      concurrency: ctx.config.orchestrationConcurrency,
+      retentionMs: checkedDurationMs(ctx.config.orchestrationRetention),
+    }),
+  }),
+  routes: [orchestrationRoutes],
+  tools: orchestrationTools,
+  timers: ({ repos, orchestrations }) => [new OrchestrationTimers(repos.orchestrations, orchestrations)],
+  close: ({ orchestrations }) => orchestrations.close(),
+} satisfies DomainModule;

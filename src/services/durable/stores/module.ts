@@ -1,0 +1,34 @@
+import { join } from 'node:path';
+import { storeRoutes } from '../../../http/routes/store-routes.js';
+import { storeTools } from '../../../mcp/tools/store-tools.js';
+import type { DomainModule } from '../../domain-module.js';
+import { storeEngines } from './engines.js';
+import { StoreService } from './store-service.js';
+
+declare module '../../context.js' {
+  interface ServiceParts {
+    /** Durable stores; its `handles` close idle connections. */
+    stores: StoreService;
+  }
+}
+
+/** Durable stores: embedded and host SQLite, kv, queues, and external PostgreSQL, MySQL and Redis. */
+export const storesModule = {
+  name: 'stores',
+  wire(ctx) {
+    const logger = ctx.logger.child({ part: 'stores' });
+    return {
+      stores: new StoreService({
+        ...ctx,
+        logger,
+        engines: ctx.inputs.engines ?? storeEngines({ workers: ctx.config.storeWorkers, exec: ctx.exec, clock: ctx.clock, logger }),
+        storesDir: join(ctx.dataDir, 'stores'),
+        poke: () => void ctx.timers.poke(),
+      }),
+    };
+  },
+  routes: [storeRoutes],
+  tools: storeTools,
+  timers: ({ stores }) => [stores.handles],
+  close: ({ stores }) => stores.close(),
+} satisfies DomainModule;

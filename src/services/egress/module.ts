@@ -1,0 +1,42 @@
+import { llmRoutes } from '../../http/routes/llm-routes.js';
+import { proxyRoutes } from '../../http/routes/proxy-routes.js';
+import { llmTools } from '../../mcp/tools/llm-tools.js';
+import { proxyTools } from '../../mcp/tools/proxy-tools.js';
+import type { DomainModule } from '../domain-module.js';
+import { EgressService } from './egress-service.js';
+
+declare module '../context.js' {
+  interface ServiceParts {
+    /** The proxy port and what it serves sandboxes: the LLM gateway, its keys and usage. */
+    egress: EgressService;
+  }
+}
+
+/** Egress: the proxy port, its hooks and log, sandbox secrets and the LLM gateway. */
+export const egressModule = {
+  name: 'egress',
+  wire(ctx) {
+    const { config, sandboxes } = ctx;
+    const egress = new EgressService({
+      ...ctx,
+      logger: ctx.logger.child({ part: 'egress' }),
+      settings: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage, ...ctx.inputs.egress },
+      sandboxes: ctx.repos.sandboxes,
+      llm: ctx.repos.llm,
+      proxy: ctx.repos.proxy,
+    });
+    sandboxes.onCreated(async (sandbox, input) => {
+      if (input.llm_budget_tokens !== undefined) await egress.setBudget(sandbox.uuid, input.llm_budget_tokens);
+      if (input.secrets) egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
+    });
+    sandboxes.onRemoved(async (sandbox) => {
+      await egress.setBudget(sandbox.uuid, undefined);
+      egress.secrets.remove(sandbox.uuid);
+    });
+    sandboxes.proxyListening = () => egress.url !== undefined;
+    return { egress };
+  },
+  routes: [llmRoutes, proxyRoutes],
+  tools: [...llmTools, ...proxyTools],
+  close: ({ egress }) => egress.close(),
+} satisfies DomainModule;
