@@ -5,7 +5,9 @@
  *
  *   cli/, runtime.ts   composition roots: may import anything
  *   http/, mcp/        faces: services, schemas, telemetry, domain, errors, paths (mcp: the HTTP API only)
- *   services/          the domain: backends, state, schemas, images, telemetry, domain, errors, paths
+ *   services/          the domain: backends, state, schemas, images, config, telemetry, domain, errors, paths;
+ *                      one folder per domain, each using only the domains DOMAIN_GRAPH names;
+ *                      its module.ts (and domains.ts, domain-module.ts) also names its routes and tools
  *   backends/          engines: images, telemetry, domain, errors, paths
  *   state/             persistence: domain, errors, paths
  *   schemas/           wire shapes: domain, errors
@@ -20,7 +22,7 @@ const anyOf = (...names) => `^src/(${names.join('|')})(/|\\.ts$)`;
 const FORBIDDEN = {
   http: ['backends', 'state', 'mcp', 'cli', 'config', 'runtime'],
   mcp: ['backends', 'state', 'services', 'http', 'cli', 'config', 'runtime'],
-  services: ['http', 'mcp', 'cli', 'config', 'runtime'],
+  services: ['http', 'mcp', 'cli', 'runtime'],
   backends: ['services', 'state', 'http', 'mcp', 'cli', 'config', 'schemas', 'runtime'],
   state: ['backends', 'services', 'http', 'mcp', 'cli', 'config', 'schemas', 'images', 'telemetry', 'runtime'],
   schemas: ['backends', 'services', 'state', 'http', 'mcp', 'cli', 'config', 'images', 'telemetry', 'runtime'],
@@ -32,15 +34,89 @@ const FORBIDDEN = {
   paths: ['backends', 'services', 'state', 'http', 'mcp', 'cli', 'config', 'schemas', 'images', 'telemetry', 'domain', 'errors', 'runtime'],
 };
 
+/**
+ * The domain graph: each domain folder of src/services/ and the domains it may import (types
+ * included). It must stay acyclic (checked below, at load). A domain reaches one it may not
+ * import through the interfaces of services/context.ts, which the wiring fills.
+ */
+const DOMAIN_GRAPH = {
+  support: [],
+  events: ['support'],
+  pools: ['support'],
+  sandboxes: ['events', 'pools', 'support'],
+  egress: ['events', 'sandboxes', 'support'],
+  commands: ['events', 'pools', 'sandboxes', 'support'],
+  browser: ['sandboxes', 'support'],
+  preview: ['sandboxes', 'support'],
+  governance: ['events', 'support'],
+  durable: ['support'],
+  'durable/objects': ['commands', 'durable', 'events', 'sandboxes', 'support'],
+  'durable/orchestrations': ['commands', 'durable', 'durable/objects', 'support'],
+  'durable/schedules': ['commands', 'durable', 'events', 'sandboxes', 'support'],
+  'durable/stores': ['commands', 'durable', 'events', 'sandboxes', 'support'],
+};
+
+/** Throws when DOMAIN_GRAPH has a cycle (a domain that may reach itself). */
+function assertAcyclic(graph) {
+  const state = {};
+  const visit = (name, path) => {
+    if (state[name] === 'done') return;
+    if (state[name] === 'visiting') throw new Error(`DOMAIN_GRAPH has a cycle: ${[...path, name].join(' -> ')}`);
+    state[name] = 'visiting';
+    for (const next of graph[name] ?? []) visit(next, [...path, name]);
+    state[name] = 'done';
+  };
+  for (const name of Object.keys(graph)) visit(name, []);
+}
+assertAcyclic(DOMAIN_GRAPH);
+
+/** A domain folder's files, not those of a nested domain (durable/ root files are the `durable` domain). */
+const domainFiles = (name) => {
+  const nested = Object.keys(DOMAIN_GRAPH).filter((other) => other.startsWith(`${name}/`));
+  const folder = `^src/services/${name}/`;
+  return nested.length ? { path: folder, pathNot: nested.map((other) => `^src/services/${other}/`) } : { path: folder };
+};
+/** The files of every domain but `name` and those it may import. */
+const forbiddenDomains = (name) => {
+  const allowed = new Set([name, ...DOMAIN_GRAPH[name]]);
+  const others = Object.keys(DOMAIN_GRAPH).filter((other) => !allowed.has(other));
+  return others.map((other) => domainFiles(other));
+};
+/** The composition files of services/: they name each domain's routes and tools. */
+const COMPOSITION = ['^src/services/[a-z/-]+/module\\.ts$', '^src/services/domains\\.ts$', '^src/services/domain-module\\.ts$'];
+
 module.exports = {
   forbidden: [
     ...Object.entries(FORBIDDEN).map(([from, targets]) => ({
       name: `${from}-imports-only-below`,
       comment: `src/${from} may not import ${targets.join(', ')} (transport -> service -> backend, one way)`,
       severity: 'error',
-      from: { path: layer(from) },
+      from: from === 'services' ? { path: layer(from), pathNot: COMPOSITION } : { path: layer(from) },
       to: { path: anyOf(...targets) },
     })),
+    {
+      name: 'domain-modules-name-only-routes-and-tools',
+      comment: 'a domain module (and the DOMAINS list) may name the faces\' route plugins and tool families, nothing else above services/',
+      severity: 'error',
+      from: { path: COMPOSITION },
+      to: { path: anyOf('cli', 'runtime', 'mcp/server', 'http/app') },
+    },
+    {
+      name: 'only-domains-imports-modules',
+      comment: 'a domain\'s module.ts is read by the DOMAINS list (services/domains.ts) alone: domains meet through services/context.ts',
+      severity: 'error',
+      from: { pathNot: '^src/services/domains\\.ts$' },
+      to: { path: '^src/services/[a-z/-]+/module\\.ts$' },
+    },
+    ...Object.keys(DOMAIN_GRAPH).flatMap((name) =>
+      forbiddenDomains(name).map((target) => ({
+        name: `domain-${name.replace('/', '-')}-uses-only-its-graph`,
+        comment: `services/${name} may import only ${DOMAIN_GRAPH[name].join(', ') || 'no other domain'} (DOMAIN_GRAPH; type-only imports too)`,
+        severity: 'error',
+        from: { ...domainFiles(name), pathNot: [...(domainFiles(name).pathNot ?? []), ...COMPOSITION] },
+        to: target,
+      })),
+    ),
     {
       name: 'backend-imports-no-other-backend',
       comment: 'a backend (backends/<id>/) is self-contained: it shares only the top-level backend files and backends/agent/',
@@ -57,10 +133,10 @@ module.exports = {
     },
     {
       name: 'no-circular',
-      comment: 'import cycles make start-up order and refactoring fragile',
+      comment: 'import cycles, of types too, make start-up order and refactoring fragile',
       severity: 'error',
       from: {},
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      to: { circular: true },
     },
     {
       name: 'no-unresolvable',

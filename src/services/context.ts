@@ -16,12 +16,10 @@ import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { StoreRepository } from '../state/store-repository.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { StoreEngine } from './durable/stores/store-engine.js';
 import type { DurableTimers } from './durable/durable-timers.js';
-import type { EgressSettings } from './egress/egress-service.js';
 import type { EventBus } from './events/event-bus.js';
 import type { Observability } from './events/observability.js';
-import type { HostLimits } from './sandboxes/sandbox-service.js';
+import type { HostLimits } from './sandboxes/sandbox-defaults.js';
 import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
 
@@ -68,14 +66,13 @@ export interface ServiceBase {
   inputs: ServiceInputs;
 }
 
-/** Parts given to the service layer instead of the real ones, beyond the config (tests, benchmarks). */
+/**
+ * Parts given to the service layer instead of the real ones, beyond the config (tests,
+ * benchmarks); a domain adds its own by declaration merging, like `ServiceParts`.
+ */
 export interface ServiceInputs {
   /** The host's cpus and memory that vcpus and memory_mb are checked against; default this host's. */
   hostLimits?: HostLimits;
-  /** Egress settings beyond the config's (a name resolver, sandboxes' egress rules, a listen address). */
-  egress?: Partial<EgressSettings>;
-  /** One engine per store kind offered; default every kind's real engine. */
-  engines?: StoreEngine[];
 }
 
 /** What the faces see of the service layer beyond the domains' parts. */

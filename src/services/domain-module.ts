@@ -1,5 +1,5 @@
 import type { Migration } from 'kysely';
-import type { RouteAction } from '../http/policy-actions.js';
+import type { RouteAction } from '../http/route-actions.js';
 import type { App, RouteContext } from '../http/route-types.js';
 import type { Tool } from '../mcp/tool.js';
 import type { ServiceContext, ServiceParts, WiringContext } from './context.js';

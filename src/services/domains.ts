@@ -1,5 +1,5 @@
 import type { Migration } from 'kysely';
-import type { RouteAction } from '../http/policy-actions.js';
+import type { RouteAction } from '../http/route-actions.js';
 import type { Tool } from '../mcp/tool.js';
 import { MIGRATIONS } from '../state/migrations/index.js';
 import { browserModule } from './browser/module.js';

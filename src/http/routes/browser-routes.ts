@@ -17,6 +17,7 @@ import {
   screenshot,
 } from '../../schemas/browser-schemas.js';
 import { errors, type App, type RouteContext } from '../route-types.js';
+import { onSandbox, type RouteAction } from '../route-actions.js';
 
 const tags = ['browser'];
 /** Errors of every route that drives the browser: bad input, unknown sandbox or page, stopped sandbox, no Chromium. */
@@ -117,3 +118,18 @@ export async function browserRoutes(app: App, { services }: RouteContext): Promi
     async (request) => browser.eventLog(request.params.name, request.query.offset, request.query.limit),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const browserRouteActions: Record<string, RouteAction | 'open'> = {
+  'POST /sandboxes/:name/browser/start': onSandbox('sandbox.browser'),
+  'GET /sandboxes/:name/browser/pages': onSandbox('sandbox.browser'),
+  'GET /sandboxes/:name/browser/pages/:page': onSandbox('sandbox.browser'),
+  'DELETE /sandboxes/:name/browser/pages/:page': onSandbox('sandbox.browser'),
+  'GET /sandboxes/:name/browser/events': onSandbox('sandbox.browser'),
+  'POST /sandboxes/:name/browser/pages/:page/goto': onSandbox('sandbox.browser'),
+  'POST /sandboxes/:name/browser/pages/:page/click': onSandbox('sandbox.browser'),
+  'POST /sandboxes/:name/browser/pages/:page/fill': onSandbox('sandbox.browser'),
+  'GET /sandboxes/:name/browser/pages/:page/screenshot': onSandbox('sandbox.browser'),
+  'POST /sandboxes/:name/browser/pages/:page/evaluate': onSandbox('sandbox.browser'),
+  'GET /sandboxes/:name/browser/pages/:page/content': onSandbox('sandbox.browser'),
+};

@@ -7,6 +7,7 @@ import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { httpMessage } from '../errors.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
 import { SseStream } from '../sse-stream.js';
+import { execContext, onSandbox, type RouteAction } from '../route-actions.js';
 
 /** Output a following client may leave unread before it is cut off (it may reconnect with an offset). */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -112,3 +113,12 @@ export async function detachedRoutes(app: App, { services }: RouteContext): Prom
     async (request) => ok(await services.detached.kill(request.params.name, request.params.id)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const detachedRouteActions: Record<string, RouteAction | 'open'> = {
+  'POST /sandboxes/:name/exec/detach': onSandbox('sandbox.exec', { context: (i) => execContext(i.body) }),
+  'GET /sandboxes/:name/exec/detached': onSandbox('sandbox.get'),
+  'GET /sandboxes/:name/exec/detached/:id': onSandbox('sandbox.get'),
+  'GET /sandboxes/:name/exec/detached/:id/logs': onSandbox('sandbox.get'),
+  'DELETE /sandboxes/:name/exec/detached/:id': onSandbox('sandbox.exec'),
+};

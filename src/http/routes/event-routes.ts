@@ -3,6 +3,7 @@ import { ServiceError } from '../../errors.js';
 import { eventsHeaders, eventsQuery, type EventType } from '../../schemas/event-schemas.js';
 import { errors, textReply, type App, type RouteContext } from '../route-types.js';
 import { SseStream } from '../sse-stream.js';
+import { text, type RouteAction } from '../route-actions.js';
 
 export interface EventRouteOptions extends RouteContext {
   /** Heartbeat comment interval of GET /events. */
@@ -103,3 +104,8 @@ export async function eventRoutes(app: App, { services, heartbeatMs }: EventRout
     },
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const eventRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /events': { action: 'events.read', resource: (i) => `events:${text(i.query?.sandbox) ?? '*'}` },
+};

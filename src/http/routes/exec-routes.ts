@@ -3,6 +3,7 @@ import { execBody, execResult } from '../../schemas/exec-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { clientGone, errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
 import { streamCommand } from '../command-stream.js';
+import { execContext, onSandbox, type RouteAction } from '../route-actions.js';
 
 export interface ExecRouteOptions extends RouteContext {
   /** How often /exec/stream sends a heartbeat comment. */
@@ -53,3 +54,9 @@ export async function execRoutes(app: App, { services, heartbeatMs }: ExecRouteO
     },
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const execRouteActions: Record<string, RouteAction | 'open'> = {
+  'POST /sandboxes/:name/exec': onSandbox('sandbox.exec', { context: (i) => execContext(i.body) }),
+  'POST /sandboxes/:name/exec/stream': onSandbox('sandbox.exec', { context: (i) => execContext(i.body) }),
+};

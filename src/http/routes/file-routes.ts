@@ -5,6 +5,7 @@ import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { BUFFERED_READS, STREAMED_READS } from '../../services/sandboxes/file-service.js';
 import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
 import { routePath } from '../../services/sandboxes/index.js';
+import { onSandbox, type RouteAction } from '../route-actions.js';
 
 const tags = ['files'];
 const fileParams = z.object({
@@ -145,3 +146,11 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request) => ok(await files.writeMany(request.params.name, request.body.files, request.body.encoding)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const fileRouteActions: Record<string, RouteAction | 'open'> = {
+  'PUT /sandboxes/:name/files/*': onSandbox('sandbox.files.write'),
+  'GET /sandboxes/:name/files/*': onSandbox('sandbox.files.read'),
+  'DELETE /sandboxes/:name/files/*': onSandbox('sandbox.files.delete'),
+  'POST /sandboxes/:name/files': onSandbox('sandbox.files.write'),
+};

@@ -6,6 +6,7 @@ import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { httpMessage } from '../errors.js';
 import { clientGone, errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
 import { SseStream } from '../sse-stream.js';
+import { onSandbox, type RouteAction } from '../route-actions.js';
 
 export interface FsRouteOptions extends RouteContext {
   /** How often a watch sends a heartbeat comment. */
@@ -83,3 +84,10 @@ function viewSchema<T extends z.ZodType>(summary: string, data: T) {
 function dataOf(event: { event: string; path?: string; type?: string; message?: string }): object {
   return event.event === 'error' ? { message: event.message } : { path: event.path, type: event.type };
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const fsRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /sandboxes/:name/fs': onSandbox('sandbox.files.read'),
+  'GET /sandboxes/:name/fs/stat': onSandbox('sandbox.files.read'),
+  'GET /sandboxes/:name/fs/watch': onSandbox('sandbox.files.read'),
+};

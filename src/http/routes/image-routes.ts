@@ -5,6 +5,7 @@ import { isServiceError } from '../../errors.js';
 import { httpMessage } from '../errors.js';
 import { openEventStream } from '../command-stream.js';
 import { clientGone, errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 export interface ImageRouteOptions extends RouteContext {
   /** How often a streamed build sends a heartbeat comment. */
@@ -71,3 +72,10 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
     async (request) => ok(await images.remove(request.params.name)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const imageRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /images': { action: 'image.list', resource: all('image') },
+  'POST /images': { action: 'image.build', resource: (i) => `image:${text(i.body?.name) ?? ''}` },
+  'DELETE /images/:name': { action: 'image.delete', resource: named('image', 'name') },
+};

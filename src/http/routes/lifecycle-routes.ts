@@ -2,6 +2,7 @@ import { envelope } from '../../schemas/common.js';
 import { extendBody, extendResult, gcResult, reconcileBody, reconcileResult, resizeBody } from '../../schemas/lifecycle-schemas.js';
 import { sandboxDetail, sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { onSandbox, type RouteAction } from '../route-actions.js';
 
 // Bodies that may be left out are nullish: Fastify hands a missing body to the validator as null.
 const tags = ['lifecycle'];
@@ -70,3 +71,12 @@ export async function lifecycleRoutes(app: App, { services }: RouteContext): Pro
     async (request) => ok(await lifecycle.reconcile(request.body?.dry_run ?? false)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const lifecycleRouteActions: Record<string, RouteAction | 'open'> = {
+  'POST /sandboxes/:name/recover': onSandbox('sandbox.recover'),
+  'POST /sandboxes/:name/resize': onSandbox('sandbox.resize'),
+  'POST /sandboxes/:name/extend': onSandbox('sandbox.extend'),
+  'POST /gc': { action: 'admin.gc', resource: () => 'service:gc' },
+  'POST /lifecycle/reconcile': { action: 'admin.reconcile', resource: () => 'service:reconcile' },
+};

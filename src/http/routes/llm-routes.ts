@@ -10,6 +10,7 @@ import {
   removedLlmKey,
 } from '../../schemas/llm-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, type RouteAction } from '../route-actions.js';
 
 const tags = ['llm'];
 
@@ -84,3 +85,12 @@ export async function llmRoutes(app: App, { services }: RouteContext): Promise<v
     async (request) => ok(await usage.sandbox(request.params.sandbox)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const llmRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /llm/keys': { action: 'llm.keys.list', resource: all('llm-key') },
+  'PUT /llm/keys/:provider': { action: 'llm.keys.set', resource: named('llm-key', 'provider') },
+  'DELETE /llm/keys/:provider': { action: 'llm.keys.delete', resource: named('llm-key', 'provider') },
+  'GET /llm/usage': { action: 'llm.usage', resource: all('sandbox') },
+  'GET /llm/usage/:sandbox': { action: 'llm.usage', resource: named('sandbox', 'sandbox') },
+};

@@ -21,6 +21,7 @@ import {
   verboseCallResult,
 } from '../../schemas/object-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, objectByName, text, type RouteAction } from '../route-actions.js';
 
 // Bodies that may be left out are nullish: Fastify hands a missing body to the validator as null.
 const tags = ['objects'];
@@ -188,3 +189,22 @@ export async function objectRoutes(app: App, { services }: RouteContext): Promis
     async (request) => ok(await objects.calls(request.params.class, request.params.object_id, request.query.limit)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const objectRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /objects/classes': { action: 'object.class.list', resource: all('object.class') },
+  'POST /objects/classes': { action: 'object.class.define', resource: (i) => `object.class:${text(i.body?.name) ?? ''}` },
+  'GET /objects/classes/:class': { action: 'object.class.get', resource: named('object.class', 'class') },
+  'DELETE /objects/classes/:class': { action: 'object.class.delete', resource: named('object.class', 'class') },
+  'GET /objects': { action: 'object.list', resource: all('object') },
+  'POST /objects': { action: 'object.create', resource: (i) => `object:${text(i.body?.class) ?? ''}/${text(i.body?.object_id) ?? ''}` },
+  'GET /objects/:id': { action: 'object.get', resource: named('object', 'id') },
+  'PATCH /objects/:id': { action: 'object.update', resource: named('object', 'id') },
+  'DELETE /objects/:id': { action: 'object.delete', resource: named('object', 'id') },
+  'GET /objects/:class/:object_id': { action: 'object.get', resource: objectByName },
+  'POST /objects/:class/:object_id/call/:method': { action: 'object.call', resource: objectByName },
+  'POST /objects/:class/:object_id/alarm': { action: 'object.alarm', resource: objectByName },
+  'GET /objects/:class/:object_id/alarm': { action: 'object.get', resource: objectByName },
+  'DELETE /objects/:class/:object_id/alarm': { action: 'object.alarm', resource: objectByName },
+  'GET /objects/:class/:object_id/calls': { action: 'object.get', resource: objectByName },
+};

@@ -14,6 +14,7 @@ import {
   terminateBody,
 } from '../../schemas/orchestration-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 const tags = ['orchestrations'];
 
@@ -128,3 +129,17 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
     async (request) => ok(await orchestrations.remove(request.params.id)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const orchestrationRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /orchestrations/definitions': { action: 'orchestration.definition.list', resource: all('orchestration-definition') },
+  'POST /orchestrations/definitions': { action: 'orchestration.definition.create', resource: (i) => `orchestration-definition:${text(i.body?.name) ?? ''}` },
+  'GET /orchestrations/definitions/:name': { action: 'orchestration.definition.get', resource: named('orchestration-definition', 'name') },
+  'DELETE /orchestrations/definitions/:name': { action: 'orchestration.definition.delete', resource: named('orchestration-definition', 'name') },
+  'POST /orchestrations': { action: 'orchestration.start', resource: (i) => `orchestration-definition:${text(i.body?.name) ?? ''}` },
+  'GET /orchestrations': { action: 'orchestration.list', resource: all('orchestration') },
+  'GET /orchestrations/:id': { action: 'orchestration.get', resource: named('orchestration', 'id') },
+  'POST /orchestrations/:id/events': { action: 'orchestration.event', resource: named('orchestration', 'id') },
+  'POST /orchestrations/:id/terminate': { action: 'orchestration.terminate', resource: named('orchestration', 'id') },
+  'DELETE /orchestrations/:id': { action: 'orchestration.delete', resource: named('orchestration', 'id') },
+};

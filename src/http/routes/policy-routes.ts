@@ -13,6 +13,7 @@ import {
   policyStatus,
 } from '../../schemas/policy-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 /** Policy (rules decided on every request) and permissions (grants an admin gives). */
 export async function policyRoutes(app: App, { services }: RouteContext): Promise<void> {
@@ -107,3 +108,16 @@ export async function policyRoutes(app: App, { services }: RouteContext): Promis
     async (request) => ok(policy.checkPermission(request.principal, request.body)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const policyRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /policy/status': { action: 'policy.status', resource: () => 'policy:*' },
+  'POST /policy/check': { action: 'policy.check', resource: () => 'policy:*' },
+  'POST /policy/reload': { action: 'policy.reload', resource: () => 'policy:*' },
+  'GET /policy/audit': { action: 'policy.audit', resource: () => 'policy:*' },
+  'GET /permissions': { action: 'permissions.list', resource: all('permission') },
+  'POST /permissions/grant': { action: 'permissions.grant', resource: (i) => `principal:${text(i.body?.principal) ?? ''}` },
+  'POST /permissions': { action: 'permissions.grant', resource: (i) => `principal:${text(i.body?.principal) ?? ''}` },
+  'DELETE /permissions/:id': { action: 'permissions.revoke', resource: named('permission', 'id') },
+  'POST /permissions/check': { action: 'permissions.check', resource: (i) => `principal:${text(i.body?.principal) ?? ''}` },
+};

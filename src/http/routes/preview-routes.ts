@@ -6,6 +6,7 @@ import { forwardHttp, forwardUpgrade, pathPast, type Forwarding } from '../previ
 import { envelope } from '../../schemas/common.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
 import { upgradeOf } from '../websocket-upgrade.js';
+import { onSandbox, previewEntries, type RouteAction } from '../route-actions.js';
 
 const tags = ['preview'];
 /** Segments of the path form's prefix: /sandboxes/{name}/ports/{port}. */
@@ -88,3 +89,10 @@ async function forward(preview: PreviewService, request: FastifyRequest, reply: 
   if (upgrade) await forwardUpgrade(request, reply, forwarding, preview, upgrade);
   else await forwardHttp(request, reply, forwarding);
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const previewRouteActions: Record<string, RouteAction | 'open'> = {
+  // Preview URLs: every method of both forms (the host form's internal route included) and minting.
+  ...previewEntries(),
+  'POST /sandboxes/:name/ports/:port/url': onSandbox('sandbox.preview'),
+};

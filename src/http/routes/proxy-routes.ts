@@ -1,6 +1,7 @@
 import { envelope, message } from '../../schemas/common.js';
 import { createProxyHookBody, proxyHook, proxyHookParams, proxyHookQuery, proxyLogEntry, proxyLogQuery } from '../../schemas/proxy-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 const tags = ['proxy'];
 
@@ -61,3 +62,12 @@ export async function proxyRoutes(app: App, { services }: RouteContext): Promise
     async (request) => ok(proxyLog.recent(request.query.limit, request.query.sandbox)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const proxyRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /proxy/hooks': { action: 'proxy.hooks.list', resource: all('proxy-hook') },
+  'POST /proxy/hooks': { action: 'proxy.hooks.create', resource: (i) => `proxy-hook:${text(i.body?.name) ?? ''}` },
+  'DELETE /proxy/hooks/:name': { action: 'proxy.hooks.delete', resource: named('proxy-hook', 'name') },
+  'DELETE /proxy/hooks': { action: 'proxy.hooks.delete', resource: (i) => `proxy-hook:${text(i.query?.name) ?? ''}` },
+  'GET /proxy/log': { action: 'proxy.log', resource: (i) => `sandbox:${text(i.query?.sandbox) ?? '*'}` },
+};

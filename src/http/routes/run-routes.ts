@@ -3,6 +3,7 @@ import { execResult } from '../../schemas/exec-schemas.js';
 import { batchBody, batchResult, runBody } from '../../schemas/run-schemas.js';
 import { clientGone, errors, ok, textReply, type App, type RouteContext } from '../route-types.js';
 import { streamCommand } from '../command-stream.js';
+import { all, runContext, type RouteAction } from '../route-actions.js';
 
 export interface RunRouteOptions extends RouteContext {
   /** How often /run/stream sends a heartbeat comment. */
@@ -69,3 +70,14 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
     async (request, reply) => ok({ results: await services.runs.batch(request.body.commands, clientGone(reply)) }),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const runRouteActions: Record<string, RouteAction | 'open'> = {
+  'POST /run': { action: 'run', resource: all('run'), context: (i) => runContext(i.body) },
+  'POST /run/stream': { action: 'run', resource: all('run'), context: (i) => runContext(i.body) },
+  'POST /batch/run': {
+    action: 'run',
+    resource: all('run'),
+    context: (i) => (Array.isArray(i.body?.commands) ? (i.body.commands as Record<string, unknown>[]).map(runContext) : []),
+  },
+};

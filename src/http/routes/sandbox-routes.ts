@@ -11,6 +11,7 @@ import {
 } from '../../schemas/sandbox-schemas.js';
 import { auditEntry } from '../../schemas/service-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, labelsOf, onSandbox, text, type RouteAction } from '../route-actions.js';
 
 const tags = ['sandboxes'];
 
@@ -103,3 +104,30 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
     async (request) => ok(await services.logs(request.params.name)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const sandboxRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /sandboxes': { action: 'sandbox.list', resource: all('sandbox') },
+  'POST /sandboxes': {
+    action: 'sandbox.create',
+    resource: (i) => `sandbox:${text(i.body?.name) ?? ''}`,
+    context: (i) => {
+      const image = text(i.body?.image);
+      const profile = text(i.body?.profile);
+      const labels = labelsOf(i.body?.labels);
+      return { ...(image ? { image } : {}), profile: profile ?? 'moderate', ...(labels ? { labels } : {}) };
+    },
+  },
+  // Decided on the sandbox's name, like GET /sandboxes/:name: a rule on sandbox:prod-* covers both.
+  'GET /sandboxes/by-uuid/:uuid': {
+    action: 'sandbox.get',
+    resource: async (i, lookups) => `sandbox:${(await lookups.sandboxName(i.params.uuid ?? '')) ?? i.params.uuid}`,
+    sandbox: async (i, lookups) => (await lookups.sandboxName(i.params.uuid ?? '')) ?? '',
+  },
+  'GET /sandboxes/:name': onSandbox('sandbox.get'),
+  'PATCH /sandboxes/:name': onSandbox('sandbox.update'),
+  'POST /sandboxes/:name/start': onSandbox('sandbox.start'),
+  'POST /sandboxes/:name/stop': onSandbox('sandbox.stop'),
+  'DELETE /sandboxes/:name': onSandbox('sandbox.delete'),
+  'GET /sandboxes/:name/logs': onSandbox('sandbox.logs'),
+};

@@ -9,6 +9,7 @@ import {
   scheduleRun,
 } from '../../schemas/schedule-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 const tags = ['schedules'];
 
@@ -103,3 +104,15 @@ export async function scheduleRoutes(app: App, { services }: RouteContext): Prom
     async (request) => ok(await schedules.runs(request.params.id, request.query)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const scheduleRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /schedules': { action: 'schedule.list', resource: all('schedule') },
+  'POST /schedules': { action: 'schedule.create', resource: (i) => `schedule:${text(i.body?.name) ?? ''}` },
+  'GET /schedules/:id': { action: 'schedule.get', resource: named('schedule', 'id') },
+  'GET /schedules/:id/status': { action: 'schedule.get', resource: named('schedule', 'id') },
+  'PATCH /schedules/:id': { action: 'schedule.update', resource: named('schedule', 'id') },
+  'DELETE /schedules/:id': { action: 'schedule.delete', resource: named('schedule', 'id') },
+  'POST /schedules/:id/trigger': { action: 'schedule.trigger', resource: named('schedule', 'id') },
+  'GET /schedules/:id/runs': { action: 'schedule.get', resource: named('schedule', 'id') },
+};

@@ -3,6 +3,7 @@ import { envelope, message } from '../../schemas/common.js';
 import { sandboxDetail } from '../../schemas/sandbox-schemas.js';
 import { createSnapshotBody, restoreSnapshotBody, snapshot, snapshotNameParams } from '../../schemas/snapshot-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 // Bodies that may be left out are nullish: Fastify hands a missing body to the validator as null.
 const tags = ['snapshots'];
@@ -56,3 +57,12 @@ export async function snapshotRoutes(app: App, { services }: RouteContext): Prom
     async (request, reply) => reply.status(201).send(ok(await snapshots.restore(request.params.name, request.body?.as_name))),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const snapshotRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /snapshots': { action: 'snapshot.list', resource: all('snapshot') },
+  'POST /snapshots': { action: 'snapshot.create', resource: (i) => `snapshot:${text(i.body?.name) ?? ''}`, sandbox: (i) => text(i.body?.sandbox) ?? '' },
+  'GET /snapshots/:name': { action: 'snapshot.get', resource: named('snapshot', 'name') },
+  'DELETE /snapshots/:name': { action: 'snapshot.delete', resource: named('snapshot', 'name') },
+  'POST /snapshots/:name/restore': { action: 'snapshot.restore', resource: named('snapshot', 'name') },
+};

@@ -13,6 +13,7 @@ import {
   storeParams,
 } from '../../schemas/store-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 const tags = ['stores'];
 
@@ -121,3 +122,15 @@ export async function storeRoutes(app: App, { services }: RouteContext): Promise
     async (request) => ok(await stores.command(request.params.id, request.body)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const storeRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /stores': { action: 'store.list', resource: all('store') },
+  'POST /stores': { action: 'store.create', resource: (i) => `store:${text(i.body?.name) ?? ''}` },
+  'GET /stores/:id': { action: 'store.get', resource: named('store', 'id') },
+  'PATCH /stores/:id': { action: 'store.update', resource: named('store', 'id') },
+  'DELETE /stores/:id': { action: 'store.delete', resource: named('store', 'id') },
+  'POST /stores/:id/query': { action: 'store.query', resource: named('store', 'id') },
+  'POST /stores/:id/execute': { action: 'store.execute', resource: named('store', 'id') },
+  'POST /stores/:id/command': { action: 'store.command', resource: named('store', 'id') },
+};

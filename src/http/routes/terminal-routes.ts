@@ -6,6 +6,7 @@ import { terminalQuery, terminalResize, terminalToken } from '../../schemas/term
 import type { Terminal } from '../../services/commands/index.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
 import { acceptWebSocket, isUpgrade } from '../websocket-upgrade.js';
+import { onSandbox, type RouteAction } from '../route-actions.js';
 
 /** Close code and reason of a terminal whose shell did not exit (the sandbox stopped, the agent went away). */
 const GOING_AWAY = 1001;
@@ -118,3 +119,10 @@ function parseResize(data: Buffer): { cols: number; rows: number } | undefined {
     return undefined;
   }
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const terminalRouteActions: Record<string, RouteAction | 'open'> = {
+  // A terminal runs whatever is typed at it: an exec, decided as one (and so is its token).
+  'GET /sandboxes/:name/pty': onSandbox('sandbox.exec', { context: () => ({ sudo: false }) }),
+  'POST /sandboxes/:name/pty/token': onSandbox('sandbox.exec', { context: () => ({ sudo: false }) }),
+};

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { envelope, message } from '../../schemas/common.js';
 import { createVolumeBody, volume, volumeNameParams } from '../../schemas/volume-schemas.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
+import { all, named, text, type RouteAction } from '../route-actions.js';
 
 const tags = ['volumes'];
 
@@ -47,3 +48,11 @@ export async function volumeRoutes(app: App, { services }: RouteContext): Promis
     async (request) => ok(await volumes.delete(request.params.name)),
   );
 }
+
+/** How policy sees each route of this file (see src/http/policy-actions.ts). */
+export const volumeRouteActions: Record<string, RouteAction | 'open'> = {
+  'GET /volumes': { action: 'volume.list', resource: all('volume') },
+  'POST /volumes': { action: 'volume.create', resource: (i) => `volume:${text(i.body?.name) ?? ''}` },
+  'GET /volumes/:name': { action: 'volume.get', resource: named('volume', 'name') },
+  'DELETE /volumes/:name': { action: 'volume.delete', resource: named('volume', 'name') },
+};

@@ -1,4 +1,4 @@
-import { browserRoutes } from '../../http/routes/browser-routes.js';
+import { browserRouteActions, browserRoutes } from '../../http/routes/browser-routes.js';
 import { browserTools } from '../../mcp/tools/browser-tools.js';
 import type { DomainModule } from '../domain-module.js';
 import { BrowserService } from './browser-service.js';
@@ -14,6 +14,7 @@ export const browserModule = {
   name: 'browser',
   wire: (ctx) => ({ browser: new BrowserService(ctx) }),
   routes: [browserRoutes],
+  routeActions: browserRouteActions,
   tools: browserTools,
   close: ({ browser }) => browser.close(),
 } satisfies DomainModule;

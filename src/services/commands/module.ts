@@ -1,7 +1,7 @@
-import { detachedRoutes } from '../../http/routes/detached-routes.js';
-import { execRoutes } from '../../http/routes/exec-routes.js';
-import { runRoutes } from '../../http/routes/run-routes.js';
-import { terminalRoutes } from '../../http/routes/terminal-routes.js';
+import { detachedRouteActions, detachedRoutes } from '../../http/routes/detached-routes.js';
+import { execRouteActions, execRoutes } from '../../http/routes/exec-routes.js';
+import { runRouteActions, runRoutes } from '../../http/routes/run-routes.js';
+import { terminalRouteActions, terminalRoutes } from '../../http/routes/terminal-routes.js';
 import { detachedTools } from '../../mcp/tools/detached-tools.js';
 import { execTools } from '../../mcp/tools/exec-tools.js';
 import type { DomainModule } from '../domain-module.js';
@@ -33,6 +33,7 @@ export const commandsModule = {
     };
   },
   routes: [execRoutes, detachedRoutes, terminalRoutes, runRoutes],
+  routeActions: { ...execRouteActions, ...detachedRouteActions, ...terminalRouteActions, ...runRouteActions },
   tools: [...execTools, ...detachedTools],
   close: ({ terminals }) => terminals.close(),
 } satisfies DomainModule;

@@ -5,5 +5,4 @@
  */
 export type { ObjectCaller, ObjectCallInput, ObjectCallSource } from './object-caller.js';
 export { NO_ORCHESTRATIONS, type OrchestrationStarter } from './orchestration-starter.js';
-export { ScheduleService } from './schedules/index.js';
 export { DurableTimers, FIRST_RETRY_MS, MAX_WAIT_MS, type DurableTimersInput, type TimerSource, type Wake } from './durable-timers.js';

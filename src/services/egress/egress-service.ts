@@ -23,36 +23,15 @@ import { SandboxTokens } from './sandbox-token.js';
 import type { SandboxNetwork } from '../../domain/egress.js';
 import type { Profile } from '../../domain/profiles.js';
 import { egressLookup, sandboxEgress } from '../sandboxes/sandbox-network.js';
+import type { EgressSettings } from './egress-settings.js';
+
+export type { EgressSettings } from './egress-settings.js';
 
 /** The proxy port cannot listen; the message says what to fix (at start it ends the process, exit 2). */
 export class ProxyStartError extends Error {
   override readonly name = 'ProxyStartError';
 }
 
-/** `[proxy]` and `[llm]` settings. */
-export interface EgressSettings {
-  /** Listen on the proxy port at start (`--proxy`). */
-  enabled: boolean;
-  /** The proxy port (`--proxy-port`); 0 picks a free one (tests). */
-  port: number;
-  /**
-   * Where to listen instead of the backend's gateway address (tests bind 127.0.0.1). Sandboxes
-   * are told this address, so it must be one they reach.
-   */
-  host?: string;
-  /** `[llm.providers.<name>]`. */
-  providers: Record<string, ProviderSettings>;
-  /** `[llm].stream_usage`: ask OpenAI Chat streams for their usage. */
-  streamUsage: boolean;
-  /** Host names to addresses for the egress proxy (tests map names to local upstreams); default DNS. */
-  resolve?: Resolver;
-  /** CIDRs of the sandbox networks the proxy refuses; default the host's Docker bridges' ranges. */
-  sandboxRanges?: () => readonly string[];
-  /** Sandboxes' egress rules (tests); see the `egressOf` input. */
-  egressOf?: EgressLookup;
-  /** Idle time of a forwarded request before 504 (tests); default 60 s. */
-  proxyTimeoutMs?: number;
-}
 
 /** How long a `proxy.denied` event stands for the same sandbox and host (no flood from a retrying client). */
 const DENIED_EVENT_EVERY_MS = 10_000;

@@ -1,11 +1,16 @@
-import { llmRoutes } from '../../http/routes/llm-routes.js';
-import { proxyRoutes } from '../../http/routes/proxy-routes.js';
+import { llmRouteActions, llmRoutes } from '../../http/routes/llm-routes.js';
+import { proxyRouteActions, proxyRoutes } from '../../http/routes/proxy-routes.js';
 import { llmTools } from '../../mcp/tools/llm-tools.js';
 import { proxyTools } from '../../mcp/tools/proxy-tools.js';
 import type { DomainModule } from '../domain-module.js';
 import { EgressService } from './egress-service.js';
+import type { EgressSettings } from './egress-settings.js';
 
 declare module '../context.js' {
+  interface ServiceInputs {
+    /** Egress settings beyond the config's (a name resolver, sandboxes' egress rules, a listen address). */
+    egress?: Partial<EgressSettings>;
+  }
   interface ServiceParts {
     /** The proxy port and what it serves sandboxes: the LLM gateway, its keys and usage. */
     egress: EgressService;
@@ -37,6 +42,7 @@ export const egressModule = {
     return { egress };
   },
   routes: [llmRoutes, proxyRoutes],
+  routeActions: { ...llmRouteActions, ...proxyRouteActions },
   tools: [...llmTools, ...proxyTools],
   close: ({ egress }) => egress.close(),
 } satisfies DomainModule;

@@ -1,4 +1,4 @@
-import { eventRoutes } from '../../http/routes/event-routes.js';
+import { eventRouteActions, eventRoutes } from '../../http/routes/event-routes.js';
 import type { DomainModule } from '../domain-module.js';
 import { AuditService } from './audit-service.js';
 
@@ -14,4 +14,5 @@ export const eventsModule = {
   name: 'events',
   wire: (ctx) => ({ audit: new AuditService(ctx) }),
   routes: [eventRoutes],
+  routeActions: eventRouteActions,
 } satisfies DomainModule;

@@ -1,4 +1,4 @@
-import { policyRoutes } from '../../http/routes/policy-routes.js';
+import { policyRouteActions, policyRoutes } from '../../http/routes/policy-routes.js';
 import { permissionTools } from '../../mcp/tools/permission-tools.js';
 import type { DomainModule } from '../domain-module.js';
 import { PermissionService } from './permission-service.js';
@@ -28,5 +28,6 @@ export const governanceModule = {
     return { permissions, policy };
   },
   routes: [policyRoutes],
+  routeActions: policyRouteActions,
   tools: permissionTools,
 } satisfies DomainModule;

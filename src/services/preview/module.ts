@@ -1,4 +1,4 @@
-import { previewRoutes } from '../../http/routes/preview-routes.js';
+import { previewRouteActions, previewRoutes } from '../../http/routes/preview-routes.js';
 import { previewTools } from '../../mcp/tools/preview-tools.js';
 import type { DomainModule } from '../domain-module.js';
 import { PreviewService } from './preview-service.js';
@@ -15,6 +15,7 @@ export const previewModule = {
   name: 'preview',
   wire: (ctx) => ({ preview: new PreviewService(ctx) }),
   routes: [previewRoutes],
+  routeActions: previewRouteActions,
   tools: previewTools,
   close: ({ preview }) => preview.close(),
 } satisfies DomainModule;

@@ -1,10 +1,10 @@
-import { fileRoutes } from '../../http/routes/file-routes.js';
-import { fsRoutes } from '../../http/routes/fs-routes.js';
-import { imageRoutes } from '../../http/routes/image-routes.js';
-import { lifecycleRoutes } from '../../http/routes/lifecycle-routes.js';
-import { sandboxRoutes } from '../../http/routes/sandbox-routes.js';
-import { snapshotRoutes } from '../../http/routes/snapshot-routes.js';
-import { volumeRoutes } from '../../http/routes/volume-routes.js';
+import { fileRouteActions, fileRoutes } from '../../http/routes/file-routes.js';
+import { fsRouteActions, fsRoutes } from '../../http/routes/fs-routes.js';
+import { imageRouteActions, imageRoutes } from '../../http/routes/image-routes.js';
+import { lifecycleRouteActions, lifecycleRoutes } from '../../http/routes/lifecycle-routes.js';
+import { sandboxRouteActions, sandboxRoutes } from '../../http/routes/sandbox-routes.js';
+import { snapshotRouteActions, snapshotRoutes } from '../../http/routes/snapshot-routes.js';
+import { volumeRouteActions, volumeRoutes } from '../../http/routes/volume-routes.js';
 import { fileTools } from '../../mcp/tools/file-tools.js';
 import { lifecycleTools } from '../../mcp/tools/lifecycle-tools.js';
 import { sandboxTools } from '../../mcp/tools/sandbox-tools.js';
@@ -15,7 +15,8 @@ import { FsViewService } from './fs-view-service.js';
 import { ImageService } from './image-service.js';
 import { LifecycleService } from './lifecycle-service.js';
 import { RecoveryService } from './recovery-service.js';
-import { hostLimits, SandboxService } from './sandbox-service.js';
+import { hostLimits } from './sandbox-defaults.js';
+import { SandboxService } from './sandbox-service.js';
 import { SnapshotService } from './snapshot-service.js';
 import { VolumeService } from './volume-service.js';
 
@@ -53,5 +54,6 @@ export const sandboxesModule = {
     };
   },
   routes: [sandboxRoutes, fileRoutes, fsRoutes, volumeRoutes, lifecycleRoutes, snapshotRoutes, imageRoutes],
+  routeActions: { ...sandboxRouteActions, ...fileRouteActions, ...fsRouteActions, ...volumeRouteActions, ...lifecycleRouteActions, ...snapshotRouteActions, ...imageRouteActions },
   tools: [...sandboxTools, ...fileTools, ...lifecycleTools, ...snapshotTools],
 } satisfies DomainModule;

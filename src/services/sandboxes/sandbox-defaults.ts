@@ -1,3 +1,4 @@
+import { cpus, totalmem } from 'node:os';
 import type { Backend } from '../../backends/backend.js';
 import { DEFAULT_DISK_MB } from '../../domain/disk.js';
 import type { Profile } from '../../domain/profiles.js';
@@ -21,3 +22,12 @@ export function defaultDisk(backend: Backend): { disk_mb?: number } {
   const diskMb = defaultDiskMb(backend);
   return diskMb === undefined ? {} : { disk_mb: diskMb };
 }
+
+/** What the host can give one sandbox: vcpus and memory_mb are checked against it. */
+export interface HostLimits {
+  cpus: number;
+  memoryMb: number;
+}
+
+/** This host's limits. */
+export const hostLimits = (): HostLimits => ({ cpus: cpus().length, memoryMb: Math.floor(totalmem() / 1024 / 1024) });

@@ -1,4 +1,3 @@
-import { cpus, totalmem } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, SandboxSpec } from '../../backends/backend.js';
 import { validateSource } from '../../backends/source-validation.js';
@@ -11,25 +10,16 @@ import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from './sandbox-defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb, type HostLimits } from './sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
 import { checkMounts } from './volume-service.js';
 import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
 import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
-import { secretPlaceholders } from '../egress/sandbox-secrets.js';
+import { secretPlaceholders } from './secret-placeholders.js';
 import { defaultEgress } from '../../domain/egress.js';
 import { NetworkRules, networkOfCreate, networkOfPatch, sandboxEgress } from './sandbox-network.js';
 import type { Config } from '../../config/config-schema.js';
-
-/** What the host can give one sandbox: vcpus and memory_mb are checked against it. */
-export interface HostLimits {
-  cpus: number;
-  memoryMb: number;
-}
-
-/** This host's limits. */
-export const hostLimits = (): HostLimits => ({ cpus: cpus().length, memoryMb: Math.floor(totalmem() / 1024 / 1024) });
 
 /**
  * The sandbox domain: create, list, inspect, update, start, stop and remove. Lifecycle

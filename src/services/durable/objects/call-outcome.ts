@@ -1,7 +1,25 @@
 import { z } from 'zod';
 import { ServiceError } from '../../../errors.js';
 import { METHOD_PATTERN } from '../../../schemas/object-schemas.js';
-import type { RunnerReply } from './object-runtime.js';
+
+/** The buffered writes of a call, as the runner reports them. */
+export interface Writes {
+  put: Record<string, unknown>;
+  delete: string[];
+  delete_all: boolean;
+}
+
+/** A new alarm a method set (`at` RFC 3339), null when it deleted its alarm. */
+export interface AlarmChange {
+  at: string;
+  method: string;
+  args: unknown;
+}
+
+/** What the runner answered for one request. */
+export type RunnerReply =
+  | { ok: true; result: unknown; writes: Writes; alarm?: AlarmChange | null }
+  | { ok: false; kind: 'threw' | 'method_not_found'; error: { name: string; message: string; stack: string }; methods?: string[] };
 
 /** Longest a kept idempotent result may be; a larger one keeps only the fact of the call. */
 export const MAX_KEPT_RESULT_BYTES = 1024 * 1024;

@@ -1,4 +1,4 @@
-import { objectRoutes } from '../../../http/routes/object-routes.js';
+import { objectRouteActions, objectRoutes } from '../../../http/routes/object-routes.js';
 import { objectTools } from '../../../mcp/tools/object-tools.js';
 import type { DomainModule } from '../../domain-module.js';
 import { ObjectClasses } from './object-classes.js';
@@ -30,6 +30,7 @@ export const objectsModule = {
     return { objectClasses, objects };
   },
   routes: [objectRoutes],
+  routeActions: objectRouteActions,
   tools: objectTools,
   timers: ({ repos, objects, timers, logger, clock }) => [
     new ObjectAlarms(repos.objects, objects, () => void timers.poke(), logger.child({ part: 'object-alarms' }), clock),

@@ -5,7 +5,9 @@ import type { ObjectClassRecord, ObjectRecord } from '../../../state/object-repo
 import type { Logger } from '../../../telemetry/logger.js';
 import type { ServiceContext } from '../../context.js';
 import type { SandboxRecord } from '../../../state/sandbox-repository.js';
-import { checkedReply } from './call-outcome.js';
+import { checkedReply, type AlarmChange, type RunnerReply, type Writes } from './call-outcome.js';
+
+export type { AlarmChange, RunnerReply, Writes } from './call-outcome.js';
 import { classDir, runnerAsset, versionDir } from './runner-assets.js';
 
 /** The labels of an object's managed sandbox. */
@@ -14,25 +16,6 @@ export const OBJECT_CLASS_LABEL = 'sandboxd.object.class';
 
 /** Longest a class's `setup` may run in one sandbox. */
 const SETUP_TIMEOUT_MS = 600_000;
-
-/** The buffered writes of a call, as the runner reports them. */
-export interface Writes {
-  put: Record<string, unknown>;
-  delete: string[];
-  delete_all: boolean;
-}
-
-/** A new alarm a method set (`at` RFC 3339), null when it deleted its alarm. */
-export interface AlarmChange {
-  at: string;
-  method: string;
-  args: unknown;
-}
-
-/** What the runner answered for one request. */
-export type RunnerReply =
-  | { ok: true; result: unknown; writes: Writes; alarm?: AlarmChange | null }
-  | { ok: false; kind: 'threw' | 'method_not_found'; error: { name: string; message: string; stack: string }; methods?: string[] };
 
 /** One request to the runner, without its nonce and module (the invoker adds them). */
 export interface RunnerRequest {

@@ -1,4 +1,4 @@
-import { orchestrationRoutes } from '../../../http/routes/orchestration-routes.js';
+import { orchestrationRouteActions, orchestrationRoutes } from '../../../http/routes/orchestration-routes.js';
 import { orchestrationTools } from '../../../mcp/tools/orchestration-tools.js';
 import type { DomainModule } from '../../domain-module.js';
 import { checkedDurationMs } from '../../../schemas/common.js';
@@ -25,6 +25,7 @@ export const orchestrationsModule = {
     }),
   }),
   routes: [orchestrationRoutes],
+  routeActions: orchestrationRouteActions,
   tools: orchestrationTools,
   timers: ({ repos, orchestrations }) => [new OrchestrationTimers(repos.orchestrations, orchestrations)],
   close: ({ orchestrations }) => orchestrations.close(),

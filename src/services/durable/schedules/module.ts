@@ -1,4 +1,4 @@
-import { scheduleRoutes } from '../../../http/routes/schedule-routes.js';
+import { scheduleRouteActions, scheduleRoutes } from '../../../http/routes/schedule-routes.js';
 import { scheduleTools } from '../../../mcp/tools/schedule-tools.js';
 import type { DomainModule } from '../../domain-module.js';
 import { ScheduleService } from './schedule-service.js';
@@ -15,6 +15,7 @@ export const schedulesModule = {
   name: 'schedules',
   wire: (ctx) => ({ schedules: new ScheduleService({ ...ctx, logger: ctx.logger.child({ part: 'schedules' }) }) }),
   routes: [scheduleRoutes],
+  routeActions: scheduleRouteActions,
   tools: scheduleTools,
   timers: ({ schedules }) => [schedules.firing],
   close: ({ schedules }) => schedules.close(),

@@ -1,11 +1,16 @@
 import { join } from 'node:path';
-import { storeRoutes } from '../../../http/routes/store-routes.js';
+import { storeRouteActions, storeRoutes } from '../../../http/routes/store-routes.js';
 import { storeTools } from '../../../mcp/tools/store-tools.js';
 import type { DomainModule } from '../../domain-module.js';
 import { storeEngines } from './engines.js';
+import type { StoreEngine } from './store-engine.js';
 import { StoreService } from './store-service.js';
 
 declare module '../../context.js' {
+  interface ServiceInputs {
+    /** One engine per store kind offered; default every kind's real engine. */
+    engines?: StoreEngine[];
+  }
   interface ServiceParts {
     /** Durable stores; its `handles` close idle connections. */
     stores: StoreService;
@@ -28,6 +33,7 @@ export const storesModule = {
     };
   },
   routes: [storeRoutes],
+  routeActions: storeRouteActions,
   tools: storeTools,
   timers: ({ stores }) => [stores.handles],
   close: ({ stores }) => stores.close(),
