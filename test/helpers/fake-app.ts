@@ -1,14 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ApiKey } from '../../src/domain/principals.js';
 import { FakeBackend } from '../../src/backends/fake/fake-backend.js';
 import type { ServiceError } from '../../src/errors.js';
 import { buildApp } from '../../src/http/app.js';
 import type { App } from '../../src/http/route-types.js';
 import type { Clock } from '../../src/services/support/clock.js';
 import type { EventSettings } from '../../src/services/events/observability.js';
-import { defaultConfig, type OptionName } from '../../src/config/config-schema.js';
+import { defaultConfig, type Config } from '../../src/config/config-schema.js';
 import type { ServiceInputs } from '../../src/services/context.js';
 import { Services } from '../../src/services/services.js';
 import { openStore, type Store } from '../../src/state/store.js';
@@ -26,7 +25,7 @@ export interface FakeHarness {
 
 /** The whole service over the fake backend and a real SQLite store in a temporary folder. */
 export async function fakeHarness(
-  settings: Partial<Record<OptionName, unknown>> & ServiceInputs & { namedKeys?: ApiKey[] } = {},
+  settings: Partial<Config> & ServiceInputs = {},
   clock?: Clock,
   events?: EventSettings,
   /** Store engines to offer (test doubles in unit tests), a logger to read what was logged, the dashboard's files. */
@@ -37,8 +36,9 @@ export async function fakeHarness(
   const backend = new FakeBackend();
   const logger = extra.logger ?? silentLogger();
   const { namedKeys = [], hostLimits, egress, ...options } = settings;
-  // The schema's defaults, but no pool made ahead of demand: unit tests count what they make.
-  const config = { ...defaultConfig({ poolSize: 0, ...options, dataDir }), namedKeys };
+  // The schema's defaults, but no pool made ahead of demand (unit tests count what they make),
+  // and the test's own values, given as the parsed config holds them.
+  const config: Config = { ...defaultConfig({ dataDir }), poolSize: 0, ...options, namedKeys };
   const services = new Services({
     config,
     ...(hostLimits ? { hostLimits } : {}),
