@@ -43,7 +43,7 @@ export class LifecycleService {
    */
   async archive(name: string, reason: string): Promise<SandboxDetail> {
     const archiving = requireCapability(this.backend, 'archive');
-    return this.sandboxes.locks.run(name, async () => {
+    return this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'archive');
       const state = await this.sandboxes.observe(record);
@@ -72,7 +72,7 @@ export class LifecycleService {
 
   /** Clears the archive metadata of an archived sandbox (status stopped); CONFLICT otherwise. */
   async recover(name: string): Promise<SandboxDetail> {
-    return this.sandboxes.locks.run(name, async () => {
+    return this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'recover');
       const now = isoNow(this.clock);
@@ -87,7 +87,7 @@ export class LifecycleService {
   async resize(name: string, input: ResizeInput): Promise<SandboxDetail> {
     this.sandboxes.checkResources(input.vcpus, input.memory_mb);
     const resizing = requireCapability(this.backend, 'resize');
-    await this.sandboxes.locks.run(name, async () => {
+    await this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'resize');
       const state = await this.sandboxes.observe(record);
@@ -108,7 +108,7 @@ export class LifecycleService {
    * never schedules a removal): it answers expires_at null; PATCH ttl sets an expiry.
    */
   async extend(name: string, by: string = DEFAULT_EXTENSION): Promise<{ expires_at: string | null }> {
-    return this.sandboxes.locks.run(name, async () => {
+    return this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'extend');
       const now = this.clock();

@@ -27,8 +27,8 @@ import { NetworkRules, networkOfCreate, networkOfPatch, sandboxEgress } from './
  * that they stay true when a container stops or vanishes behind the service's back.
  */
 export class SandboxService {
-  /** Per-name lock of every lifecycle operation; the snapshot and lifecycle services share it. */
-  readonly locks = new KeyedMutex();
+  /** Per-name lock of every lifecycle operation; other services take it through `withLock`. */
+  private readonly locks = new KeyedMutex();
   private readonly hostCpus: number;
   private readonly hostMemoryMb: number;
   private readonly repo: SandboxRepository;
@@ -94,6 +94,14 @@ export class SandboxService {
         this.logger.warn({ err, sandbox: record.name }, 'work before a stop failed; stopping anyway');
       }
     }
+  }
+
+  /**
+   * Runs `work` under the sandbox's per-name lock, after every lifecycle operation on it
+   * already under way: the snapshot and lifecycle services' operations hold it too.
+   */
+  withLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    return this.locks.run(name, work);
   }
 
   get backendName(): string {
