@@ -8,7 +8,7 @@ import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { requireCapability } from '../support/capabilities.js';
 import { addDuration, parseDuration } from '../support/durations.js';
-import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
+import { archiveTag, assertTransition, planAction, transition, TRANSITIONS, type PlannedAction } from './lifecycle.js';
 import { detailOf, type SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
 
@@ -49,7 +49,8 @@ export class LifecycleService {
       const state = await this.sandboxes.observe(record);
       // Conditional on the rule's statuses, not on the one read: a concurrent read may have
       // just corrected running to stopped from the engine, which changes nothing here.
-      if (!(await this.repo.update(record.uuid, { status: 'archiving' }, TRANSITIONS.archive.from))) {
+      const inFlight = { ...record, status: transition(record, 'archive') };
+      if (!(await this.repo.update(record.uuid, { status: inFlight.status }, TRANSITIONS.archive.from))) {
         throw conflict(`sandbox '${name}' changed while it was being archived: try again`);
       }
       const tag = archiveTag(record.uuid);
@@ -57,12 +58,12 @@ export class LifecycleService {
         await this.sandboxes.beforeStop(record, state);
         if (state) await archiving.archive(state.id, tag);
       } catch (err) {
-        await this.repo.update(record.uuid, { status: record.status }, ['archiving']);
+        await this.repo.update(record.uuid, { status: transition(inFlight, 'archive_failed', record.status) }, ['archiving']);
         throw err;
       }
       const now = isoNow(this.clock);
       // Without a container there was nothing new to keep: its files are where they were.
-      const archived = { status: 'archived' as const, backend_id: null, root_image: state ? tag : record.root_image, archived_at: now, archived_reason: reason, updated_at: now };
+      const archived = { status: transition(inFlight, 'archived'), backend_id: null, root_image: state ? tag : record.root_image, archived_at: now, archived_reason: reason, updated_at: now };
       await this.repo.update(record.uuid, archived, ['archiving']);
       await this.audit.record('sandbox_archived', record, { reason });
       this.logger.info({ sandbox: name, reason }, 'sandbox archived');
@@ -76,7 +77,7 @@ export class LifecycleService {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'recover');
       const now = isoNow(this.clock);
-      const recovered = { status: 'stopped' as const, archived_at: null, archived_reason: null, status_reason: null, last_activity_at: now, updated_at: now };
+      const recovered = { status: transition(record, 'recover'), archived_at: null, archived_reason: null, status_reason: null, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, recovered, ['archived']);
       await this.audit.record('sandbox_recovered', record, { archived_at: record.archived_at });
       return detailOf({ ...record, ...recovered });
