@@ -96,7 +96,8 @@ describe('sandbox status transitions', () => {
     })();
     expect(refused).toBeInstanceOf(IllegalTransition);
     expect(isServiceError(refused) && refused.code).toBe('CONFLICT');
-    expect(refused).toMatchObject({ sandbox: 'box', from: 'archived', on: 'start', message: "sandbox 'box' is archived: no transition on start; try again when that has finished" });
+    expect(refused).toMatchObject({ sandbox: 'box', from: 'archived', on: 'start', message: "sandbox 'box' is archived: its lifecycle has no move on 'start' from there" });
+    expect(() => transition({ name: 'box', status: 'archiving' }, 'archive_failed', 'lost')).toThrow("sandbox 'box' is archiving: its lifecycle has no move on 'archive_failed' to lost from there");
     expect(() => transition({ name: 'box', status: 'running' }, 'observed', 'lost')).toThrow(IllegalTransition);
     expect(() => transition({ name: 'box', status: 'removing' }, 'remove')).toThrow(IllegalTransition);
   });

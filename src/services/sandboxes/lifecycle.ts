@@ -81,7 +81,7 @@ export class IllegalTransition extends ServiceError {
     readonly on: SandboxEvent,
     readonly to?: SandboxStatus,
   ) {
-    super('CONFLICT', `sandbox '${sandbox}' is ${from}: no transition on ${on}${to ? ` to ${to}` : ''}; try again when that has finished`);
+    super('CONFLICT', `sandbox '${sandbox}' is ${from}: its lifecycle has no move on '${on}'${to ? ` to ${to}` : ''} from there`);
     this.name = 'IllegalTransition';
   }
 }
