@@ -19,7 +19,7 @@ import type { Metrics } from '../telemetry/metrics.js';
 import type { DurableTimers } from './durable/durable-timers.js';
 import type { EventBus } from './events/event-bus.js';
 import type { Observability } from './events/observability.js';
-import type { HostLimits } from './sandboxes/sandbox-defaults.js';
+import type { HostLimits } from './sandboxes/host-limits.js';
 import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
 

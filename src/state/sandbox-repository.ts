@@ -9,7 +9,7 @@ import type { Statements } from './store.js';
 /**
  * Stored status. `creating`, `archiving` and `removing` are in-flight states that recovery
  * resolves; `lost` is a sandbox whose container was removed outside sandboxd. The allowed moves
- * between them are in services/lifecycle.ts.
+ * between them are in services/sandboxes/lifecycle.ts.
  */
 export type SandboxStatus = 'creating' | 'running' | 'stopped' | 'lost' | 'archiving' | 'archived' | 'removing';
 
@@ -40,7 +40,14 @@ export interface SandboxRecord
 
 const codec = new RowCodec<SandboxTable, SandboxRecord>(['labels', 'lifecycle', 'env', 'secret_mappings', 'network', 'volumes']);
 
-type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at'>>;
+declare const transitioned: unique symbol;
+/**
+ * A status the lifecycle transitions table allowed (services/sandboxes/lifecycle.ts
+ * `transition`): the only kind `update` writes, so that every status change goes through it.
+ */
+export type TransitionedStatus = SandboxStatus & { readonly [transitioned]: true };
+
+type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at' | 'status'>> & { status?: TransitionedStatus };
 
 /** Sandboxes in the state store. */
 export class SandboxRepository {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { SandboxRepository } from '../../src/state/sandbox-repository.js';
+import { SandboxRepository, type TransitionedStatus } from '../../src/state/sandbox-repository.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
 let h: FakeHarness;
@@ -18,8 +18,9 @@ describe('RecoveryService', () => {
 
     byName('stopped-behind').state.status = 'stopped';
     h.backend.instances.delete(byName('vanished').state.id);
-    await repo.update(halfCreated.uuid, { status: 'creating' });
-    await repo.update(halfRemoved.uuid, { status: 'removing' });
+    // What a crash leaves behind mid-create and mid-remove, written past the transitions table.
+    await repo.update(halfCreated.uuid, { status: 'creating' as TransitionedStatus });
+    await repo.update(halfRemoved.uuid, { status: 'removing' as TransitionedStatus });
     await h.backend.create({ name: 'orphan', uuid: 'not-in-store', image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 64, profile: 'moderate', env: {} });
     await h.backend.create({ name: 'pool', uuid: 'pool-1', image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 64, profile: 'moderate', env: {}, role: 'pool' });
 

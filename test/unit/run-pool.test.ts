@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { conflict } from '../../src/errors.js';
-import { MAX_RUNS_PER_INSTANCE } from '../../src/services/commands/run-pool.js';
+import { MAX_RUNS_PER_INSTANCE } from '../../src/services/pools/index.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { ServiceError, UnsupportedError } from '../../src/errors.js';
-import { MAX_ON_DEMAND_KEYS } from '../../src/services/commands/pool-keys.js';
+import { MAX_ON_DEMAND_KEYS } from '../../src/services/pools/index.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';
 

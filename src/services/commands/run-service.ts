@@ -6,10 +6,9 @@ import type { ExecInput, ExecResultBody } from '../../schemas/exec-schemas.js';
 import type { BatchResultItem, RunInput } from '../../schemas/run-schemas.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { ExecService } from './exec-service.js';
-import { DEFAULT_PROFILE } from '../sandboxes/sandbox-defaults.js';
+import { DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
 import type { SandboxService } from '../sandboxes/sandbox-service.js';
-import type { PoolKey, PooledInstance, TakenInstance, WarmPool } from './warm-pool.js';
-import type { RunPool } from './run-pool.js';
+import type { PoolKey, PooledInstance, RunPool, TakenInstance, WarmPool } from '../pools/index.js';
 import type { ServiceContext } from '../context.js';
 import type { Config, ConfigSection } from '../../config/config-schema.js';
 

@@ -1,4 +1,4 @@
-import { PoolBudget, RunPool, WarmPool } from '../commands/index.js';
+import { PoolBudget, RunPool, WarmPool } from './index.js';
 import type { DomainModule } from '../domain-module.js';
 
 declare module '../context.js' {

@@ -8,7 +8,7 @@ import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { requireCapability } from '../support/capabilities.js';
 import { addDuration, parseDuration } from '../support/durations.js';
-import { archiveTag, assertTransition, planAction, TRANSITIONS, type PlannedAction } from './lifecycle.js';
+import { archiveTag, assertTransition, planAction, transition, TRANSITIONS, type PlannedAction } from './lifecycle.js';
 import { detailOf, type SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
 
@@ -43,13 +43,14 @@ export class LifecycleService {
    */
   async archive(name: string, reason: string): Promise<SandboxDetail> {
     const archiving = requireCapability(this.backend, 'archive');
-    return this.sandboxes.locks.run(name, async () => {
+    return this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'archive');
       const state = await this.sandboxes.observe(record);
       // Conditional on the rule's statuses, not on the one read: a concurrent read may have
       // just corrected running to stopped from the engine, which changes nothing here.
-      if (!(await this.repo.update(record.uuid, { status: 'archiving' }, TRANSITIONS.archive.from))) {
+      const inFlight = { ...record, status: transition(record, 'archive') };
+      if (!(await this.repo.update(record.uuid, { status: inFlight.status }, TRANSITIONS.archive.from))) {
         throw conflict(`sandbox '${name}' changed while it was being archived: try again`);
       }
       const tag = archiveTag(record.uuid);
@@ -57,12 +58,12 @@ export class LifecycleService {
         await this.sandboxes.beforeStop(record, state);
         if (state) await archiving.archive(state.id, tag);
       } catch (err) {
-        await this.repo.update(record.uuid, { status: record.status }, ['archiving']);
+        await this.repo.update(record.uuid, { status: transition(inFlight, 'archive_failed', record.status) }, ['archiving']);
         throw err;
       }
       const now = isoNow(this.clock);
       // Without a container there was nothing new to keep: its files are where they were.
-      const archived = { status: 'archived' as const, backend_id: null, root_image: state ? tag : record.root_image, archived_at: now, archived_reason: reason, updated_at: now };
+      const archived = { status: transition(inFlight, 'archived'), backend_id: null, root_image: state ? tag : record.root_image, archived_at: now, archived_reason: reason, updated_at: now };
       await this.repo.update(record.uuid, archived, ['archiving']);
       await this.audit.record('sandbox_archived', record, { reason });
       this.logger.info({ sandbox: name, reason }, 'sandbox archived');
@@ -72,11 +73,11 @@ export class LifecycleService {
 
   /** Clears the archive metadata of an archived sandbox (status stopped); CONFLICT otherwise. */
   async recover(name: string): Promise<SandboxDetail> {
-    return this.sandboxes.locks.run(name, async () => {
+    return this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'recover');
       const now = isoNow(this.clock);
-      const recovered = { status: 'stopped' as const, archived_at: null, archived_reason: null, status_reason: null, last_activity_at: now, updated_at: now };
+      const recovered = { status: transition(record, 'recover'), archived_at: null, archived_reason: null, status_reason: null, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, recovered, ['archived']);
       await this.audit.record('sandbox_recovered', record, { archived_at: record.archived_at });
       return detailOf({ ...record, ...recovered });
@@ -87,7 +88,7 @@ export class LifecycleService {
   async resize(name: string, input: ResizeInput): Promise<SandboxDetail> {
     this.sandboxes.checkResources(input.vcpus, input.memory_mb);
     const resizing = requireCapability(this.backend, 'resize');
-    await this.sandboxes.locks.run(name, async () => {
+    await this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'resize');
       const state = await this.sandboxes.observe(record);
@@ -108,7 +109,7 @@ export class LifecycleService {
    * never schedules a removal): it answers expires_at null; PATCH ttl sets an expiry.
    */
   async extend(name: string, by: string = DEFAULT_EXTENSION): Promise<{ expires_at: string | null }> {
-    return this.sandboxes.locks.run(name, async () => {
+    return this.sandboxes.withLock(name, async () => {
       const record = await this.sandboxes.require(name);
       assertTransition(record, 'extend');
       const now = this.clock();

@@ -1,5 +1,5 @@
-import { conflict } from '../../errors.js';
-import type { SandboxRecord, SandboxStatus } from '../../state/sandbox-repository.js';
+import { ServiceError, conflict } from '../../errors.js';
+import type { SandboxRecord, SandboxStatus, TransitionedStatus } from '../../state/sandbox-repository.js';
 
 /** Operations that act on an existing sandbox. */
 export type Operation = 'start' | 'stop' | 'archive' | 'recover' | 'resize' | 'snapshot' | 'extend' | 'remove';
@@ -15,6 +15,7 @@ interface TransitionRule {
 /**
  * The sandbox lifecycle as data: which operation may act from which stored status, the
  * in-flight status it holds meanwhile (what recovery finds after a crash) and where it ends.
+ * Each status it writes moves through STATUS_TRANSITIONS below.
  */
 export const TRANSITIONS: Record<Operation, TransitionRule> = {
   // Starting a lost sandbox makes a new container from its settings (and says so).
@@ -28,6 +29,82 @@ export const TRANSITIONS: Record<Operation, TransitionRule> = {
   extend: { from: ['running', 'stopped', 'archived', 'lost'] },
   remove: { from: ['running', 'stopped', 'archived', 'lost'], via: 'removing' },
 };
+
+/** What moves a sandbox's stored status. */
+export type SandboxEvent =
+  /** The container of a create runs. */
+  | 'created'
+  | 'start'
+  | 'stop'
+  /** An archive begins. */
+  | 'archive'
+  /** An archive is kept (its image committed, its container gone). */
+  | 'archived'
+  /** An archive is undone (it failed, or a crash interrupted it before the container went). */
+  | 'archive_failed'
+  | 'recover'
+  /** A removal begins; the row is deleted once the container is gone. */
+  | 'remove'
+  /** The engine shows the container running or stopped (reads, a failed exec, recovery at start). */
+  | 'observed'
+  /** The engine no longer has the container. */
+  | 'lost';
+
+/** Events whose target the caller names: what the engine shows, or the status before an archive. */
+type ChosenEvent = 'observed' | 'archive_failed';
+
+/**
+ * Every change of a stored sandbox status: each event, the statuses it may move a sandbox from
+ * and where it takes it (one status, or for a chosen event the ones the caller may name).
+ * Anything else is refused with IllegalTransition. A create inserts `creating` (or `running`
+ * from a pool instance) and rows leave by deletion: neither is a change of a stored status.
+ */
+export const STATUS_TRANSITIONS: { readonly [E in SandboxEvent]: { from: readonly SandboxStatus[]; to: E extends ChosenEvent ? readonly SandboxStatus[] : SandboxStatus } } = {
+  created: { from: ['creating'], to: 'running' },
+  start: { from: ['running', 'stopped', 'lost'], to: 'running' },
+  stop: { from: ['running', 'stopped'], to: 'stopped' },
+  archive: { from: ['running', 'stopped'], to: 'archiving' },
+  archived: { from: ['archiving'], to: 'archived' },
+  archive_failed: { from: ['archiving'], to: ['running', 'stopped'] },
+  recover: { from: ['archived'], to: 'stopped' },
+  remove: { from: ['running', 'stopped', 'lost', 'archived'], to: 'removing' },
+  // A lost sandbox whose container is back (recovery at start) takes the container's status.
+  observed: { from: ['running', 'stopped', 'lost'], to: ['running', 'stopped'] },
+  lost: { from: ['running', 'stopped'], to: 'lost' },
+};
+
+/** A status change the transitions table does not allow (CONFLICT). */
+export class IllegalTransition extends ServiceError {
+  constructor(
+    readonly sandbox: string,
+    readonly from: SandboxStatus,
+    readonly on: SandboxEvent,
+    readonly to?: SandboxStatus,
+  ) {
+    super('CONFLICT', `sandbox '${sandbox}' is ${from}: its lifecycle has no move on '${on}'${to ? ` to ${to}` : ''} from there`);
+    this.name = 'IllegalTransition';
+  }
+}
+
+/** Where `on` takes a sandbox in status `from` (`to` among a chosen event's targets), or undefined when the table has no such move. */
+export function nextStatus(from: SandboxStatus, on: SandboxEvent, to?: SandboxStatus): SandboxStatus | undefined {
+  const rule = STATUS_TRANSITIONS[on];
+  if (!rule.from.includes(from)) return undefined;
+  if (typeof rule.to === 'string') return to === undefined || to === rule.to ? rule.to : undefined;
+  return to !== undefined && rule.to.includes(to) ? to : undefined;
+}
+
+/**
+ * The status `on` moves the sandbox to, for the repository to write (the only kind of status
+ * its `update` takes); IllegalTransition when the table has no such move.
+ */
+export function transition(record: Pick<SandboxRecord, 'name' | 'status'>, on: Exclude<SandboxEvent, ChosenEvent>): TransitionedStatus;
+export function transition(record: Pick<SandboxRecord, 'name' | 'status'>, on: ChosenEvent, to: SandboxStatus): TransitionedStatus;
+export function transition(record: Pick<SandboxRecord, 'name' | 'status'>, on: SandboxEvent, to?: SandboxStatus): TransitionedStatus {
+  const next = nextStatus(record.status, on, to);
+  if (next === undefined) throw new IllegalTransition(record.name, record.status, on, to);
+  return next as TransitionedStatus;
+}
 
 /** Statuses a client sees; the other ones are in flight. */
 export const VISIBLE_STATUSES: readonly SandboxStatus[] = ['running', 'stopped', 'lost', 'archiving', 'archived'];

@@ -15,7 +15,7 @@ import { FsViewService } from './fs-view-service.js';
 import { ImageService } from './image-service.js';
 import { LifecycleService } from './lifecycle-service.js';
 import { RecoveryService } from './recovery-service.js';
-import { hostLimits } from './sandbox-defaults.js';
+import { hostLimits } from './host-limits.js';
 import { SandboxService } from './sandbox-service.js';
 import { SnapshotService } from './snapshot-service.js';
 import { VolumeService } from './volume-service.js';

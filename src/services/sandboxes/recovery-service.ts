@@ -4,7 +4,7 @@ import type { SnapshotRepository } from '../../state/snapshot-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
-import { archiveTag, lostReason } from './lifecycle.js';
+import { archiveTag, lostReason, transition } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
 
 /** The sweep leaves younger containers alone: they may be a create under way. */
@@ -83,14 +83,14 @@ export class RecoveryService {
         // A stopped sandbox without a container is a recovered archive, which start makes anew.
         if ((record.backend_id !== null || record.status !== 'stopped') && record.status !== 'lost') {
           const now = isoNow(this.clock);
-          await this.repo.update(record.uuid, { status: 'lost', status_reason: lostReason(record.backend_id ?? 'unknown', now), updated_at: now });
+          await this.repo.update(record.uuid, { status: transition(record, 'lost'), status_reason: lostReason(record.backend_id ?? 'unknown', now), updated_at: now });
           await this.audit.record('sandbox_recovered_from_crash', record, { container: 'missing' });
           report.lost.push(record.name);
         }
         continue;
       }
       if (instance.status !== record.status || instance.id !== record.backend_id) {
-        await this.repo.update(record.uuid, { status: instance.status, backend_id: instance.id, updated_at: isoNow(this.clock) });
+        await this.repo.update(record.uuid, { status: transition(record, 'observed', instance.status), backend_id: instance.id, updated_at: isoNow(this.clock) });
         report.corrected.push(record.name);
       }
     }
@@ -133,14 +133,14 @@ export class RecoveryService {
   private async resolveArchive(record: SandboxRecord, instance: InstanceState | undefined, images: string[]): Promise<void> {
     const now = isoNow(this.clock);
     if (instance) {
-      await this.repo.update(record.uuid, { status: instance.status, backend_id: instance.id, updated_at: now });
+      await this.repo.update(record.uuid, { status: transition(record, 'archive_failed', instance.status), backend_id: instance.id, updated_at: now });
       await this.audit.record('sandbox_recovered_from_crash', record, { archive: 'rolled back' });
       return;
     }
     const tag = archiveTag(record.uuid);
     const root_image = images.includes(tag) ? tag : record.root_image;
     const reason = 'archive finished after a restart';
-    await this.repo.update(record.uuid, { status: 'archived', backend_id: null, root_image, archived_at: now, archived_reason: reason, updated_at: now });
+    await this.repo.update(record.uuid, { status: transition(record, 'archived'), backend_id: null, root_image, archived_at: now, archived_reason: reason, updated_at: now });
     await this.audit.record('sandbox_archived', record, { reason });
   }
 

@@ -10,13 +10,14 @@ import type { AuditService } from '../events/audit-service.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb, type HostLimits } from './sandbox-defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from '../../domain/sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
 import { checkMounts } from './volume-service.js';
-import type { PooledInstance, WarmPool } from '../commands/warm-pool.js';
-import { archiveTag, assertTransition, lostReason, VISIBLE_STATUSES } from './lifecycle.js';
+import type { PooledInstance, WarmPool } from '../pools/index.js';
+import { archiveTag, assertTransition, lostReason, transition, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
 import { secretPlaceholders } from './secret-placeholders.js';
+import type { HostLimits } from './host-limits.js';
 import { defaultEgress } from '../../domain/egress.js';
 import { NetworkRules, networkOfCreate, networkOfPatch, sandboxEgress } from './sandbox-network.js';
 import type { Config } from '../../config/config-schema.js';
@@ -27,8 +28,8 @@ import type { Config } from '../../config/config-schema.js';
  * that they stay true when a container stops or vanishes behind the service's back.
  */
 export class SandboxService {
-  /** Per-name lock of every lifecycle operation; the snapshot and lifecycle services share it. */
-  readonly locks = new KeyedMutex();
+  /** Per-name lock of every lifecycle operation; other services take it through `withLock`. */
+  private readonly locks = new KeyedMutex();
   private readonly hostCpus: number;
   private readonly hostMemoryMb: number;
   private readonly repo: SandboxRepository;
@@ -94,6 +95,14 @@ export class SandboxService {
         this.logger.warn({ err, sandbox: record.name }, 'work before a stop failed; stopping anyway');
       }
     }
+  }
+
+  /**
+   * Runs `work` under the sandbox's per-name lock, after every lifecycle operation on it
+   * already under way: the snapshot and lifecycle services' operations hold it too.
+   */
+  withLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    return this.locks.run(name, work);
   }
 
   get backendName(): string {
@@ -179,7 +188,7 @@ export class SandboxService {
         throw err;
       }
       if (pooled) this.pool.handOver(pooled);
-      else await this.repo.update(created.uuid, { status: 'running', backend_id: state.id });
+      else await this.repo.update(created.uuid, { status: transition(created, 'created'), backend_id: state.id });
       await this.networkRules.syncAfter(created);
       await this.audit.record('sandbox_created', created, {
         image: created.image,
@@ -259,7 +268,8 @@ export class SandboxService {
   async update(name: string, patch: PatchSandboxInput): Promise<SandboxDetail> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
-      const changes: Partial<SandboxRecord> = { updated_at: isoNow(this.clock) };
+      // Metadata only: a status changes through the lifecycle transitions (lifecycle.ts).
+      const changes: Partial<Omit<SandboxRecord, 'status'>> = { updated_at: isoNow(this.clock) };
       if (patch.labels !== undefined) changes.labels = patch.labels;
       if (patch.description !== undefined) changes.description = patch.description;
       if (patch.lifecycle !== undefined) changes.lifecycle = patch.lifecycle;
@@ -293,7 +303,7 @@ export class SandboxService {
         state = await this.backend.start(state.id);
       }
       const now = isoNow(this.clock);
-      const changes = { status: 'running' as const, status_reason: null, backend_id: state.id, last_activity_at: now, updated_at: now };
+      const changes = { status: transition(record, 'start'), status_reason: null, backend_id: state.id, last_activity_at: now, updated_at: now };
       await this.repo.update(record.uuid, changes);
       // A new address: the sandbox's own rules move with it.
       await this.networkRules.syncAfter(record);
@@ -313,7 +323,7 @@ export class SandboxService {
       await this.beforeStop(record, state);
       if (state?.status === 'running') await this.backend.stop(state.id);
       const now = isoNow(this.clock);
-      await this.repo.update(record.uuid, { status: 'stopped', updated_at: now });
+      await this.repo.update(record.uuid, { status: transition(record, 'stop'), updated_at: now });
       await this.networkRules.syncAfter(record);
       if (record.status !== 'stopped' || state?.status === 'running') await this.audit.record('sandbox_stopped', record);
       return detailOf({ ...record, status: 'stopped', updated_at: now }, state ? { ...state, status: 'stopped' } : undefined);
@@ -323,7 +333,8 @@ export class SandboxService {
   async remove(name: string): Promise<string> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
-      await this.repo.update(record.uuid, { status: 'removing' });
+      assertTransition(record, 'remove');
+      await this.repo.update(record.uuid, { status: transition(record, 'remove') });
       if (record.backend_id) await this.backend.remove(record.backend_id);
       // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
       if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
@@ -368,7 +379,7 @@ export class SandboxService {
 
   /** Marks a sandbox stopped after the engine reported its container not running. */
   async markStopped(record: SandboxRecord): Promise<void> {
-    await this.repo.update(record.uuid, { status: 'stopped', updated_at: isoNow(this.clock) }, ['running']);
+    await this.repo.update(record.uuid, { status: transition(record, 'observed', 'stopped'), updated_at: isoNow(this.clock) }, ['running']);
   }
 
   /** Records activity (exec, files) on a sandbox. */
@@ -414,14 +425,14 @@ export class SandboxService {
     if (!state && record.backend_id) return this.markLost(record, record.backend_id);
     const status = state?.status ?? 'stopped';
     if (status === record.status) return record;
-    await this.repo.update(record.uuid, { status }, [record.status]);
+    await this.repo.update(record.uuid, { status: transition(record, 'observed', status) }, [record.status]);
     return { ...record, status };
   }
 
   /** Records that a sandbox's container was removed outside sandboxd, and why it is `lost`. */
   private async markLost(record: SandboxRecord, container: string): Promise<SandboxRecord> {
     const now = isoNow(this.clock);
-    const changes = { status: 'lost' as const, status_reason: lostReason(container, now), updated_at: now };
+    const changes = { status: transition(record, 'lost'), status_reason: lostReason(container, now), updated_at: now };
     await this.repo.update(record.uuid, changes, [record.status]);
     await this.audit.record('sandbox_lost', record, { container });
     this.logger.warn({ sandbox: record.name, container }, 'sandbox lost: its container was removed outside sandboxd');

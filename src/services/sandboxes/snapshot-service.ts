@@ -56,7 +56,7 @@ export class SnapshotService {
   async create(input: CreateSnapshotInput): Promise<SnapshotView> {
     const snapshots = requireCapability(this.backend, 'snapshots');
     return this.locks.run(input.name, () =>
-      this.sandboxes.locks.run(input.sandbox, async () => {
+      this.sandboxes.withLock(input.sandbox, async () => {
         const sandbox = await this.sandboxes.require(input.sandbox);
         assertTransition(sandbox, 'snapshot');
         const state = await this.sandboxes.observe(sandbox);

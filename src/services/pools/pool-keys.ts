@@ -1,6 +1,6 @@
 import type { Backend } from '../../backends/backend.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { PoolKey } from './warm-pool.js';
+import type { PoolKey } from './pool-types.js';
 
 /**
  * Most keys a pool makes on demand (not warmed at start) at once; a new one past it evicts the

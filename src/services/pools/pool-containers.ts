@@ -1,8 +1,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend } from '../../backends/backend.js';
 import type { Logger } from '../../telemetry/logger.js';
-import { DEFAULT_LIMITS, defaultDisk } from '../sandboxes/sandbox-defaults.js';
-import type { PoolKey, PooledInstance } from './warm-pool.js';
+import { DEFAULT_LIMITS, defaultDisk } from '../../domain/sandbox-defaults.js';
+import type { PoolKey, PooledInstance } from './pool-types.js';
 
 /**
  * What both pools (WarmPool, RunPool) do with their containers: make one with the defaults and
