@@ -9,7 +9,7 @@ export interface RouteMention {
 }
 
 /** `GET /sandboxes/{name}` or `GET/DELETE /schedules/{id}` in a code span. */
-const MENTION = /`((?:GET|POST|PUT|PATCH|DELETE)(?:\/(?:GET|POST|PUT|PATCH|DELETE))*) (\/[^`\s?]*)[^`]*`/g;
+const MENTION = /`((?:GET|POST|PUT|PATCH|DELETE|OPTIONS)(?:\/(?:GET|POST|PUT|PATCH|DELETE|OPTIONS))*) (\/[^`\s?]*)[^`]*`/g;
 
 /** A route with its parameters' names and any query string dropped, so that spellings compare. */
 export const routeKey = (method: string, path: string): string => `${method} ${path.split('?')[0]!.replace(/\{[^}]*\}/g, '{}')}`;
