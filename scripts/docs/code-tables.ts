@@ -100,33 +100,40 @@ const CODE_MEANING: Record<ErrorCode, string> = {
   IMAGE_UNAVAILABLE: 'the image is absent and cannot be pulled; the message says how to build it',
   SOURCE_UNAVAILABLE: 'a source_url that could not be cloned, for any reason (the server log says why)',
   METHOD_FAILED: "a durable object's method threw; `details` says what it threw",
-  LIMIT_REACHED: 'a server limit (--max-sandboxes, concurrent streams or watches)',
-  BUSY: 'the resource is serving other calls (an object queue, a store pool); try again shortly',
+  LIMIT_REACHED: 'a count limit: --max-sandboxes, the most schedules, the workers of a sandbox',
+  BUSY: 'the resource is serving other calls (an object\'s queue, a store\'s connections, streamed file reads, watches); try again shortly',
   POLICY_DENIED: 'a policy rule refused the request; the message names the rule',
   READ_ONLY: 'a statement that writes, sent where only reads are allowed',
   SQL_ERROR: "the store's engine refused the statement; `details.engine_code` carries the engine's code",
   INTERNAL: 'a fault of the server; the details are in its log only',
-  BACKEND_UNAVAILABLE: 'the engine (Docker) cannot be reached, or the packet filter is missing',
+  BACKEND_UNAVAILABLE: 'the engine (Docker) cannot be reached, the packet filter is missing, or the server is shutting down',
   EVENTS_DISABLED: 'GET /events on a server without the event bus; the message says how to turn it on',
   STORE_UNAVAILABLE: 'an external store cannot be reached or refused the credentials',
   BAD_GATEWAY: 'a forwarded request found nothing listening on the port',
   TIMEOUT: 'the operation did not finish within its time limit',
 };
 
-/** Every error code with its HTTP status. */
-export function errorCodesTable(): string {
-  const rows = (Object.entries(STATUS_BY_CODE) as [ErrorCode, number][]).map(([code, status]) => [`\`${code}\``, String(status), cell(CODE_MEANING[code])]);
-  return table(['code', 'HTTP status', 'meaning'], rows);
-}
 
 /** One example of each next step, with the code of the errors that carry it. */
 const NEXT_STEP_EXAMPLES: { [A in NextStepAction]: { code: ErrorCode; message: string; step: Extract<NextStep, { action: A }> } } = {
   start: { code: 'CONFLICT', message: "sandbox 'x' is stopped", step: { action: 'start', sandbox: 'x' } },
   recover: { code: 'CONFLICT', message: "sandbox 'x' is archived", step: { action: 'recover', sandbox: 'x', then: 'start' } },
   browser_open: { code: 'NOT_FOUND', message: "page 'p' is not open in sandbox 'x'", step: { action: 'browser_open', sandbox: 'x', page: 'p' } },
-  browser_snapshot: { code: 'BAD_REQUEST', message: "ref 'e9' is not in the latest snapshot", step: { action: 'browser_snapshot', sandbox: 'x', page: 'p', use_refs: true } },
+  browser_snapshot: { code: 'BAD_REQUEST', message: "ref 'e9' is not in the latest snapshot of page 'p'", step: { action: 'browser_snapshot', sandbox: 'x', page: 'p', use_refs: true } },
   list_directory: { code: 'BAD_REQUEST', message: "'/workspace/src' is a directory", step: { action: 'list_directory', sandbox: 'x', path: '/workspace/src' } },
 };
+
+/** Every error code with its HTTP status, and the next steps its errors may carry. */
+export function errorCodesTable(): string {
+  const steps = Object.entries(NEXT_STEP_EXAMPLES);
+  const rows = (Object.entries(STATUS_BY_CODE) as [ErrorCode, number][]).map(([code, status]) => [
+    `\`${code}\``,
+    String(status),
+    cell(CODE_MEANING[code]),
+    steps.filter(([, example]) => example.code === code).map(([action]) => `\`${action}\``).join(', '),
+  ]);
+  return table(['code', 'HTTP status', 'meaning', 'next steps'], rows);
+}
 
 /** Every next step as each face says it: the HTTP route, the MCP tool, the command line. */
 export function nextStepsTable(): string {
