@@ -14,6 +14,7 @@ import type { SandboxRepository } from '../state/sandbox-repository.js';
 import type { ScheduleRepository } from '../state/schedule-repository.js';
 import type { SnapshotRepository } from '../state/snapshot-repository.js';
 import type { StoreRepository } from '../state/store-repository.js';
+import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { DurableTimers } from './durable/durable-timers.js';
@@ -56,8 +57,11 @@ export interface ServiceBase {
   metrics: Metrics;
   /** Encrypts secrets kept in the store. */
   secrets: SecretBox;
-  /** The data directory (stores' files, host figures). */
-  dataDir: string;
+  /**
+   * The state store: its data directory (stores' files, host figures), and its database, where
+   * a domain with tables of its own builds its repository.
+   */
+  store: Pick<Store, 'db' | 'statements' | 'dataDir'>;
   /** The server's environment (LLM keys given as `env`). */
   env: NodeJS.ProcessEnv;
   /** The one driver of work due at a time; sources register with it and poke it after writes. */

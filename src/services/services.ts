@@ -112,7 +112,7 @@ export class Services implements ServiceCore {
       metrics,
       secrets: this.secrets,
       timers: this.timers,
-      dataDir: store.dataDir,
+      store,
       env,
       inputs,
     };

@@ -27,7 +27,7 @@ export const storesModule = {
         ...ctx,
         logger,
         engines: ctx.inputs.engines ?? storeEngines({ workers: ctx.config.storeWorkers, exec: ctx.exec, clock: ctx.clock, logger }),
-        storesDir: join(ctx.dataDir, 'stores'),
+        storesDir: join(ctx.store.dataDir, 'stores'),
         poke: () => void ctx.timers.poke(),
       }),
     };
