@@ -9,6 +9,7 @@ import type { Clock } from '../../src/services/support/clock.js';
 import type { EventSettings } from '../../src/services/events/observability.js';
 import { defaultConfig, type Config } from '../../src/config/config-schema.js';
 import type { ServiceInputs } from '../../src/services/context.js';
+import { allMigrations } from '../../src/services/domains.js';
 import { Services } from '../../src/services/services.js';
 import { openStore, type Store } from '../../src/state/store.js';
 import type { StoreEngine } from '../../src/services/durable/stores/index.js';
@@ -32,7 +33,7 @@ export async function fakeHarness(
   extra: { engines?: StoreEngine[]; logger?: Logger; webRoot?: string } = {},
 ): Promise<FakeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-unit-'));
-  const store = await openStore(dataDir);
+  const store = await openStore(dataDir, allMigrations());
   const backend = new FakeBackend();
   const logger = extra.logger ?? silentLogger();
   const { namedKeys = [], hostLimits, egress, ...options } = settings;
