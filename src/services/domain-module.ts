@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import type { RouteAction } from '../http/route-actions.js';
 import type { App, RouteContext } from '../http/route-types.js';
 import type { Tool } from '../mcp/tool.js';
+import type { EventType } from '../schemas/event-schemas.js';
 import type { ServiceContext, ServiceParts, WiringContext } from './context.js';
 import type { TimerSource } from './durable/durable-timers.js';
 
@@ -36,8 +37,10 @@ export interface DomainModule<Parts extends Partial<ServiceParts> = Partial<Serv
   readonly routeActions?: Readonly<Record<string, RouteAction | 'open'>>;
   /** Sources of work due at a time that the one timers driver runs. */
   timers?(parts: ServiceContext & ServiceParts): TimerSource[];
-  /** The event kinds the domain publishes (a unit test checks each is owned by one domain). */
-  readonly eventKinds?: readonly string[];
+  /** The event kinds the domain publishes (test/unit/domain-modules.test.ts: each kind has one owner). */
+  readonly eventKinds?: readonly EventType[];
+  /** The Prometheus series the domain keeps (telemetry/metrics.ts; each series has one owner). */
+  readonly metrics?: readonly string[];
   /** Stops the domain's background work at shutdown, in reverse order of `DOMAINS`. */
   close?(parts: ServiceParts): void | Promise<void>;
 }

@@ -36,4 +36,6 @@ export const commandsModule = {
   routeActions: { ...execRouteActions, ...detachedRouteActions, ...terminalRouteActions, ...runRouteActions },
   tools: [...execTools, ...detachedTools],
   close: ({ terminals }) => terminals.close(),
+  eventKinds: ['sandbox.exec.completed'],
+  metrics: ['sandboxd_commands_total', 'sandboxd_command_duration_seconds'],
 } satisfies DomainModule;

@@ -45,4 +45,6 @@ export const egressModule = {
   routeActions: { ...llmRouteActions, ...proxyRouteActions },
   tools: [...llmTools, ...proxyTools],
   close: ({ egress }) => egress.close(),
+  eventKinds: ['llm.budget_exceeded', 'proxy.denied', 'proxy.audited', 'proxy.hook.created', 'proxy.hook.deleted'],
+  metrics: ['sandboxd_llm_tokens_total', 'sandboxd_proxy_requests_total'],
 } satisfies DomainModule;

@@ -15,4 +15,5 @@ export const eventsModule = {
   wire: (ctx) => ({ audit: new AuditService(ctx) }),
   routes: [eventRoutes],
   routeActions: eventRouteActions,
+  metrics: ['sandboxd_sandbox_events_total', 'sandboxd_webhook_deliveries_total', 'sandboxd_webhook_attempts_total', 'sandboxd_webhook_dropped_total', 'sandboxd_event_stream_clients_dropped_total', 'sandboxd_event_stream_clients', 'sandboxd_webhook_queue'],
 } satisfies DomainModule;

@@ -30,4 +30,6 @@ export const governanceModule = {
   routes: [policyRoutes],
   routeActions: policyRouteActions,
   tools: permissionTools,
+  eventKinds: ['policy.denied'],
+  metrics: ['sandboxd_policy_decisions_total'],
 } satisfies DomainModule;

@@ -27,4 +27,5 @@ export const poolsModule = {
     await pool.close();
     await runPool.close();
   },
+  metrics: ['sandboxd_warm_pool_size'],
 } satisfies DomainModule;

@@ -56,4 +56,6 @@ export const sandboxesModule = {
   routes: [sandboxRoutes, fileRoutes, fsRoutes, volumeRoutes, lifecycleRoutes, snapshotRoutes, imageRoutes],
   routeActions: { ...sandboxRouteActions, ...fileRouteActions, ...fsRouteActions, ...volumeRouteActions, ...lifecycleRouteActions, ...snapshotRouteActions, ...imageRouteActions },
   tools: [...sandboxTools, ...fileTools, ...lifecycleTools, ...snapshotTools],
+  eventKinds: ['sandbox.created', 'sandbox.started', 'sandbox.stopped', 'sandbox.resized', 'sandbox.extended', 'sandbox.archived', 'sandbox.recovered', 'sandbox.expired', 'sandbox.deleted', 'snapshot.created', 'snapshot.restored', 'snapshot.deleted'],
+  metrics: ['sandboxd_sandbox_create_duration_seconds', 'sandboxd_sandboxes_active'],
 } satisfies DomainModule;

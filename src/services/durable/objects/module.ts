@@ -37,4 +37,6 @@ export const objectsModule = {
     new ObjectHibernation(repos.objects, objects),
   ],
   close: ({ objects }) => objects.close(),
+  eventKinds: ['object.created', 'object.woken', 'object.hibernated', 'object.deleted', 'object.alarm.failed'],
+  metrics: ['sandboxd_object_calls_total', 'sandboxd_object_call_duration_seconds', 'sandboxd_objects_active'],
 } satisfies DomainModule;

@@ -29,4 +29,6 @@ export const orchestrationsModule = {
   tools: orchestrationTools,
   timers: ({ repos, orchestrations }) => [new OrchestrationTimers(repos.orchestrations, orchestrations)],
   close: ({ orchestrations }) => orchestrations.close(),
+  eventKinds: ['orchestration.started', 'orchestration.completed', 'orchestration.failed', 'orchestration.terminated'],
+  metrics: ['sandboxd_orchestrations_total', 'sandboxd_activities_inflight', 'sandboxd_activity_duration_seconds'],
 } satisfies DomainModule;

@@ -19,4 +19,6 @@ export const schedulesModule = {
   tools: scheduleTools,
   timers: ({ schedules }) => [schedules.firing],
   close: ({ schedules }) => schedules.close(),
+  eventKinds: ['schedule.run.failed'],
+  metrics: ['sandboxd_schedule_runs_total', 'sandboxd_schedule_lag_seconds'],
 } satisfies DomainModule;

@@ -37,4 +37,6 @@ export const storesModule = {
   tools: storeTools,
   timers: ({ stores }) => [stores.handles],
   close: ({ stores }) => stores.close(),
+  eventKinds: ['store.created', 'store.deleted'],
+  metrics: ['sandboxd_store_ops_total', 'sandboxd_store_op_duration_seconds'],
 } satisfies DomainModule;
