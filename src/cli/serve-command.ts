@@ -33,6 +33,7 @@ export function serveCommand(): Command {
     .option('--default-image <image>', 'image of sandboxes that name none')
     .option('--pids-limit <n>', 'process limit of every sandbox')
     .option('--source-allowed-hosts <list>', 'hosts, addresses and CIDR ranges a source_url may reach although not public, comma-separated (SERVICE_SOURCE_ALLOWED_HOSTS)')
+    .option('--network-name <name>', "name of sandboxd's Docker networks and packet-filter chains; servers sharing an engine need different names (default sandboxd)")
     .option('--snapshot-prefix <repo>', 'repository of snapshot image tags, default sandboxd-snapshot')
     .option('--gc-interval <seconds>', 'seconds between removals of expired sandboxes, 0 = never (default 60)')
     .option('--reconcile-interval <seconds>', 'seconds between lifecycle policy runs, 0 = never (default 60)')

@@ -190,3 +190,15 @@ describe('loadConfig: proxy port and LLM providers', () => {
     expect(() => loadConfig({ configFile: badKey, env: {}, flags: { dataDir: dir } })).toThrow(/api_key/);
   });
 });
+
+describe('serve flags', () => {
+  it('every option with a flag is a flag of sandboxd serve (the docs name them)', async () => {
+    const { OPTIONS } = await import('../../src/config/config-schema.js');
+    const { serveCommand } = await import('../../src/cli/serve-command.js');
+    const flags = new Set(serveCommand().options.map((option) => option.long));
+    const missing = Object.values(OPTIONS)
+      .map((option) => option.flag)
+      .filter((flag) => flag.startsWith('--') && !flags.has(flag));
+    expect(missing).toEqual([]);
+  });
+});
