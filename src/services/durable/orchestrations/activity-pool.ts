@@ -8,7 +8,7 @@
  * cancelled while it waits (dropped) or while it runs (its AbortSignal fires: the run's container
  * is discarded, the exec's process tree killed).
  */
-import type { ActivityCommand } from './drive.js';
+import type { ActivityCommand } from './interpreter/index.js';
 
 export interface ActivityJob {
   instance: string;

@@ -11,8 +11,7 @@ import type { RunInput } from '../../../schemas/run-schemas.js';
 import type { ExecService } from '../../commands/exec-service.js';
 import type { RunService } from '../../commands/run-service.js';
 import type { ObjectCaller } from '../object-caller.js';
-import type { ActivityCommand, DecideInput } from './index.js';
-import type { JsonValue } from './dsl.js';
+import type { ActivityCommand, DecideInput, JsonValue } from './interpreter/index.js';
 
 export interface ActivityEngines {
   runs: Pick<RunService, 'run'>;

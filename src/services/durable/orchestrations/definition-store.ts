@@ -8,9 +8,7 @@ import { notFound } from '../../../errors.js';
 import type { OrchestrationDefinitionView } from '../../../schemas/orchestration-schemas.js';
 import type { DefinitionRecord, OrchestrationRepository } from '../../../state/orchestration-repository.js';
 import type { Clock } from '../../support/clock.js';
-import { definitionHash } from './definition-hash.js';
-import type { Definition } from './dsl.js';
-import { validateDefinition } from './validate.js';
+import { definitionHash, validateDefinition, type Definition } from './interpreter/index.js';
 
 /** A definition as the API shows it. */
 export type DefinitionView = OrchestrationDefinitionView;

@@ -19,13 +19,23 @@ import type { ObjectCaller } from '../object-caller.js';
 import type { OrchestrationStarter } from '../orchestration-starter.js';
 import { ActivityPool, type ActivityJob } from './activity-pool.js';
 import { runActivity, type ActivityEngines } from './activity-runner.js';
-import { LIMITS, type Definition, type JsonObject, type JsonValue } from './dsl.js';
-import { decide, type Command, type DecideInput, type Decision } from './decide.js';
-import type { ActivityCommand, OpenWork } from './drive.js';
-import type { HistoryEvent } from './history.js';
-import { jsonBytes } from './history.js';
-import { isInlineForm, translateInline } from './inline-form.js';
-import { projectInstance } from './instance-view.js';
+import {
+  decide,
+  isInlineForm,
+  jsonBytes,
+  LIMITS,
+  projectInstance,
+  translateInline,
+  type ActivityCommand,
+  type Command,
+  type DecideInput,
+  type Decision,
+  type Definition,
+  type HistoryEvent,
+  type JsonObject,
+  type JsonValue,
+  type OpenWork,
+} from './interpreter/index.js';
 import { DefinitionStore } from './definition-store.js';
 
 export type InstanceStatus = InstanceRecord['status'];

@@ -14,7 +14,7 @@
  *
  * Problems are reported with the client's paths (`input.activities[1].command: ...`).
  */
-import { badRequest } from '../../../errors.js';
+import { badRequest } from '../../../../errors.js';
 import { STEP_ID, type Definition, type JsonObject, type JsonValue } from './dsl.js';
 import { definitionProblems } from './validate.js';
 

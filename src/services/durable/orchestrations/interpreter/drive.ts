@@ -14,7 +14,7 @@ import { capValue, childPath, idempotencyKey, itemPath, type HistoryEventData, t
 import { LIMITS, retryPolicyOf, type ActivityStep, type RetryPolicy, type Definition, type JsonObject, type JsonValue, type MapStep, type ParallelStep, type Step } from './dsl.js';
 import { evaluateCondition } from './conditions.js';
 import { ExpressionError, resolveDeep, type ExpressionContext, type StepFacts } from './expressions.js';
-import { durationMs } from '../../../schemas/common.js';
+import { durationMs } from '../../../../schemas/common.js';
 import type { InstanceState } from './state.js';
 import { CALL_BODY, EXEC_BODY, isTimestamp, RUN_BODY, schemaProblems } from './validate.js';
 

@@ -8,10 +8,10 @@
  * known only at run time, where the resolved body is checked again and a bad one fails the step).
  */
 import { z } from 'zod';
-import { badRequest } from '../../../errors.js';
-import { durationMs, MAX_DURATION_MS, MAX_DURATION_TEXT } from '../../../schemas/common.js';
-import { execBody, MAX_TIMEOUT_MS } from '../../../schemas/exec-schemas.js';
-import { runBody } from '../../../schemas/run-schemas.js';
+import { badRequest } from '../../../../errors.js';
+import { durationMs, MAX_DURATION_MS, MAX_DURATION_TEXT } from '../../../../schemas/common.js';
+import { execBody, MAX_TIMEOUT_MS } from '../../../../schemas/exec-schemas.js';
+import { runBody } from '../../../../schemas/run-schemas.js';
 import {
   CONDITION_OPS,
   DEFINITION_NAME,
