@@ -1,11 +1,18 @@
 /**
- * The orchestration DSL (docs/decisions.md, "Orchestrations (interpreter)"): the types of a
- * validated definition and the limits and defaults the interpreter applies. `validateDefinition`
- * (validate.ts) is the only way to obtain a `Definition` from client JSON.
+ * The orchestration DSL (docs/decisions.md, "Orchestrations (interpreter)"): the shape of a
+ * validated definition as zod schemas, the types inferred from them, and the limits and
+ * defaults the interpreter applies. `validateDefinition` (validate.ts) is the only way to
+ * obtain a `Definition` from client JSON: its hand-written checks name every problem's path,
+ * then `definitionSchema` proves the shape these types describe.
  */
+import { z } from 'zod';
 
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
+/** Any JSON value (zod's own recursive JSON type). */
+export const jsonValueSchema = z.json();
+export type JsonValue = z.infer<typeof jsonValueSchema>;
+export const jsonObjectSchema = z.record(z.string(), jsonValueSchema);
+export type JsonObject = z.infer<typeof jsonObjectSchema>;
+
 
 export const STEP_TYPES = ['activity', 'timer', 'wait_for_event', 'parallel', 'map', 'set'] as const;
 export type StepType = (typeof STEP_TYPES)[number];
@@ -13,21 +20,36 @@ export type StepType = (typeof STEP_TYPES)[number];
 export const CONDITION_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists', 'truthy'] as const;
 export type ConditionOp = (typeof CONDITION_OPS)[number];
 
-/** `{path, op, value}` (path without `${}`), or a combination. */
-export type Condition =
-  | { path: string; op: ConditionOp; value?: JsonValue }
-  | { all: Condition[] }
-  | { any: Condition[] }
-  | { not: Condition };
+/** `{path, op, value}` (path without `${}`), or a combination (recursive through getters). */
+export const conditionSchema = z.union([
+  z.object({ path: z.string(), op: z.enum(CONDITION_OPS), value: jsonValueSchema.optional() }),
+  z.object({
+    get all(): z.ZodArray<typeof conditionSchema> {
+      return z.array(conditionSchema);
+    },
+  }),
+  z.object({
+    get any(): z.ZodArray<typeof conditionSchema> {
+      return z.array(conditionSchema);
+    },
+  }),
+  z.object({
+    get not(): typeof conditionSchema {
+      return conditionSchema;
+    },
+  }),
+]);
+export type Condition = z.infer<typeof conditionSchema>;
 
-export interface RetryPolicy {
-  max_attempts: number;
-  initial_interval_ms: number;
-  backoff_coefficient: number;
-  max_interval_ms: number;
+export const retryPolicySchema = z.object({
+  max_attempts: z.number(),
+  initial_interval_ms: z.number(),
+  backoff_coefficient: z.number(),
+  max_interval_ms: z.number(),
   /** An attempt whose error message contains one of these is not retried. */
-  non_retryable_errors: string[];
-}
+  non_retryable_errors: z.array(z.string()),
+});
+export type RetryPolicy = z.infer<typeof retryPolicySchema>;
 
 /** Used for every field neither the step nor the definition's `defaults` sets. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
@@ -66,74 +88,103 @@ export const STEP_ID = /^[a-z][a-z0-9_]{0,62}$/;
 export const DEFINITION_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 export const EVENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
-interface StepBase {
-  id: string;
-  when?: Condition;
+const stepBase = z.object({
+  id: z.string(),
+  when: conditionSchema.optional(),
   /** `continue`: a failure of this step (after its retries) gives output null and the run goes on. */
-  on_error?: 'fail' | 'continue';
-}
+  on_error: z.enum(['fail', 'continue']).optional(),
+});
 
 /** Exactly one of run, exec, call. Bodies hold expressions until the step is scheduled. */
-export interface ActivityStep extends StepBase {
-  type: 'activity';
-  output?: 'text' | 'json';
-  run?: JsonObject;
-  exec?: JsonObject;
-  call?: JsonObject;
-  retry_policy?: Partial<RetryPolicy>;
-  retry_on_interrupt?: boolean;
-}
+const activityStep = stepBase.extend({
+  type: z.literal('activity'),
+  output: z.enum(['text', 'json']).optional(),
+  run: jsonObjectSchema.optional(),
+  exec: jsonObjectSchema.optional(),
+  call: jsonObjectSchema.optional(),
+  retry_policy: retryPolicySchema.partial().optional(),
+  retry_on_interrupt: z.boolean().optional(),
+});
 
-export interface TimerStep extends StepBase {
-  type: 'timer';
-  duration?: string;
+const timerStep = stepBase.extend({
+  type: z.literal('timer'),
+  duration: z.string().optional(),
   /** RFC 3339, or an expression resolving to one. */
-  until?: string;
-}
+  until: z.string().optional(),
+});
 
-export interface WaitStep extends StepBase {
-  type: 'wait_for_event';
-  event: string;
-  timeout?: string;
-  on_timeout?: 'fail' | 'continue';
-}
+const waitStep = stepBase.extend({
+  type: z.literal('wait_for_event'),
+  event: z.string(),
+  timeout: z.string().optional(),
+  on_timeout: z.enum(['fail', 'continue']).optional(),
+});
 
-export interface ParallelStep extends StepBase {
-  type: 'parallel';
-  branches: Record<string, Step[]>;
-  fail_fast?: boolean;
-}
+const parallelStep = stepBase.extend({
+  type: z.literal('parallel'),
+  get branches(): z.ZodRecord<z.ZodString, z.ZodArray<typeof stepSchema>> {
+    return z.record(z.string(), z.array(stepSchema));
+  },
+  fail_fast: z.boolean().optional(),
+});
 
 /** `step` runs once per item; its `id` is optional (its path is `<map id>[<index>]`). */
-export interface MapStep extends StepBase {
-  type: 'map';
-  items: string;
-  step: Step;
-  max_concurrency?: number;
-}
+const mapStep = stepBase.extend({
+  type: z.literal('map'),
+  /** One expression resolving to an array, or an array (whose items may hold expressions). */
+  items: z.union([z.string(), z.array(jsonValueSchema)]),
+  get step(): typeof mapItemSchema {
+    return mapItemSchema;
+  },
+  max_concurrency: z.number().optional(),
+});
 
-export interface SetStep extends StepBase {
-  type: 'set';
-  value: JsonValue;
-}
+const setStep = stepBase.extend({ type: z.literal('set'), value: jsonValueSchema });
 
-export type Step = ActivityStep | TimerStep | WaitStep | ParallelStep | MapStep | SetStep;
+/** One step of a definition. */
+export const stepSchema = z.discriminatedUnion('type', [activityStep, timerStep, waitStep, parallelStep, mapStep, setStep]);
 
-export interface DefinitionDefaults {
-  image?: string;
-  profile?: string;
-  timeout_ms?: number;
-  retry_policy?: Partial<RetryPolicy>;
-}
+/** The step of a map: any step, its id optional. */
+const optionalId = { id: z.string().optional() };
+export const mapItemSchema = z.discriminatedUnion('type', [
+  activityStep.extend(optionalId),
+  timerStep.extend(optionalId),
+  waitStep.extend(optionalId),
+  parallelStep.extend(optionalId),
+  mapStep.extend(optionalId),
+  setStep.extend(optionalId),
+]);
 
-export interface Definition {
-  name: string;
-  description?: string;
-  defaults?: DefinitionDefaults;
-  steps: Step[];
+export type Step = z.infer<typeof stepSchema>;
+export type ActivityStep = z.infer<typeof activityStep>;
+export type TimerStep = z.infer<typeof timerStep>;
+export type WaitStep = z.infer<typeof waitStep>;
+export type ParallelStep = z.infer<typeof parallelStep>;
+export type MapStep = z.infer<typeof mapStep>;
+export type SetStep = z.infer<typeof setStep>;
+export type MapItemStep = z.infer<typeof mapItemSchema>;
+
+export const definitionDefaultsSchema = z.object({
+  image: z.string().optional(),
+  profile: z.string().optional(),
+  timeout_ms: z.number().optional(),
+  retry_policy: retryPolicySchema.partial().optional(),
+});
+export type DefinitionDefaults = z.infer<typeof definitionDefaultsSchema>;
+
+/** A validated definition (the read-only fields of a GET left out). */
+export const definitionSchema = z.object({
+  name: z.string(),
+  description: z.string().optional(),
+  defaults: definitionDefaultsSchema.optional(),
+  steps: z.array(stepSchema),
   /** The instance output (expressions resolved); the last step's output when absent. */
-  output?: JsonValue;
-}
+  output: jsonValueSchema.optional(),
+});
+export type Definition = z.infer<typeof definitionSchema>;
+
+/** Whether `value` has the shape of a `Definition` (the schema, so the type is proven, not cast). */
+export const isDefinition = (value: unknown): value is Definition => definitionSchema.safeParse(value).success;
 
 /** The retry policy of an activity: step fields, then the definition's defaults, then ours. */
 export function retryPolicyOf(step: ActivityStep, defaults: DefinitionDefaults | undefined): RetryPolicy {

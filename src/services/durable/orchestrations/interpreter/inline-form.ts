@@ -14,8 +14,8 @@
  *
  * Problems are reported with the client's paths (`input.activities[1].command: ...`).
  */
-import { badRequest } from '../../../../errors.js';
-import { STEP_ID, type Definition, type JsonObject, type JsonValue } from './dsl.js';
+import { badRequest, internalError } from '../../../../errors.js';
+import { isDefinition, STEP_ID, type Definition, type JsonObject, type JsonValue } from './dsl.js';
 import { definitionProblems } from './validate.js';
 
 const INLINE_KEYS = ['activity', 'activities', 'wait_for_event'];
@@ -74,5 +74,6 @@ export function translateInline(name: string, input: JsonObject): { definition: 
   }
   if (problems.length > 0) throw badRequest(problems.join('; '), { details: { problems } });
   const rest = Object.fromEntries(Object.entries(input).filter(([key]) => !INLINE_KEYS.includes(key)));
-  return { definition: raw as unknown as Definition, input: rest };
+  if (!isDefinition(raw)) throw internalError(`the inline form of '${name}' passed its checks but not the DSL schema`);
+  return { definition: raw, input: rest };
 }

@@ -8,7 +8,7 @@
  * known only at run time, where the resolved body is checked again and a bad one fails the step).
  */
 import { z } from 'zod';
-import { badRequest } from '../../../../errors.js';
+import { badRequest, internalError } from '../../../../errors.js';
 import { durationMs, MAX_DURATION_MS, MAX_DURATION_TEXT } from '../../../../schemas/common.js';
 import { execBody, MAX_TIMEOUT_MS } from '../../../../schemas/exec-schemas.js';
 import { runBody } from '../../../../schemas/run-schemas.js';
@@ -20,6 +20,7 @@ import {
   RETRY_BOUNDS,
   STEP_ID,
   STEP_TYPES,
+  isDefinition,
   type Definition,
   type StepType,
 } from './dsl.js';
@@ -331,10 +332,15 @@ export function definitionProblems(raw: unknown): string[] {
   return checker.problems;
 }
 
-/** The definition when `raw` is valid; BAD_REQUEST naming every problem otherwise. */
+/**
+ * The definition when `raw` is valid; BAD_REQUEST naming every problem otherwise. The checks
+ * above find every problem with its path; `isDefinition` then proves the shape the interpreter's
+ * types describe (a definition the checks pass but the schema refuses is a fault of ours).
+ */
 export function validateDefinition(raw: unknown): Definition {
   const problems = definitionProblems(raw);
-  if (problems.length > 0) throw badRequest(problems.join('; '), { details: { problems } });
-  const { version: _version, created_at: _created, updated_at: _updated, ...definition } = raw as Obj;
-  return definition as unknown as Definition;
+  if (problems.length > 0 || !isObject(raw)) throw badRequest(problems.join('; '), { details: { problems } });
+  const { version: _version, created_at: _created, updated_at: _updated, ...definition } = raw;
+  if (!isDefinition(definition)) throw internalError(`orchestration definition '${String(definition.name)}' passed its checks but not the DSL schema`);
+  return definition;
 }
