@@ -71,9 +71,8 @@ function viewOf(record: DefinitionRecord<Definition>): DefinitionView {
     name: record.name,
     version: record.version,
     description: content.description ?? null,
-    defaults: (content.defaults ?? null) as DefinitionView['defaults'],
-    // The DSL's step types are closed interfaces; the wire schema keeps them open.
-    steps: content.steps as unknown as DefinitionView['steps'],
+    defaults: content.defaults ?? null,
+    steps: content.steps,
     output: content.output ?? null,
     created_at: record.created_at,
     updated_at: record.updated_at,

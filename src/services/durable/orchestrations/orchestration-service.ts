@@ -395,10 +395,9 @@ export class OrchestrationService implements OrchestrationStarter {
       started_at: record.started_at,
       completed_at: record.completed_at,
       start_at: record.start_at,
-      // The interpreter's view types are closed interfaces; the wire schema keeps them open.
-      steps: projection.steps as unknown as InstanceView['steps'],
+      steps: projection.steps,
       waiting_for: projection.waiting_for,
-      ...(withHistory && { history: history as unknown as InstanceView['history'] }),
+      ...(withHistory && { history }),
     };
   }
 

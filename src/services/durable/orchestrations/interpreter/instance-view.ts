@@ -17,7 +17,8 @@ import { applyEvent, replay, type ActivityRecord, type InstanceState, type StepR
 
 export type StepStatus = 'pending' | 'scheduled' | 'running' | 'retrying' | 'completed' | 'failed' | 'skipped' | 'waiting' | 'cancelled';
 
-export interface StepView {
+/** A type alias, not an interface, so that it is assignable to the wire schema's open step object. */
+export type StepView = {
   /** The step path (`list`, `checks.lint.lint`, `each[3]`). */
   id: string;
   type: StepType;
@@ -35,7 +36,7 @@ export interface StepView {
   /** timer: when it fires; an activity waiting out a back-off: when it is retried. */
   fire_at?: string;
   retry_at?: string;
-}
+};
 
 export interface InstanceProjection {
   status: InstanceStatus;
