@@ -142,7 +142,7 @@ export class OrchestrationService implements OrchestrationStarter {
         this.input.metrics.orchestrations.inc({ status: 'started' });
         this.carryOut(id, request.name, decision.commands);
       }
-      return { instance: this.viewOf(this.repo.instance(id)!, true), created: true };
+      return { instance: this.viewOf(this.require(id), true), created: true };
     });
   }
 

@@ -44,7 +44,10 @@ export function translateInline(name: string, input: JsonObject): { definition: 
       if (!isObject(activity)) return problems.push(`${at}: must be a JSON object with a command`);
       for (const key of Object.keys(activity)) if (![...RUN_FIELDS, 'retry_policy', 'name'].includes(key)) problems.push(`${at}: unknown field '${key}'`);
       const run: JsonObject = {};
-      for (const field of RUN_FIELDS) if (activity[field] !== undefined) run[field] = activity[field]!;
+      for (const field of RUN_FIELDS) {
+        const value = activity[field];
+        if (value !== undefined) run[field] = value;
+      }
       if (typeof run.command === 'string') run.command = ['sh', '-c', run.command];
       const wanted = typeof activity.name === 'string' && STEP_ID.test(activity.name) && !used.has(activity.name) ? activity.name : `activity_${index + 1}`;
       used.add(wanted);

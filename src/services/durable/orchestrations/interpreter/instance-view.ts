@@ -57,11 +57,10 @@ export function stepAt(definition: Definition, path: string): Step | undefined {
   const tokens = path.match(/\[\d+\]|[^.[\]]+/g) ?? [];
   let list: Step[] | undefined = definition.steps;
   let current: Step | undefined;
-  for (let index = 0; index < tokens.length; index += 1) {
-    const token = tokens[index]!;
+  for (const token of tokens) {
     if (token.startsWith('[')) {
       if (current?.type !== 'map') return undefined;
-      current = { ...current.step, id: current.step.id ?? current.id } as Step;
+      current = { ...current.step, id: current.step.id ?? current.id };
       list = undefined;
     } else if (list) {
       current = list.find((step) => step.id === token);

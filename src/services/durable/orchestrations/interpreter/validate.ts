@@ -139,9 +139,8 @@ class Checker {
   condition(value: unknown, where: string, scope: Scope, depth = 0): void {
     if (!isObject(value)) return this.add(`${where}: must be a JSON object ({path, op, value}, {all}, {any} or {not})`);
     if (depth > 16) return this.add(`${where}: conditions nest at most 16 deep`);
-    const combinator = ['all', 'any', 'not'].filter((key) => key in value);
-    if (combinator.length > 0) {
-      const key = combinator[0]!;
+    const key = ['all', 'any', 'not'].find((name) => name in value);
+    if (key !== undefined) {
       if (Object.keys(value).length !== 1) return this.add(`${where}: a condition with '${key}' takes no other field`);
       if (key === 'not') return this.condition(value.not, `${where}.not`, scope, depth + 1);
       const list = value[key];
