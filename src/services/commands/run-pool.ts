@@ -258,7 +258,7 @@ export class RunPool {
    */
   private targetOf(runs: KeyRuns): number {
     const since = this.clock().getTime() - DEMAND_WINDOW_MS;
-    while (runs.samples.length > 0 && runs.samples[0]![0] <= since) runs.samples.shift();
+    while ((runs.samples[0]?.[0] ?? Infinity) <= since) runs.samples.shift();
     const peak = runs.samples.reduce((most, [, inUse]) => Math.max(most, inUse), 0);
     const wanted = Math.min(Math.max(MAX_KEY_SIZE, runs.size), Math.max(runs.size, peak > 0 ? peak + SPARE : 0));
     const held = runs.idle.length + runs.inUse + runs.making;

@@ -235,7 +235,7 @@ export class WarmPool {
    */
   private targetOf(pool: KeyPool): number {
     const since = this.clock().getTime() - DEMAND_WINDOW_MS;
-    while (pool.takes.length > 0 && pool.takes[0]! <= since) pool.takes.shift();
+    while ((pool.takes[0] ?? Infinity) <= since) pool.takes.shift();
     // Size 0 keeps nothing ahead of demand, however high the demand.
     const demand = pool.size > 0 ? Math.floor(pool.takes.length / DEMAND_SHARE) : 0;
     const wanted = Math.min(Math.max(MAX_DEMAND_SIZE, pool.size), pool.size + demand);
