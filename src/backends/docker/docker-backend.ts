@@ -551,7 +551,6 @@ export class DockerBackend
         throw createError(err, spec.image, options.name ?? spec.name, this.options.imageHint);
       });
       this.agents.remember(container.id, identityOf(options.Labels ?? {}, options.HostConfig ?? {}));
-      const containerId = container.id;
       if (source && !readOnly) await copyIntoCreated(container, source, owner);
       // New volumes' roots go to the sandbox's user on the host (every profile); the rest, inside.
       const unowned = spec.volumes ? await this.volumes.ownRoots(spec.volumes, owner) : [];
@@ -565,11 +564,11 @@ export class DockerBackend
       // Before any command runs: from now on no command can write to a host path.
       if (health) await this.sockets.seal(socketDir.dir);
       if (unowned.length > 0) {
-        const failed = await claimVolumeRoots((request) => this.run(containerId, request), unowned, owner);
+        const failed = await claimVolumeRoots(this.run.bind(this, container.id), unowned, owner);
         if (failed) this.logger.warn({ container: container.id, reason: failed }, "a volume's root stays root's: the sandbox's user may not write to it");
       }
       if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);
-      if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(containerId, request));
+      if (readOnly) await this.snapshots.restoreWorkspace(image, this.run.bind(this, container.id));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
       const state = instanceFromInspect(await container.inspect());
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');

@@ -13,9 +13,11 @@ export type JsonValue = z.infer<typeof jsonValueSchema>;
 export const jsonObjectSchema = z.record(z.string(), jsonValueSchema);
 export type JsonObject = z.infer<typeof jsonObjectSchema>;
 
-
-export const STEP_TYPES = ['activity', 'timer', 'wait_for_event', 'parallel', 'map', 'set'] as const;
-export type StepType = (typeof STEP_TYPES)[number];
+/** The step types the checks of validate.ts know; each is one of the schemas' below. */
+export const STEP_TYPES = ['activity', 'timer', 'wait_for_event', 'parallel', 'map', 'set'] as const satisfies readonly Step['type'][];
+export type StepType = Step['type'];
+/** Whether `value` names a step type. */
+export const isStepType = (value: unknown): value is StepType => (STEP_TYPES as readonly unknown[]).includes(value);
 
 export const CONDITION_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists', 'truthy'] as const;
 export type ConditionOp = (typeof CONDITION_OPS)[number];
@@ -88,6 +90,10 @@ export const STEP_ID = /^[a-z][a-z0-9_]{0,62}$/;
 export const DEFINITION_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 export const EVENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
+/**
+ * Fields every step has. Steps `.extend` it rather than spread its shape: with a spread,
+ * TypeScript cannot infer the recursive getters below (parallel branches, a map's step).
+ */
 const stepBase = z.object({
   id: z.string(),
   when: conditionSchema.optional(),

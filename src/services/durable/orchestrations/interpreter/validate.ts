@@ -21,6 +21,7 @@ import {
   STEP_ID,
   STEP_TYPES,
   isDefinition,
+  isStepType,
   type Definition,
   type StepType,
 } from './dsl.js';
@@ -185,12 +186,11 @@ class Checker {
     if (value.id === undefined ? needsId : typeof value.id !== 'string' || !STEP_ID.test(value.id)) {
       this.add(`${where}.id: ${value.id === undefined ? 'is required' : 'must match ^[a-z][a-z0-9_]{0,62}$'}`);
     }
-    const type = value.type;
-    if (typeof type !== 'string' || !(STEP_TYPES as readonly string[]).includes(type)) {
-      this.add(`${where}.type: ${type === undefined ? 'is required' : `unknown step type '${String(type)}'`} (one of ${STEP_TYPES.join(', ')})`);
+    const stepType = value.type;
+    if (!isStepType(stepType)) {
+      this.add(`${where}.type: ${stepType === undefined ? 'is required' : `unknown step type '${String(stepType)}'`} (one of ${STEP_TYPES.join(', ')})`);
       return undefined;
     }
-    const stepType = type as StepType;
     this.fields(value, [...COMMON_FIELDS, ...FIELDS[stepType]], where);
     if (value.when !== undefined) this.condition(value.when, `${where}.when`, scope);
     this.oneOf(value.on_error, ['fail', 'continue'], `${where}.on_error`);
@@ -325,7 +325,7 @@ export function definitionProblems(raw: unknown): string[] {
   if (checker.stepCount > LIMITS.steps) checker.add(`steps: at most ${LIMITS.steps} steps in all (found ${checker.stepCount})`);
   if (raw.output !== undefined && Array.isArray(raw.steps)) {
     const visible = new Map<string, StepType>();
-    for (const step of raw.steps) if (isObject(step) && typeof step.id === 'string' && (STEP_TYPES as readonly unknown[]).includes(step.type)) visible.set(step.id, step.type as StepType);
+    for (const step of raw.steps) if (isObject(step) && typeof step.id === 'string' && isStepType(step.type)) visible.set(step.id, step.type);
     checker.add(...expressionProblems(raw.output, 'output', { ...top, visible }));
   }
   return checker.problems;
