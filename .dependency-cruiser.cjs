@@ -132,6 +132,16 @@ module.exports = {
       to: { path: '^src/services/', pathNot: '^src/services/support/' },
     },
     {
+      name: 'orchestration-interpreter-is-pure',
+      comment:
+        'the orchestration interpreter (services/durable/orchestrations/interpreter/) is pure: decide() replays a history and ' +
+        'returns events and commands, so it is tested and fuzzed without I/O; it may import only itself, schemas/ and errors.ts, ' +
+        'never the service around it, a repository, a backend or another domain (type-only imports included)',
+      severity: 'error',
+      from: { path: '^src/services/durable/orchestrations/interpreter/' },
+      to: { path: '^src/', pathNot: ['^src/services/durable/orchestrations/interpreter/', '^src/schemas/', '^src/errors\\.ts$'] },
+    },
+    {
       name: 'no-circular',
       comment: 'import cycles, of types too, make start-up order and refactoring fragile',
       severity: 'error',

@@ -132,6 +132,17 @@ export const badRequest = (message: string, extras?: ErrorExtras) => new Service
 export const notFound = (message: string, extras?: ErrorExtras) => new ServiceError('NOT_FOUND', message, extras);
 export const conflict = (message: string, extras?: ErrorExtras) => new ServiceError('CONFLICT', message, extras);
 export const forbidden = (message: string, extras?: ErrorExtras) => new ServiceError('FORBIDDEN', message, extras);
+/** A fault of the program, never of the client (HTTP 500): an invariant the code relies on did not hold. */
+export const internalError = (message: string) => new ServiceError('INTERNAL', message);
+
+/**
+ * `value` when it is present; otherwise INTERNAL naming `what` was missing. For a value the
+ * program's own bookkeeping guarantees (a map entry written just before) but its type cannot show.
+ */
+export function present<T>(value: T | null | undefined, what: string): T {
+  if (value === null || value === undefined) throw internalError(`${what} is missing`);
+  return value;
+}
 /** A write that found the file system full (ENOSPC): a quota or a full device, not a fault of the server. */
 export const noSpace = (path?: string) =>
   new ServiceError('PAYLOAD_TOO_LARGE', `no space left on the device that holds ${path ? `'${path}'` : 'the file'}`);

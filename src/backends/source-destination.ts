@@ -48,8 +48,7 @@ const familyOf = (address: string): 'ipv4' | 'ipv6' => (isIP(address) === 6 ? 'i
 
 /** The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:a.b.c.d), else the address itself. */
 function unmapped(address: string): string {
-  const match = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return match ? match[1]! : address;
+  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? address;
 }
 
 /** Whether an address is one a clone may not reach unless allowed. */
@@ -111,8 +110,9 @@ export async function checkDestination(host: string, allowed: AllowedHosts, reso
   } catch (err) {
     return { refused: `${host} does not resolve: ${(err as Error).message}` };
   }
-  if (addresses.length === 0) return { refused: `${host} resolves to no address` };
+  const [first] = addresses;
+  if (first === undefined) return { refused: `${host} resolves to no address` };
   const blocked = addresses.find((address) => isNotPublic(address) && !allowed.allows(host, address));
   if (blocked) return { refused: `${host} resolves to ${blocked}, which is not a public address (allow it with --source-allowed-hosts)` };
-  return { address: addresses[0]! };
+  return { address: first };
 }

@@ -43,7 +43,7 @@ compdef _sandboxd sandboxd
  * `sandboxd __complete WORDS...` for the candidates of the last word: command words and flags
  * from the command tree, sandbox and snapshot names from the server (nothing when it is out of reach).
  */
-export function completionCommands(program: Command, ctx: ClientContext): Command[] {
+export function completionCommands(program: Command, ctx: ClientContext): [Command, Command] {
   const completion = new Command('completion')
     .description('print a shell completion script: source <(sandboxd completion bash)')
     .argument('<shell>', 'bash or zsh')

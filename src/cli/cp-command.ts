@@ -39,18 +39,17 @@ export function cpCommand(ctx: ClientContext): Command {
         if (from && to) throw new UsageError('cp copies between this machine and a sandbox: one of SRC and DST must be local');
         if (!from && !to) throw new UsageError('cp needs a sandbox path, NAME:/path, as SRC or DST');
         const connection = ctx.connection();
-        const copied = to ? await upload(connection, src, to) : await download(connection, from!, dst);
+        const copied = to ? await upload(connection, src, to) : from ? await download(connection, from, dst) : undefined;
         if (ctx.flags.json) printJson(copied);
       }),
     );
 }
 
 function remote(spec: string): Remote | undefined {
-  const match = REMOTE.exec(spec);
-  if (!match) return undefined;
-  const path = match[2]!;
-  if (!path.startsWith('/')) throw new UsageError(`'${spec}': the path inside the sandbox must be absolute, e.g. ${match[1]}:/workspace/file`);
-  return { sandbox: match[1]!, path };
+  const [, sandbox, path] = REMOTE.exec(spec) ?? [];
+  if (sandbox === undefined || path === undefined) return undefined;
+  if (!path.startsWith('/')) throw new UsageError(`'${spec}': the path inside the sandbox must be absolute, e.g. ${sandbox}:/workspace/file`);
+  return { sandbox, path };
 }
 
 async function upload(connection: Connection, local: string, to: Remote): Promise<object> {

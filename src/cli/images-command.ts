@@ -25,9 +25,10 @@ export function registerImagesCommand(program: Command): void {
     .option('--json', 'with --file: print the result as JSON', false)
     .action(async (names: string[], opts: { force: boolean; tag?: string; file?: string; name?: string; server?: string; apiKey?: string; json: boolean }) => {
       if (opts.file) {
-        if (names.length > 1) return fail('--file takes one context directory');
+        const [context] = names;
+        if (names.length > 1 || context === undefined) return fail('--file takes one context directory');
         const [{ buildFromDockerfile }, { reportFailure }] = await Promise.all([import('./image-build.js'), import('./client/output.js')]);
-        return buildFromDockerfile(names[0]!, { ...opts, file: opts.file }).catch(reportFailure);
+        return buildFromDockerfile(context, { ...opts, file: opts.file }).catch(reportFailure);
       }
       if (opts.tag && names.length > 1) return fail('--tag takes a single image name');
       const [{ default: Dockerode }, { buildImage }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
@@ -83,14 +84,15 @@ async function listImages(json: boolean): Promise<void> {
     process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     return;
   }
-  const table = [['NAME', 'TAG', 'STATUS', 'SIZE', 'DESCRIPTION']];
+  const header = ['NAME', 'TAG', 'STATUS', 'SIZE', 'DESCRIPTION'];
+  const table = [header];
   for (const row of rows) {
     const size = row.sizeBytes ? megabytes(row.sizeBytes) : '-';
     table.push([row.name, row.tag, row.state === 'fresh' ? 'present' : row.state, size, row.description]);
   }
-  const widths = table[0]!.map((_, col) => Math.max(...table.map((cells) => cells[col]!.length)));
+  const widths = header.map((_, col) => Math.max(...table.map((cells) => (cells[col] ?? '').length)));
   for (const cells of table) {
-    process.stdout.write(`${cells.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`);
+    process.stdout.write(`${cells.map((cell, col) => cell.padEnd(widths[col] ?? 0)).join('  ').trimEnd()}\n`);
   }
 }
 

@@ -49,8 +49,8 @@ program.addCommand(shellCommand(ctx));
 for (const command of observeCommands(ctx)) program.addCommand(command);
 program.addCommand(snapshotCommand(ctx));
 const [completion, complete] = completionCommands(program, ctx);
-program.addCommand(completion!);
-program.addCommand(complete!, { hidden: true });
+program.addCommand(completion);
+program.addCommand(complete, { hidden: true });
 
 // A usage error (unknown command or option, a missing argument) exits 2; help and --version exit 0.
 const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];

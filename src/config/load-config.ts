@@ -134,7 +134,7 @@ function readNamedKeys(tables: unknown, path: string, env: NodeJS.ProcessEnv): A
       throw new ConfigError(`invalid configuration: ${where}: ${problems.join('; ')}`);
     }
     const { name, key_env: keyEnv, admin, labels } = parsed.data;
-    const key = parsed.data.key ?? env[keyEnv!]?.trim();
+    const key = parsed.data.key ?? (keyEnv === undefined ? undefined : env[keyEnv]?.trim());
     if (!key) throw new ConfigError(`invalid configuration: ${where}: key_env: environment variable ${keyEnv} is not set`);
     if (key.length < 8) throw new ConfigError(`invalid configuration: ${where}: key_env: the key in ${keyEnv} must be at least 8 characters`);
     if (keys.some((k) => k.name === name)) throw new ConfigError(`invalid configuration: ${where}: name: '${name}' is used by another key`);

@@ -34,7 +34,7 @@ export function imageReferenceProblem(reference: string): string | undefined {
   if (!match) {
     return 'must be an image reference such as sandboxd/base:bookworm or registry.example.com:5000/team/app:1.2 ([registry[:port]/]path[:tag][@digest]; lowercase path components)';
   }
-  if (match[1]!.length > MAX_IMAGE_NAME_LENGTH) return `its name must be at most ${MAX_IMAGE_NAME_LENGTH} characters`;
+  if ((match[1]?.length ?? 0) > MAX_IMAGE_NAME_LENGTH) return `its name must be at most ${MAX_IMAGE_NAME_LENGTH} characters`;
   return undefined;
 }
 

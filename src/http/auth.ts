@@ -49,7 +49,8 @@ export function registerAuth(
   grant?: (request: FastifyRequest) => Promise<Principal | undefined>,
 ): void {
   const open: Principal = { name: ANONYMOUS, admin: keys.length === 0, labels: {} };
-  app.decorateRequest('principal', null as unknown as Principal);
+  // Null until the onRequest hook below sets it (fastify's overload for a null start value).
+  app.decorateRequest('principal', null, []);
   const entries = keys.map((k) => ({ digest: digest(k.key), principal: { name: k.name, admin: k.admin, labels: k.labels } }));
   const principalOf = (key: string): Principal | undefined => {
     const candidate = digest(key);

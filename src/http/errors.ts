@@ -59,8 +59,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (isServiceError(error)) return reply.status(STATUS_BY_CODE[error.code]).send(serviceEnvelope(error));
     let code: ErrorCode;
     let message: string;
-    if (error.code && FASTIFY_CODES[error.code]) {
-      const [mapped, text] = FASTIFY_CODES[error.code]!;
+    const known = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (known) {
+      const [mapped, text] = known;
       code = mapped;
       message = text ?? error.message;
       // The limit of the route (POST /images takes more than the 16 MiB of the others).

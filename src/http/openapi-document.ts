@@ -104,15 +104,16 @@ export function operationIdFor(method: string, url: string): string {
   const isParam = (s: string | undefined) => s !== undefined && (s.startsWith(':') || s === '*');
   const words = segments.flatMap((s, i) => (isParam(s) ? [] : [isParam(segments[i + 1]) ? (MEMBER_OF[s] ?? s) : s]));
   const last = segments.at(-1) ?? '';
+  const member = MEMBER_OF[last];
   let verb: string;
   if (isParam(last)) verb = { GET: 'get', PATCH: 'update', PUT: 'put', DELETE: 'delete' }[method] ?? method.toLowerCase();
-  else if (method === 'GET') verb = MEMBER_OF[last] ? 'list' : 'get';
-  else if (method === 'POST' && MEMBER_OF[last]) {
+  else if (method === 'GET') verb = member ? 'list' : 'get';
+  else if (method === 'POST' && member) {
     verb = 'create';
-    words[words.length - 1] = MEMBER_OF[last]!;
+    words[words.length - 1] = member;
   } else if (method === 'POST' && words.length > 1) {
     // The last word is the action on the resource before it (`POST /schedules/:id/trigger`).
-    const action = pascal(words.pop()!);
+    const action = pascal(words.pop() ?? '');
     verb = action.charAt(0).toLowerCase() + action.slice(1);
   } else verb = method.toLowerCase();
   return verb + words.map(pascal).join('');

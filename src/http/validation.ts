@@ -27,8 +27,9 @@ export function describeIssues(issues: z.core.$ZodIssue[], context?: string): st
       if (issue.code === 'invalid_union') {
         // The one form the input was meant as: the only branch that got past the input's kind.
         const meant = issue.errors.filter((branch) => branch.some((inner) => inner.path.length > 0));
-        if (meant.length === 1) {
-          return describeIssues(meant[0]!.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })), context);
+        const [only] = meant;
+        if (meant.length === 1 && only) {
+          return describeIssues(only.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })), context);
         }
       }
       if (issue.code === 'invalid_key') {

@@ -11,9 +11,9 @@ export function capOutput(text: string, capBytes: number = OUTPUT_CAP_BYTES): st
   if (bytes.length <= capBytes) return text;
   const half = Math.floor(capBytes / 2);
   let headEnd = half;
-  while (headEnd > 0 && isContinuation(bytes[headEnd]!)) headEnd--;
+  while (headEnd > 0 && isContinuation(bytes[headEnd])) headEnd--;
   let tailStart = bytes.length - half;
-  while (tailStart < bytes.length && isContinuation(bytes[tailStart]!)) tailStart++;
+  while (tailStart < bytes.length && isContinuation(bytes[tailStart])) tailStart++;
   const omitted = tailStart - headEnd;
   return (
     bytes.subarray(0, headEnd).toString('utf8') +
@@ -22,5 +22,5 @@ export function capOutput(text: string, capBytes: number = OUTPUT_CAP_BYTES): st
   );
 }
 
-/** A UTF-8 continuation byte (10xxxxxx) never starts a character. */
-const isContinuation = (byte: number): boolean => (byte & 0xc0) === 0x80;
+/** Whether `byte` continues a UTF-8 character (10xxxxxx); false past the end. */
+const isContinuation = (byte: number | undefined): boolean => byte !== undefined && (byte & 0xc0) === 0x80;

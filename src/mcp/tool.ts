@@ -32,8 +32,14 @@ export interface ToolDefinition<S extends z.ZodObject> {
 /** A tool with its argument type erased, as families list it; the server validates arguments first. */
 export type Tool = ToolDefinition<z.ZodObject> & { handle(args: unknown, context: ToolContext): Promise<CallToolResult> };
 
-/** Declares a tool; the arguments are typed from its schema. */
-export const defineTool = <S extends z.ZodObject>(tool: ToolDefinition<S>): Tool => tool as unknown as Tool;
+/**
+ * Declares a tool; the arguments are typed from its schema. The server parses the arguments with
+ * `inputSchema` before it calls `handle`, so the erased handler hands them on as that schema's output.
+ */
+export const defineTool = <S extends z.ZodObject>(tool: ToolDefinition<S>): Tool => ({
+  ...tool,
+  handle: (args, context) => tool.handle(args as z.output<S>, context),
+});
 
 /** The tools of a family that needs one backend capability, each declaring it. */
 export const requiring = (capability: BackendCapability, tools: Tool[]): Tool[] => tools.map((tool) => ({ ...tool, capability }));

@@ -84,7 +84,7 @@ export const createSandboxBody = z
       description: 'Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots',
     }),
   })
-  .refine((body) => !body.secrets || !body.env || Object.keys(body.secrets).every((name) => body.env![name] === undefined), {
+  .refine(({ secrets, env }) => !secrets || !env || Object.keys(secrets).every((name) => env[name] === undefined), {
     message: 'a name is either in env or in secrets, not both',
     path: ['secrets'],
   })

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction, type UpdateObject } from 'kysely';
 import { RowCodec, type Decoded } from './row-codec.js';
 import type { Database, ObjectCallTable, ObjectClassTable, ObjectTable } from './schema.js';
 
@@ -213,10 +213,10 @@ export class ObjectRepository {
   /** Applies a finished call: storage, alarm, call record and idempotency result, in one transaction. */
   async commit(commit: CallCommit): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      const set: Partial<ObjectTable> & Record<string, unknown> = {
+      const set: UpdateObject<Database, 'objects'> = {
         last_call_at: commit.now,
         updated_at: commit.now,
-        call_count: sql<number>`call_count + 1` as unknown as number,
+        call_count: sql<number>`call_count + 1`,
       };
       if (commit.storage) {
         set.storage = JSON.stringify(commit.storage.value);

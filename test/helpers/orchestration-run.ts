@@ -1,5 +1,5 @@
 /** Steps one instance through decide() by hand, for table tests of the interpreter. */
-import { decide, validateDefinition, type DecideInput, type Decision, type HistoryEvent } from '../../src/services/durable/orchestrations/index.js';
+import { decide, validateDefinition, type DecideInput, type Decision, type HistoryEvent } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { META, START } from './orchestration-sim.js';
 
 export const at = (ms: number) => new Date(START + ms).toISOString();

@@ -8,7 +8,7 @@
  * also loses running activities at chosen commits (reported as interrupted, as the real
  * restart does).
  */
-import { decide, openWork, type Command, type DecideInput, type Definition, type HistoryEvent, type InstanceMeta, type JsonValue } from '../../src/services/durable/orchestrations/index.js';
+import { decide, openWork, type Command, type DecideInput, type Definition, type HistoryEvent, type InstanceMeta, type JsonValue } from '../../src/services/durable/orchestrations/interpreter/index.js';
 
 /** mulberry32: a small seeded PRNG, so that a failing seed reproduces. */
 export function prng(seed: number): () => number {

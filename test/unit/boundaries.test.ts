@@ -49,6 +49,30 @@ describe('import boundaries (dependency-cruiser, .dependency-cruiser.cjs)', () =
       ]),
     );
   });
+
+  it('fails an orchestration interpreter file that imports its service, a repository or a backend, types included', async () => {
+    const interpreter = 'src/services/durable/orchestrations/interpreter';
+    write('src/services/durable/orchestrations/orchestration-service.ts', "export class OrchestrationService {}\n");
+    write('src/state/orchestration-repository.ts', "export interface OrchestrationRepository { id: string }\n");
+    write('src/schemas/common.ts', "export const timestamp = 1;\n");
+    write('src/backends/backend.ts', "export const backend = 1;\n");
+    write(`${interpreter}/dsl.ts`, "export const LIMITS = 1;\n");
+    write(
+      `${interpreter}/decide.ts`,
+      "import type { OrchestrationService } from '../orchestration-service.js';\n" +
+        "import type { OrchestrationRepository } from '../../../../state/orchestration-repository.js';\n" +
+        "import { backend } from '../../../../backends/backend.js';\n" +
+        "import { timestamp } from '../../../../schemas/common.js';\n" +
+        "import { LIMITS } from './dsl.js';\n" +
+        'export type Uses = [OrchestrationService, OrchestrationRepository, typeof backend, typeof timestamp, typeof LIMITS];\n',
+    );
+    const found = (await violations(scratch, ['src'])).filter((line) => line.startsWith('orchestration-interpreter-is-pure'));
+    expect(found.sort()).toEqual([
+      `orchestration-interpreter-is-pure: ${interpreter}/decide.ts -> src/backends/backend.ts`,
+      `orchestration-interpreter-is-pure: ${interpreter}/decide.ts -> src/services/durable/orchestrations/orchestration-service.ts`,
+      `orchestration-interpreter-is-pure: ${interpreter}/decide.ts -> src/state/orchestration-repository.ts`,
+    ]);
+  });
 });
 
 describe('file sizes (scripts/check-file-sizes.mjs)', () => {

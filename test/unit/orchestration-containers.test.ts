@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Command } from '../../src/services/durable/orchestrations/index.js';
+import type { Command } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { Run } from '../helpers/orchestration-run.js';
 
 const activity = (id: string, extra: object = {}) => ({ id, type: 'activity', run: { command: ['echo', id] }, retry_policy: { max_attempts: 1 }, ...extra });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decide, LIMITS, type HistoryEvent } from '../../src/services/durable/orchestrations/index.js';
+import { decide, LIMITS, type HistoryEvent } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { at, Run } from '../helpers/orchestration-run.js';
 import { META } from '../helpers/orchestration-sim.js';
 

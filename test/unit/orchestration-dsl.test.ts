@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { definitionProblems, validateDefinition } from '../../src/services/durable/orchestrations/index.js';
+import { definitionProblems, validateDefinition } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { isServiceError } from '../../src/errors.js';
 
 const a = (id: string, extra: object = {}) => ({ id, type: 'activity', run: { command: ['echo'] }, ...extra });

@@ -8,7 +8,7 @@ import {
   resolveDeep,
   resolveString,
   type ExpressionContext,
-} from '../../src/services/durable/orchestrations/index.js';
+} from '../../src/services/durable/orchestrations/interpreter/index.js';
 
 const context: ExpressionContext = {
   input: { name: 'ann', n: 3, list: [{ id: 'x' }, { id: 'y' }], flag: false, nothing: null, obj: { b: 2, a: 1 } },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decide, definitionProblems, ExpressionError, parseTemplate, projectInstance, validateDefinition, type JsonValue } from '../../src/services/durable/orchestrations/index.js';
+import { decide, definitionProblems, ExpressionError, parseTemplate, projectInstance, validateDefinition, type JsonValue } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { META, prng } from '../helpers/orchestration-sim.js';
 
 /** Mutates a JSON value at random (`rate`: how often per node): drops, replaces or adds fields and items. */

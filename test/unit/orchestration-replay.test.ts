@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateDefinition, type Definition, type HistoryEvent, type JsonObject } from '../../src/services/durable/orchestrations/index.js';
+import { validateDefinition, type Definition, type HistoryEvent, type JsonObject } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { hashUnit, prng, simulate, type ActivityScript, type SimulationOptions } from '../helpers/orchestration-sim.js';
 
 const EVENTS = ['go', 'stop', 'data'];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { definitionHash, isInlineForm, projectInstance, stepAt, translateInline, validateDefinition } from '../../src/services/durable/orchestrations/index.js';
+import { definitionHash, isInlineForm, projectInstance, stepAt, translateInline, validateDefinition } from '../../src/services/durable/orchestrations/interpreter/index.js';
 import { at, Run } from '../helpers/orchestration-run.js';
 import { META } from '../helpers/orchestration-sim.js';
 

@@ -55,7 +55,8 @@ function upgrade(transport: AgentTransport, body: Buffer): Promise<{ socket: Soc
       createConnection: (_options, done) => {
         transport.connect().then(
           (socket) => done(null, socket),
-          (err: Error) => done(err, undefined as unknown as Socket),
+          // A failed connect fails the request; `done` wants a socket even with an error.
+          (err: Error) => req.destroy(err),
         );
         return undefined;
       },

@@ -564,11 +564,11 @@ export class DockerBackend
       // Before any command runs: from now on no command can write to a host path.
       if (health) await this.sockets.seal(socketDir.dir);
       if (unowned.length > 0) {
-        const failed = await claimVolumeRoots((request) => this.run(container!.id, request), unowned, owner);
+        const failed = await claimVolumeRoots(this.run.bind(this, container.id), unowned, owner);
         if (failed) this.logger.warn({ container: container.id, reason: failed }, "a volume's root stays root's: the sandbox's user may not write to it");
       }
       if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);
-      if (readOnly) await this.snapshots.restoreWorkspace(image, (request) => this.run(container!.id, request));
+      if (readOnly) await this.snapshots.restoreWorkspace(image, this.run.bind(this, container.id));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
       const state = instanceFromInspect(await container.inspect());
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');

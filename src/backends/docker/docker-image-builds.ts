@@ -40,8 +40,8 @@ class MadeImages {
     for (const line of lines) {
       if (/^Step \d+\/\d+ : /.test(line)) this.reused = /^Step \d+\/\d+ : FROM /i.test(line);
       else if (line.trim() === '---> Using cache') this.reused = true;
-      const made = /^ ---> ([0-9a-f]{12,64})\s*$/.exec(line);
-      if (made && !this.reused) this.ids.push(made[1]!);
+      const made = /^ ---> ([0-9a-f]{12,64})\s*$/.exec(line)?.[1];
+      if (made && !this.reused) this.ids.push(made);
     }
   }
 }

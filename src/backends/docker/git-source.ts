@@ -118,8 +118,8 @@ function hostOf(url: string): { protocol: string; host: string; port: string } |
     const parsed = new URL(url);
     return { protocol: parsed.protocol.slice(0, -1).toLowerCase(), host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: parsed.port };
   }
-  const scp = /^[^@]+@([^:]+):/.exec(url);
-  return scp ? { protocol: 'ssh', host: scp[1]!, port: '' } : undefined;
+  const host = /^[^@]+@([^:]+):/.exec(url)?.[1];
+  return host ? { protocol: 'ssh', host, port: '' } : undefined;
 }
 
 /**
@@ -154,7 +154,7 @@ function git(args: string[], dir: string, sshOptions: string[]): Promise<void> {
     const stop = (reason: string) => {
       stopped ??= reason;
       try {
-        process.kill(-child.pid!, 'SIGKILL');
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
       } catch {
         // Already gone.
       }

@@ -118,7 +118,7 @@ export class FakeWorkers {
     if (answer.exit_code !== undefined) {
       return fail(new WorkerFailed(`worker '${key}' exited during the call (exit code ${answer.exit_code})`, { reason: 'exited', exit_code: answer.exit_code, stderr }));
     }
-    const line = (answer.line ?? '').split('\n')[0]!;
+    const line = (answer.line ?? '').replace(/\n.*$/s, '');
     if (!line.startsWith(call.nonce)) {
       return fail(
         new WorkerFailed(`worker '${key}' printed a line that is not its answer; the worker was stopped`, { reason: 'garbage', line: line.slice(0, WORKER_LIMITS.garbage_bytes), stderr }),

@@ -18,7 +18,8 @@ export function extractGlobalFlags(args: string[]): { args: string[]; flags: Glo
   if (!isClientCommand(args)) return { args, flags, client: false };
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
+    const arg = args[i];
+    if (arg === undefined) break;
     if (arg === '--') {
       rest.push(...args.slice(i));
       break;
@@ -42,7 +43,8 @@ export function extractGlobalFlags(args: string[]): { args: string[]; flags: Glo
 /** Whether the first command word (past any global flags) names a client command. */
 function isClientCommand(args: string[]): boolean {
   for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
+    const arg = args[i];
+    if (arg === undefined) break;
     if (arg === '--') return false;
     if (WITH_VALUE.has(arg)) {
       i++;

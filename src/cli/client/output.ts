@@ -54,7 +54,7 @@ export function printJson(data: unknown): void {
 /** Rows under a header, columns padded to their widest cell; the header bold on a terminal. */
 export function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((title, col) => Math.max(title.length, ...rows.map((cells) => (cells[col] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, col) => cell.padEnd(widths[col]!)).join('   ').trimEnd();
+  const line = (cells: string[]) => cells.map((cell, col) => cell.padEnd(widths[col] ?? 0)).join('   ').trimEnd();
   process.stdout.write(`${bold(line(header), colours(process.stdout))}\n`);
   for (const cells of rows) process.stdout.write(`${line(cells)}\n`);
 }

@@ -64,7 +64,7 @@ async function proxyRoutes(app: App, { preview }: { preview: PreviewService }): 
       },
       handler: (request, reply) => {
         const { name, port } = request.params as { name: string; port: string };
-        const prefix = request.url.split('?')[0]!.split('/').slice(0, PATH_FORM_SEGMENTS + 1).join('/');
+        const prefix = request.url.replace(/\?.*$/s, '').split('/').slice(0, PATH_FORM_SEGMENTS + 1).join('/');
         return forward(preview, request, reply, name, port, { path: pathPast(request.url, PATH_FORM_SEGMENTS), prefix });
       },
     });

@@ -245,7 +245,7 @@ function requirePage(session: BrowserSession, name: string, pageName: string): N
 /** Takes an AI-mode ARIA snapshot; its refs become the only ones click and fill accept. */
 async function snapshotOf(named: NamedPage): Promise<PageSnapshot> {
   const snapshot = await named.page.ariaSnapshot({ mode: 'ai', timeout: ACTION_TIMEOUT_MS });
-  const refs = [...snapshot.matchAll(/\[ref=([a-z]*\d+)\]/g)].map((match) => match[1]!);
+  const refs = [...snapshot.matchAll(/\[ref=([a-z]*\d+)\]/g)].flatMap((match) => match[1] ?? []);
   named.refs = new Set(refs);
   return { snapshot, url: named.page.url(), title: await named.page.title(), refs };
 }
@@ -288,5 +288,5 @@ function isDisconnect(err: unknown): boolean {
 }
 
 function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0]!.replace(/^\w+\.\w+: /, '');
+  return (err instanceof Error ? err.message : String(err)).replace(/\n.*$/s, '').replace(/^\w+\.\w+: /, '');
 }

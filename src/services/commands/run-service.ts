@@ -135,12 +135,12 @@ export class RunService {
    */
   async batch(inputs: RunInput[], signal?: AbortSignal): Promise<BatchResultItem[]> {
     const results: BatchResultItem[] = new Array(inputs.length);
-    let next = 0;
+    // One iterator shared by the workers: each takes the next input in order.
+    const queue = inputs.entries();
     const worker = async () => {
-      while (next < inputs.length) {
-        const index = next++;
+      for (const [index, input] of queue) {
         try {
-          const result = await this.run(inputs[index]!, signal ? { signal } : {});
+          const result = await this.run(input, signal ? { signal } : {});
           results[index] = {
             output: result.output,
             error: null,

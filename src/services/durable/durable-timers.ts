@@ -202,7 +202,8 @@ export class DurableTimers {
 
   /** When a source wants its next tick: the end of its back-off while it has one, else its `nextDue()`. */
   private async dueOf(source: TimerSource, now: number): Promise<number | null> {
-    if (this.waiting(source.name, now)) return this.backoff.get(source.name)!.until;
+    const backoff = this.backoff.get(source.name);
+    if (backoff && this.waiting(source.name, now)) return backoff.until;
     const next = await this.guard(source, () => source.nextDue());
     // undefined: nextDue failed just now, and its back-off says when to ask again.
     if (next === undefined) return this.backoff.get(source.name)?.until ?? null;

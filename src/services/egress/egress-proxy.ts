@@ -124,11 +124,11 @@ export class EgressProxy implements ForwardProxy {
   async connect(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const started = performance.now();
     const authority = /^(\[[0-9A-Fa-f:.]+\]|[^:/\s]+):(\d{1,5})$/.exec(request.url ?? '');
+    const host = authority?.[1];
     const port = Number(authority?.[2] ?? 0);
-    if (!authority || port < 1 || port > 65535) return rawAnswer(socket, 400, `CONNECT needs host:port, not '${String(request.url).slice(0, 200)}'`);
+    if (!host || port < 1 || port > 65535) return rawAnswer(socket, 400, `CONNECT needs host:port, not '${String(request.url).slice(0, 200)}'`);
     const caller = await this.authenticate(request.headers['proxy-authorization']);
     if (typeof caller === 'string') return rawAnswer(socket, 407, caller, [`Proxy-Authenticate: ${REALM}`]);
-    const host = authority[1]!;
     const facts = this.facts(caller, 'CONNECT', `https://${host}:${port}`, host, port, '', {});
     const route = await this.decide(caller, facts);
     if (route.refusal) {
@@ -143,7 +143,8 @@ export class EgressProxy implements ForwardProxy {
   private async authenticate(header: string | undefined): Promise<Caller | string> {
     if (!header) return 'proxy authentication required: use the proxy as http://sbx:<sandbox token>@<host>:<port> (HTTP_PROXY in the sandbox)';
     const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header.trim());
-    const credentials = basic ? Buffer.from(basic[1]!, 'base64').toString('utf8') : '';
+    const encoded = basic?.[1];
+    const credentials = encoded ? Buffer.from(encoded, 'base64').toString('utf8') : '';
     const token = credentials.slice(credentials.indexOf(':') + 1);
     const uuid = basic ? this.input.tokens.verify(token) : undefined;
     if (!uuid) return 'the proxy credentials are not a valid sandbox token';

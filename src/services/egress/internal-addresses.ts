@@ -43,7 +43,7 @@ export class InternalAddresses {
     };
     ALWAYS_INTERNAL.forEach(add);
     for (const addresses of Object.values(networkInterfaces())) {
-      for (const a of addresses ?? []) add(a.address.split('%')[0]!);
+      for (const a of addresses ?? []) add(a.address.replace(/%.*$/s, ''));
     }
     this.sandboxRanges().forEach(add);
     return list;

@@ -1,4 +1,4 @@
-import { badRequest, notFound } from '../../errors.js';
+import { badRequest, notFound, present } from '../../errors.js';
 import type { LlmKeyRecord, LlmRepository } from '../../state/llm-repository.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import type { SecretBox } from '../support/secret-box.js';
@@ -96,14 +96,14 @@ export class LlmKeys {
       record = { provider, secret: this.input.secrets.seal(value, aad(provider)), env: null, last4: value.slice(-4), base_url: baseUrl, updated_at };
     } else {
       const field = input.env !== undefined ? 'env' : 'vault_key_name';
-      const variable = (input.env ?? input.vault_key_name)!;
-      if (!ENV_NAME.test(variable)) throw badRequest(`${field}: must name an environment variable of the server ([A-Za-z_][A-Za-z0-9_]*)`);
+      const variable = input.env ?? input.vault_key_name;
+      if (variable === undefined || !ENV_NAME.test(variable)) throw badRequest(`${field}: must name an environment variable of the server ([A-Za-z_][A-Za-z0-9_]*)`);
       if (!this.env[variable]) throw badRequest(`${field}: the server has no environment variable ${variable}`);
       record = { provider, secret: null, env: variable, last4: null, base_url: baseUrl, updated_at };
     }
     await this.input.repo.putKey(record);
     this.cache = undefined;
-    return viewOf((await this.provider(provider))!, record, this.env);
+    return viewOf(present(await this.provider(provider), `LLM provider '${provider}'`), record, this.env);
   }
 
   /** DELETE /llm/keys/{provider}; NOT_FOUND when it has no key. */

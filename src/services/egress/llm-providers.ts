@@ -1,4 +1,4 @@
-import { badRequest } from '../../errors.js';
+import { badRequest, present } from '../../errors.js';
 
 /** How the upstream wants its key: in which header, with which scheme before it ("" for none). */
 export interface ProviderAuth {
@@ -80,8 +80,8 @@ export function providersFrom(settings: Readonly<Record<string, ProviderSettings
     const where = `[llm.providers.${given}]`;
     if (!PROVIDER_NAME.test(name)) throw badRequest(`${where}: the provider name must match ${PROVIDER_NAME.source}`);
     const known = providers.get(name);
-    if (!known && !s.base_url) throw badRequest(`${where}.base_url: required for a provider sandboxd does not know (an OpenAI-compatible API)`);
-    const baseUrl = s.base_url ? checkBaseUrl(s.base_url, `${where}.base_url`) : known!.baseUrl;
+    const baseUrl = s.base_url ? checkBaseUrl(s.base_url, `${where}.base_url`) : known?.baseUrl;
+    if (!baseUrl) throw badRequest(`${where}.base_url: required for a provider sandboxd does not know (an OpenAI-compatible API)`);
     const header = s.auth_header?.toLowerCase() ?? known?.auth.header ?? 'authorization';
     if (!/^[a-z0-9-]{1,64}$/.test(header)) throw badRequest(`${where}.auth_header: must be a header name such as authorization or x-api-key`);
     const scheme = s.auth_scheme ?? known?.auth.scheme ?? 'Bearer';
@@ -101,7 +101,7 @@ export function providersFrom(settings: Readonly<Record<string, ProviderSettings
 
 /** An OpenAI-compatible provider added by the keys API with a base_url. */
 export function compatibleProvider(name: string, baseUrl: string): LlmProvider {
-  return providersFrom({ [name]: { base_url: baseUrl } }).get(name)!;
+  return present(providersFrom({ [name]: { base_url: baseUrl } }).get(name), `LLM provider '${name}'`);
 }
 
 /** A base URL without its trailing slash; BAD_REQUEST naming `field` for anything but http(s) without query or credentials. */

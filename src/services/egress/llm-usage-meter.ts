@@ -93,7 +93,7 @@ export class UsageMeter {
   private lost = false;
 
   constructor(private readonly options: MeterOptions) {
-    const type = options.contentType.split(';')[0]!.trim().toLowerCase();
+    const type = options.contentType.replace(/;.*$/s, '').trim().toLowerCase();
     this.mode = type === 'text/event-stream' ? 'sse' : type === 'application/json' || type.endsWith('+json') ? 'json' : 'none';
   }
 

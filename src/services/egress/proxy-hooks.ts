@@ -181,8 +181,9 @@ export class ProxyHooks {
   }
 
   private drain(): void {
-    while (this.working < RESPONSE_WORKERS && this.queue.length > 0) {
-      const work = this.queue.shift()!;
+    while (this.working < RESPONSE_WORKERS) {
+      const work = this.queue.shift();
+      if (!work) break;
       this.working++;
       void work().finally(() => {
         this.working--;
@@ -220,7 +221,8 @@ export function compileMatch(match: ProxyHookMatch): (facts: ProxyRequestFacts) 
     tests.push((f) => targetMatches(host, f.host));
   }
   if (match.method !== undefined) tests.push((f) => f.method === match.method);
-  if (match.path_prefix !== undefined) tests.push((f) => f.path !== '' && f.path.startsWith(match.path_prefix!));
+  const prefix = match.path_prefix;
+  if (prefix !== undefined) tests.push((f) => f.path !== '' && f.path.startsWith(prefix));
   if (match.sandbox !== undefined) {
     const pattern = new RegExp(`^${match.sandbox.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`);
     tests.push((f) => pattern.test(f.sandbox));

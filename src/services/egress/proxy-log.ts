@@ -25,8 +25,8 @@ export class ProxyLog {
     const out: ProxyLogEntry[] = [];
     const count = this.entries.length;
     for (let i = 1; i <= count && out.length < limit; i++) {
-      const entry = this.entries[(this.next - i + count * 2) % count]!;
-      if (sandbox === undefined || entry.sandbox === sandbox) out.push(entry);
+      const entry = this.entries[(this.next - i + count * 2) % count];
+      if (entry && (sandbox === undefined || entry.sandbox === sandbox)) out.push(entry);
     }
     return out;
   }

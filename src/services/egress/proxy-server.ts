@@ -131,7 +131,7 @@ export class ProxyServer {
         if (this.forward) return await this.forward.request(request, response);
         return plain(response, 405, 'this port serves the LLM gateway (/llm/<provider>/...), not proxy requests');
       }
-      const path = own.split('?')[0]!;
+      const path = own.replace(/\?.*$/s, '');
       const mounted = this.prefixes.find(([prefix]) => path.startsWith(prefix));
       if (!mounted) return plain(response, 404, `nothing is served at ${path} on this port: the LLM gateway is at /llm/<provider>/...`);
       await mounted[1](request, response, path);

@@ -79,12 +79,12 @@ export class SandboxSecrets {
 function swapValue(value: string, secrets: OpenSecret[]): string {
   let out = value;
   for (const s of secrets) if (out.includes(s.placeholder)) out = out.replaceAll(s.placeholder, s.value);
-  const basic = /^(Basic\s+)([A-Za-z0-9+/=]+)$/i.exec(out);
-  if (basic) {
-    const decoded = Buffer.from(basic[2]!, 'base64').toString('utf8');
+  const [, scheme, encoded] = /^(Basic\s+)([A-Za-z0-9+/=]+)$/i.exec(out) ?? [];
+  if (scheme !== undefined && encoded !== undefined) {
+    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     let swapped = decoded;
     for (const s of secrets) if (swapped.includes(s.placeholder)) swapped = swapped.replaceAll(s.placeholder, s.value);
-    if (swapped !== decoded) out = `${basic[1]}${Buffer.from(swapped, 'utf8').toString('base64')}`;
+    if (swapped !== decoded) out = `${scheme}${Buffer.from(swapped, 'utf8').toString('base64')}`;
   }
   return out;
 }

@@ -110,8 +110,9 @@ export class WebhookDispatcher {
   }
 
   private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const delivery = this.queue.shift()!;
+    while (this.inFlight < this.maxInFlight) {
+      const delivery = this.queue.shift();
+      if (!delivery) break;
       this.inFlight++;
       void this.attempt(delivery)
         .catch((err: unknown) => this.options.logger.error({ err, url: delivery.url, delivery: delivery.id }, 'webhook delivery broke off'))

@@ -117,11 +117,10 @@ export function compileGlobs(patterns: readonly string[]): RegExp {
 
 function compileCondition(key: string, expected: z.infer<typeof whenValue>, ruleName: string): Condition {
   if (typeof expected === 'string' && expected.startsWith('$')) {
-    const reference = REFERENCE.exec(expected);
-    if (!reference) {
+    const other = REFERENCE.exec(expected)?.[1];
+    if (other === undefined) {
       throw new PolicyFileError(`${ruleName}.when.${key}: '${expected}' must reference $resource.labels.<key>, $principal.labels.<key>, $principal.name, $profile or $image`);
     }
-    const other = reference[1]!;
     return (facts) => facts[key] !== undefined && facts[key] === facts[other];
   }
   if (Array.isArray(expected) && expected.some((value) => typeof value === 'string' && value.startsWith('$'))) {
@@ -147,8 +146,8 @@ const RESOURCE_FACT = /^(?:labels\.|image$|profile$)/;
 export function compilePolicy(document: unknown): CompiledPolicy {
   const top = policyDocumentSchema.safeParse(document);
   if (!top.success) {
-    const issue = top.error.issues[0]!;
-    throw new PolicyFileError(`${issue.path.join('.') || 'policy'}: ${issue.message}`);
+    const issue = top.error.issues[0];
+    throw new PolicyFileError(`${issue?.path.join('.') || 'policy'}: ${issue?.message ?? 'is not a policy document'}`);
   }
   const seen = new Set<string>();
   let needsResourceFacts = false;
@@ -157,8 +156,8 @@ export function compilePolicy(document: unknown): CompiledPolicy {
     const ruleName = typeof rawId === 'string' ? `rule '${rawId}' (rules[${index}])` : `rules[${index}]`;
     const parsed = ruleSchema.safeParse(raw);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new PolicyFileError(`${ruleName}${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`);
+      const issue = parsed.error.issues[0];
+      throw new PolicyFileError(`${ruleName}${issue?.path.length ? `.${issue.path.join('.')}` : ''}: ${issue?.message ?? 'is not a rule'}`);
     }
     const rule = parsed.data;
     if (seen.has(rule.id)) throw new PolicyFileError(`${ruleName}.id: '${rule.id}' is the id of an earlier rule`);

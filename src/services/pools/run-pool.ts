@@ -125,7 +125,7 @@ export class RunPool extends KeyedPool<RunInstance, KeyRuns> {
   /** The configured size, or the most instances in use at once in the last DEMAND_WINDOW_MS plus SPARE. */
   protected wanted(runs: KeyRuns): number {
     const since = this.clock().getTime() - DEMAND_WINDOW_MS;
-    while (runs.samples.length > 0 && runs.samples[0]![0] <= since) runs.samples.shift();
+    while ((runs.samples[0]?.[0] ?? Infinity) <= since) runs.samples.shift();
     const peak = runs.samples.reduce((most, [, inUse]) => Math.max(most, inUse), 0);
     return Math.min(Math.max(MAX_KEY_SIZE, runs.size), Math.max(runs.size, peak > 0 ? peak + SPARE : 0));
   }

@@ -84,7 +84,7 @@ export class WarmPool extends KeyedPool<PooledInstance, WarmKey> {
   /** The configured size plus the takes of the last DEMAND_WINDOW_MS / DEMAND_SHARE, at the window's rate. */
   protected wanted(pool: WarmKey): number {
     const since = this.clock().getTime() - DEMAND_WINDOW_MS;
-    while (pool.takes.length > 0 && pool.takes[0]! <= since) pool.takes.shift();
+    while ((pool.takes[0] ?? Infinity) <= since) pool.takes.shift();
     // Size 0 keeps nothing ahead of demand, however high the demand.
     const demand = pool.size > 0 ? Math.floor(pool.takes.length / DEMAND_SHARE) : 0;
     return Math.min(Math.max(MAX_DEMAND_SIZE, pool.size), pool.size + demand);

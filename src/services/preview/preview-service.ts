@@ -85,8 +85,8 @@ export class PreviewService {
     const hostname = host.toLowerCase().replace(/:[0-9]*$/, '');
     const suffix = `.${this.domain}`;
     if (!hostname.endsWith(suffix)) return undefined;
-    const match = /^([0-9]+)-(.+)$/.exec(hostname.slice(0, -suffix.length));
-    return match ? { port: match[1]!, name: match[2]! } : undefined;
+    const [, port, name] = /^([0-9]+)-(.+)$/.exec(hostname.slice(0, -suffix.length)) ?? [];
+    return port !== undefined && name !== undefined ? { port, name } : undefined;
   }
 
   /** The running sandbox and port a request goes to: 400 bad port, 404 unknown, 409 not running, 422 no `ports` capability. */

@@ -99,8 +99,10 @@ export class ImageService {
     return [
       ...catalog,
       ...built
-        .filter((image) => image.tag === userImageTag(image.labels[USER_IMAGE_LABEL] ?? ''))
-        .map((image): ImageView => ({ name: image.labels[USER_IMAGE_LABEL]!, tag: image.tag, kind: 'built', present: true, id: image.id, size_bytes: image.sizeBytes, created_at: image.createdAt, description: null })),
+        .flatMap((image): ImageView[] => {
+          const name = image.labels[USER_IMAGE_LABEL] ?? '';
+          return image.tag !== userImageTag(name) ? [] : [{ name, tag: image.tag, kind: 'built', present: true, id: image.id, size_bytes: image.sizeBytes, created_at: image.createdAt, description: null }];
+        }),
     ];
   }
 

@@ -60,7 +60,8 @@ export class ObjectClasses {
    * changes, and stays when nothing does. The source is checked for syntax first (not run).
    */
   async define(input: DefineClassInput): Promise<DefinedClass> {
-    const source = input.handlers ? moduleOfHandlers(input.handlers) : input.source!;
+    const source = input.handlers ? moduleOfHandlers(input.handlers) : input.source;
+    if (source === undefined) throw badRequest('give exactly one of source and handlers');
     const settings = {
       runtime: input.runtime,
       image: input.image ?? RUNTIME_IMAGES[input.runtime],
@@ -176,7 +177,8 @@ function nodeSyntaxError(stderr: string): string | undefined {
   if (!message) return undefined;
   const lineNumber = /:(\d+)$/.exec(lines[0] ?? '')?.[1];
   const caret = lines.findIndex((line) => /^\s*\^+\s*$/.test(line));
-  const column = caret > 0 ? lines[caret]!.indexOf('^') + 1 : undefined;
+  const caretLine = caret > 0 ? lines[caret] : undefined;
+  const column = caretLine !== undefined ? caretLine.indexOf('^') + 1 : undefined;
   return lineNumber ? `${message} (${lineNumber}${column ? `:${column}` : ''})` : message;
 }
 

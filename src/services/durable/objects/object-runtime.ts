@@ -210,14 +210,13 @@ export class ObjectRuntime {
     if (!present) {
       await this.backend.writeFile(backendId, asset.path, Buffer.from(asset.text));
       await this.backend.writeFile(backendId, `${dir}/${asset.module}`, Buffer.from(klass.source));
-      if (klass.setup) await this.runSetup(backendId, klass);
+      if (klass.setup) await this.runSetup(backendId, klass, klass.setup);
       await this.backend.writeFile(backendId, marker, Buffer.from(expected));
     }
     this.installed.add(key);
   }
 
-  private async runSetup(backendId: string, klass: ObjectClassRecord): Promise<void> {
-    const setup = klass.setup!;
+  private async runSetup(backendId: string, klass: ObjectClassRecord, setup: string[]): Promise<void> {
     const result = await this.backend.exec(backendId, { command: setup, workdir: classDir(klass.name), timeout_ms: SETUP_TIMEOUT_MS });
     if (result.exit_code !== 0) {
       throw new ServiceError('METHOD_FAILED', `setup of class '${klass.name}' (${setup.join(' ')}) exited with code ${result.exit_code}`, {

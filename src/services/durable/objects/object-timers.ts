@@ -49,7 +49,9 @@ export class ObjectAlarms implements TimerSource {
   }
 
   private async fire(object: ObjectRecord): Promise<void> {
-    const alarmAt = object.alarm_at!;
+    const alarmAt = object.alarm_at;
+    // Only objects with an alarm are fired; one whose alarm went meanwhile has nothing to fire.
+    if (alarmAt === null) return;
     try {
       await this.objects.call({
         class: object.class,

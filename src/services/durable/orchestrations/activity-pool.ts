@@ -8,7 +8,7 @@
  * cancelled while it waits (dropped) or while it runs (its AbortSignal fires: the run's container
  * is discarded, the exec's process tree killed).
  */
-import type { ActivityCommand } from './drive.js';
+import type { ActivityCommand } from './interpreter/index.js';
 
 export interface ActivityJob {
   instance: string;
@@ -57,7 +57,8 @@ export class ActivityPool {
 
   /** Drops and aborts every attempt of an instance (it finished or was deleted). */
   cancelInstance(instance: string): void {
-    for (let index = this.queue.length - 1; index >= 0; index--) if (this.queue[index]!.instance === instance) this.queue.splice(index, 1);
+    const kept = this.queue.filter((job) => job.instance !== instance);
+    this.queue.splice(0, this.queue.length, ...kept);
     const prefix = `${instance}\u0000`;
     for (const [key, controller] of this.running) if (key.startsWith(prefix)) controller.abort();
   }
@@ -80,7 +81,8 @@ export class ActivityPool {
 
   private pump(): void {
     while (!this.closed && this.running.size < this.concurrency && this.queue.length > 0) {
-      const job = this.queue.splice(this.fairest(), 1)[0]!;
+      const [job] = this.queue.splice(this.fairest(), 1);
+      if (!job) return;
       const key = keyOf(job.instance, job.command.step, job.command.attempt);
       const controller = new AbortController();
       this.running.set(key, controller);
@@ -103,8 +105,9 @@ export class ActivityPool {
   private fairest(): number {
     let best = 0;
     let bestRunning = Infinity;
-    for (let index = 0; index < this.queue.length && bestRunning > 0; index++) {
-      const running = this.perInstance.get(this.queue[index]!.instance) ?? 0;
+    for (const [index, job] of this.queue.entries()) {
+      if (bestRunning === 0) break;
+      const running = this.perInstance.get(job.instance) ?? 0;
       if (running < bestRunning) [best, bestRunning] = [index, running];
     }
     return best;

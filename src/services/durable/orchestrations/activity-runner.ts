@@ -6,19 +6,22 @@
  * what a result means (a non-zero exit code, output that is not JSON): decide() does.
  */
 import { isServiceError } from '../../../errors.js';
-import type { ExecInput, ExecResultBody } from '../../../schemas/exec-schemas.js';
-import type { RunInput } from '../../../schemas/run-schemas.js';
+import { z } from 'zod';
+import { execBody, type ExecResultBody } from '../../../schemas/exec-schemas.js';
+import { runBody } from '../../../schemas/run-schemas.js';
 import type { ExecService } from '../../commands/exec-service.js';
 import type { RunService } from '../../commands/run-service.js';
 import type { ObjectCaller } from '../object-caller.js';
-import type { ActivityCommand, DecideInput } from './index.js';
-import type { JsonValue } from './dsl.js';
+import type { ActivityCommand, DecideInput, JsonValue } from './interpreter/index.js';
 
 export interface ActivityEngines {
   runs: Pick<RunService, 'run'>;
   exec: Pick<ExecService, 'exec'>;
   objects: Pick<ObjectCaller, 'callObject'>;
 }
+
+/** An exec activity's body: the /exec request and the sandbox it runs in. */
+const execActivityBody = execBody.extend({ sandbox: z.string() });
 
 /** The outcome of one attempt, and how long it took by the wall clock. */
 export type ActivityOutcome = Extract<DecideInput, { type: 'activity_completed' | 'activity_failed' }>;
@@ -49,9 +52,11 @@ export async function runActivity(engines: ActivityEngines, command: ActivityCom
     }
     const withTimeout = { ...command.body, ...(command.body.timeout_ms === undefined && command.timeout_ms !== null && { timeout_ms: command.timeout_ms }) };
     let result: ExecResultBody;
-    if (command.kind === 'run') result = await engines.runs.run(withTimeout as unknown as RunInput, { signal });
+    // The interpreter checked the body against these schemas; parsing again gives the engines
+    // the request type they take, as a route's parse does.
+    if (command.kind === 'run') result = await engines.runs.run(runBody.parse(withTimeout), { signal });
     else {
-      const { sandbox, ...body } = withTimeout as unknown as ExecInput & { sandbox: string };
+      const { sandbox, ...body } = execActivityBody.parse(withTimeout);
       result = await engines.exec.exec(sandbox, body, { signal });
     }
     return { type: 'activity_completed', step, attempt, duration_ms: result.duration_ms, stdout: result.stdout, stderr: result.stderr, exit_code: result.exit_code };

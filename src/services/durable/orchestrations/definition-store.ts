@@ -8,9 +8,7 @@ import { notFound } from '../../../errors.js';
 import type { OrchestrationDefinitionView } from '../../../schemas/orchestration-schemas.js';
 import type { DefinitionRecord, OrchestrationRepository } from '../../../state/orchestration-repository.js';
 import type { Clock } from '../../support/clock.js';
-import { definitionHash } from './definition-hash.js';
-import type { Definition } from './dsl.js';
-import { validateDefinition } from './validate.js';
+import { definitionHash, validateDefinition, type Definition } from './interpreter/index.js';
 
 /** A definition as the API shows it. */
 export type DefinitionView = OrchestrationDefinitionView;
@@ -73,9 +71,8 @@ function viewOf(record: DefinitionRecord<Definition>): DefinitionView {
     name: record.name,
     version: record.version,
     description: content.description ?? null,
-    defaults: (content.defaults ?? null) as DefinitionView['defaults'],
-    // The DSL's step types are closed interfaces; the wire schema keeps them open.
-    steps: content.steps as unknown as DefinitionView['steps'],
+    defaults: content.defaults ?? null,
+    steps: content.steps,
     output: content.output ?? null,
     created_at: record.created_at,
     updated_at: record.updated_at,

@@ -19,13 +19,23 @@ import type { ObjectCaller } from '../object-caller.js';
 import type { OrchestrationStarter } from '../orchestration-starter.js';
 import { ActivityPool, type ActivityJob } from './activity-pool.js';
 import { runActivity, type ActivityEngines } from './activity-runner.js';
-import { LIMITS, type Definition, type JsonObject, type JsonValue } from './dsl.js';
-import { decide, type Command, type DecideInput, type Decision } from './decide.js';
-import type { ActivityCommand, OpenWork } from './drive.js';
-import type { HistoryEvent } from './history.js';
-import { jsonBytes } from './history.js';
-import { isInlineForm, translateInline } from './inline-form.js';
-import { projectInstance } from './instance-view.js';
+import {
+  decide,
+  isInlineForm,
+  jsonBytes,
+  LIMITS,
+  projectInstance,
+  translateInline,
+  type ActivityCommand,
+  type Command,
+  type DecideInput,
+  type Decision,
+  type Definition,
+  type HistoryEvent,
+  type JsonObject,
+  type JsonValue,
+  type OpenWork,
+} from './interpreter/index.js';
 import { DefinitionStore } from './definition-store.js';
 
 export type InstanceStatus = InstanceRecord['status'];
@@ -132,7 +142,7 @@ export class OrchestrationService implements OrchestrationStarter {
         this.input.metrics.orchestrations.inc({ status: 'started' });
         this.carryOut(id, request.name, decision.commands);
       }
-      return { instance: this.viewOf(this.repo.instance(id)!, true), created: true };
+      return { instance: this.viewOf(this.require(id), true), created: true };
     });
   }
 
@@ -385,10 +395,9 @@ export class OrchestrationService implements OrchestrationStarter {
       started_at: record.started_at,
       completed_at: record.completed_at,
       start_at: record.start_at,
-      // The interpreter's view types are closed interfaces; the wire schema keeps them open.
-      steps: projection.steps as unknown as InstanceView['steps'],
+      steps: projection.steps,
       waiting_for: projection.waiting_for,
-      ...(withHistory && { history: history as unknown as InstanceView['history'] }),
+      ...(withHistory && { history }),
     };
   }
 

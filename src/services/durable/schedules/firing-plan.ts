@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { present } from '../../../errors.js';
 import type { ClaimUpdate, RunRecord, RunStatus, ScheduleRecord } from '../../../state/schedule-repository.js';
 import { dueOccurrences, MISFIRE_GRACE_MS, type CronCalculator } from './cron.js';
 import { nextStatus } from './schedule-status.js';
@@ -45,7 +46,7 @@ export function newRun(fields: { schedule_id: string; scheduled_for: Date; now: 
  * one-shot has none.
  */
 export function planFiring(schedule: ScheduleRecord, now: Date, running: boolean, calculator: CronCalculator | undefined): FiringPlan {
-  const due = new Date(schedule.next_fire_at!);
+  const due = new Date(present(schedule.next_fire_at, `the next_fire_at of due schedule '${schedule.name}'`));
   const at = (scheduled_for: Date, status: RunStatus, missed_count: number) =>
     newRun({ schedule_id: schedule.id, scheduled_for, now, status, missed_count });
   const runs: RunRecord[] = [];
@@ -84,13 +85,14 @@ export function planFiring(schedule: ScheduleRecord, now: Date, running: boolean
     runs.push(run);
     if (!skipped) fire = run;
   }
+  const last = runs.at(-1);
   const update: ClaimUpdate = {
     next_fire_at: next ? next.toISOString() : null,
     status,
     fire_count_increment: fire ? 1 : 0,
     updated_at: now.toISOString(),
     ...(fire ? { last_fired_at: now.toISOString() } : {}),
-    ...(runs.length > 0 ? { last_run_status: runs.at(-1)!.status } : {}),
+    ...(last ? { last_run_status: last.status } : {}),
   };
   return { update, runs, fire };
 }

@@ -1,4 +1,5 @@
 import type { Counter, Histogram } from 'prom-client';
+import { present } from '../../../errors.js';
 import type { RunEnd, RunRecord, ScheduleRecord, ScheduleRepository, ScheduleStatus } from '../../../state/schedule-repository.js';
 import type { Logger } from '../../../telemetry/logger.js';
 import type { AuditService } from '../../events/audit-service.js';
@@ -86,15 +87,17 @@ export class ScheduleFiring implements TimerSource {
     let plan: FiringPlan | undefined;
     try {
       const calculator: CronCalculator | undefined = schedule.cron === null ? undefined : cronCalculator(schedule.cron, schedule.timezone);
-      const inserted = this.repo.claim(schedule.id, schedule.next_fire_at!, (running) => (plan = planFiring(schedule, now, running, calculator)));
+      const due = present(schedule.next_fire_at, `the next_fire_at of due schedule '${schedule.name}'`);
+      const inserted = this.repo.claim(schedule.id, due, (running) => (plan = planFiring(schedule, now, running, calculator)));
       if (inserted.length === 0) return;
     } catch (err) {
       this.logger.error({ err, schedule: schedule.name }, 'schedule could not be claimed; pausing it');
       this.repo.pause(schedule.id, now.toISOString());
       return;
     }
-    for (const run of plan!.runs) if (run.status !== 'running') this.metrics.scheduleRuns.inc({ status: run.status });
-    const fire = plan!.fire;
+    // The repository plans (calls back) whenever it inserts.
+    const { runs, fire } = present(plan, `the firing plan of schedule '${schedule.name}'`);
+    for (const run of runs) if (run.status !== 'running') this.metrics.scheduleRuns.inc({ status: run.status });
     if (!fire) return;
     this.metrics.scheduleLag.observe(Math.max(0, now.getTime() - Date.parse(fire.scheduled_for)) / 1000);
     this.dispatch(schedule, fire);

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { badRequest, conflict, notFound, ServiceError } from '../../../errors.js';
+import { badRequest, conflict, notFound, present, ServiceError } from '../../../errors.js';
 import {
   schedule as scheduleSchema,
   scheduleRun,
@@ -48,16 +48,17 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})
 /** An RFC 3339 timestamp as RFC 3339 UTC text with milliseconds; BAD_REQUEST naming `field` otherwise. */
 export function parseTimestamp(value: string, field: string): string {
   const match = RFC3339.exec(value);
-  const [year, month, day, hour, minute, second] = (match?.slice(1, 7) ?? []).map(Number) as number[];
+  // No match gives NaN fields, which every comparison below refuses.
+  const [year = NaN, month = NaN, day = NaN, hour = NaN, minute = NaN, second = NaN] = (match?.slice(1, 7) ?? []).map(Number);
   const valid =
     match !== null &&
-    month! >= 1 &&
-    month! <= 12 &&
-    day! >= 1 &&
-    day! <= new Date(Date.UTC(year!, month!, 0)).getUTCDate() &&
-    hour! < 24 &&
-    minute! < 60 &&
-    second! < 60 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= new Date(Date.UTC(year, month, 0)).getUTCDate() &&
+    hour < 24 &&
+    minute < 60 &&
+    second < 60 &&
     !Number.isNaN(Date.parse(value.replace(' ', 'T')));
   if (!valid) throw badRequest(`${field}: '${value.slice(0, 64)}' is not an RFC 3339 timestamp such as 2026-01-01T12:00:00Z`);
   return new Date(Date.parse(value.replace(' ', 'T'))).toISOString();
@@ -253,7 +254,7 @@ export class ScheduleService {
     if (!isTimeZone(timing.timezone)) throw badRequest(`timezone: '${timing.timezone}' is not an IANA time zone (such as UTC or Europe/Berlin)`);
     if (timing.cron === null) {
       if (timing.end_at) throw badRequest('end_at: applies to cron schedules only');
-      return timing.fire_at!;
+      return present(timing.fire_at, 'the fire_at of a schedule without cron');
     }
     const first = firstAfter(cronCalculator(timing.cron, timing.timezone), now);
     if (timing.end_at && first.getTime() >= Date.parse(timing.end_at)) throw badRequest(`end_at: the cron's first occurrence (${first.toISOString()}) is not before it`);

@@ -47,8 +47,20 @@ export interface TargetOutcome {
   orchestration_id?: string;
 }
 
+/** A schedule's target with the fields its kind needs. */
+export type Target =
+  | { kind: 'object'; class: string; object_id: string }
+  | { kind: 'orchestration'; definition: string }
+  | { kind: 'sandbox'; sandbox: string }
+  | { kind: 'run' };
+
 /** The kind of target the fields name; BAD_REQUEST naming the field when they name several or half of one. */
 export function targetKind(fields: TargetFields): TargetKind {
+  return targetOf(fields).kind;
+}
+
+/** The target the fields name; BAD_REQUEST naming the field when they name several or half of one. */
+export function targetOf(fields: TargetFields): Target {
   const named = [
     fields.target_class || fields.target_object_id ? 'target_class' : undefined,
     fields.target_orchestration ? 'target_orchestration' : undefined,
@@ -57,10 +69,10 @@ export function targetKind(fields: TargetFields): TargetKind {
   if (named.length > 1) throw badRequest(`${named[1]}: a schedule has one target; give only one of target_class, target_orchestration, target_sandbox`);
   if (fields.target_class && !fields.target_object_id) throw badRequest('target_object_id: is required with target_class');
   if (fields.target_object_id && !fields.target_class) throw badRequest('target_class: is required with target_object_id');
-  if (fields.target_class) return 'object';
-  if (fields.target_orchestration) return 'orchestration';
-  if (fields.target_sandbox) return 'sandbox';
-  return 'run';
+  if (fields.target_class && fields.target_object_id) return { kind: 'object', class: fields.target_class, object_id: fields.target_object_id };
+  if (fields.target_orchestration) return { kind: 'orchestration', definition: fields.target_orchestration };
+  if (fields.target_sandbox) return { kind: 'sandbox', sandbox: fields.target_sandbox };
+  return { kind: 'run' };
 }
 
 /**
@@ -81,10 +93,10 @@ export function checkTarget(fields: TargetFields, ports: Pick<TargetPorts, 'exec
 
 /** NOT_FOUND unless what the target names exists: the object class, the definition, the sandbox. */
 export async function checkReferences(fields: TargetFields, ports: TargetPorts): Promise<void> {
-  const kind = targetKind(fields);
-  if (kind === 'object') await ports.objects.requireClass(fields.target_class!);
-  if (kind === 'orchestration') await ports.orchestrations.requireDefinition(fields.target_orchestration!);
-  if (kind === 'sandbox') await ports.sandboxes.require(fields.target_sandbox!);
+  const target = targetOf(fields);
+  if (target.kind === 'object') await ports.objects.requireClass(target.class);
+  if (target.kind === 'orchestration') await ports.orchestrations.requireDefinition(target.definition);
+  if (target.kind === 'sandbox') await ports.sandboxes.require(target.sandbox);
 }
 
 /**
@@ -100,11 +112,12 @@ export const idempotencyKey = (schedule: Pick<ScheduleRecord, 'id'>, run: Pick<R
  */
 export async function invokeTarget(schedule: ScheduleRecord, run: RunRecord, ports: TargetPorts): Promise<TargetOutcome> {
   try {
-    switch (targetKind(schedule)) {
+    const target = targetOf(schedule);
+    switch (target.kind) {
       case 'object': {
         const result = await ports.objects.callObject({
-          class: schedule.target_class!,
-          object_id: schedule.target_object_id!,
+          class: target.class,
+          object_id: target.object_id,
           method: schedule.method,
           args: schedule.args,
           idempotency_key: idempotencyKey(schedule, run),
@@ -114,14 +127,14 @@ export async function invokeTarget(schedule: ScheduleRecord, run: RunRecord, por
       }
       case 'orchestration': {
         const { orchestration_id } = await ports.orchestrations.start({
-          definition: schedule.target_orchestration!,
+          definition: target.definition,
           input: schedule.args,
           idempotency_key: idempotencyKey(schedule, run),
         });
         return { ok: true, result: { orchestration_id }, error: null, orchestration_id };
       }
       case 'sandbox':
-        return commandOutcome(await ports.exec.exec(schedule.target_sandbox!, parseArgs(execBody, schedule.args, 'an exec body')));
+        return commandOutcome(await ports.exec.exec(target.sandbox, parseArgs(execBody, schedule.args, 'an exec body')));
       case 'run':
         return commandOutcome(await ports.runs.run(parseArgs(runBody, schedule.args, 'a /run body')));
     }

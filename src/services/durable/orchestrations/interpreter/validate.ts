@@ -8,10 +8,10 @@
  * known only at run time, where the resolved body is checked again and a bad one fails the step).
  */
 import { z } from 'zod';
-import { badRequest } from '../../../errors.js';
-import { durationMs, MAX_DURATION_MS, MAX_DURATION_TEXT } from '../../../schemas/common.js';
-import { execBody, MAX_TIMEOUT_MS } from '../../../schemas/exec-schemas.js';
-import { runBody } from '../../../schemas/run-schemas.js';
+import { badRequest, internalError } from '../../../../errors.js';
+import { durationMs, MAX_DURATION_MS, MAX_DURATION_TEXT } from '../../../../schemas/common.js';
+import { execBody, MAX_TIMEOUT_MS } from '../../../../schemas/exec-schemas.js';
+import { runBody } from '../../../../schemas/run-schemas.js';
 import {
   CONDITION_OPS,
   DEFINITION_NAME,
@@ -20,6 +20,8 @@ import {
   RETRY_BOUNDS,
   STEP_ID,
   STEP_TYPES,
+  isDefinition,
+  isStepType,
   type Definition,
   type StepType,
 } from './dsl.js';
@@ -138,9 +140,8 @@ class Checker {
   condition(value: unknown, where: string, scope: Scope, depth = 0): void {
     if (!isObject(value)) return this.add(`${where}: must be a JSON object ({path, op, value}, {all}, {any} or {not})`);
     if (depth > 16) return this.add(`${where}: conditions nest at most 16 deep`);
-    const combinator = ['all', 'any', 'not'].filter((key) => key in value);
-    if (combinator.length > 0) {
-      const key = combinator[0]!;
+    const key = ['all', 'any', 'not'].find((name) => name in value);
+    if (key !== undefined) {
       if (Object.keys(value).length !== 1) return this.add(`${where}: a condition with '${key}' takes no other field`);
       if (key === 'not') return this.condition(value.not, `${where}.not`, scope, depth + 1);
       const list = value[key];
@@ -185,12 +186,11 @@ class Checker {
     if (value.id === undefined ? needsId : typeof value.id !== 'string' || !STEP_ID.test(value.id)) {
       this.add(`${where}.id: ${value.id === undefined ? 'is required' : 'must match ^[a-z][a-z0-9_]{0,62}$'}`);
     }
-    const type = value.type;
-    if (typeof type !== 'string' || !(STEP_TYPES as readonly string[]).includes(type)) {
-      this.add(`${where}.type: ${type === undefined ? 'is required' : `unknown step type '${String(type)}'`} (one of ${STEP_TYPES.join(', ')})`);
+    const stepType = value.type;
+    if (!isStepType(stepType)) {
+      this.add(`${where}.type: ${stepType === undefined ? 'is required' : `unknown step type '${String(stepType)}'`} (one of ${STEP_TYPES.join(', ')})`);
       return undefined;
     }
-    const stepType = type as StepType;
     this.fields(value, [...COMMON_FIELDS, ...FIELDS[stepType]], where);
     if (value.when !== undefined) this.condition(value.when, `${where}.when`, scope);
     this.oneOf(value.on_error, ['fail', 'continue'], `${where}.on_error`);
@@ -325,16 +325,21 @@ export function definitionProblems(raw: unknown): string[] {
   if (checker.stepCount > LIMITS.steps) checker.add(`steps: at most ${LIMITS.steps} steps in all (found ${checker.stepCount})`);
   if (raw.output !== undefined && Array.isArray(raw.steps)) {
     const visible = new Map<string, StepType>();
-    for (const step of raw.steps) if (isObject(step) && typeof step.id === 'string' && (STEP_TYPES as readonly unknown[]).includes(step.type)) visible.set(step.id, step.type as StepType);
+    for (const step of raw.steps) if (isObject(step) && typeof step.id === 'string' && isStepType(step.type)) visible.set(step.id, step.type);
     checker.add(...expressionProblems(raw.output, 'output', { ...top, visible }));
   }
   return checker.problems;
 }
 
-/** The definition when `raw` is valid; BAD_REQUEST naming every problem otherwise. */
+/**
+ * The definition when `raw` is valid; BAD_REQUEST naming every problem otherwise. The checks
+ * above find every problem with its path; `isDefinition` then proves the shape the interpreter's
+ * types describe (a definition the checks pass but the schema refuses is a fault of ours).
+ */
 export function validateDefinition(raw: unknown): Definition {
   const problems = definitionProblems(raw);
-  if (problems.length > 0) throw badRequest(problems.join('; '), { details: { problems } });
-  const { version: _version, created_at: _created, updated_at: _updated, ...definition } = raw as Obj;
-  return definition as unknown as Definition;
+  if (problems.length > 0 || !isObject(raw)) throw badRequest(problems.join('; '), { details: { problems } });
+  const { version: _version, created_at: _created, updated_at: _updated, ...definition } = raw;
+  if (!isDefinition(definition)) throw internalError(`orchestration definition '${String(definition.name)}' passed its checks but not the DSL schema`);
+  return definition;
 }

@@ -179,7 +179,10 @@ function handle(input: DecideInput, open: OpenWork[], state: InstanceState, stam
       emit('EventRaised', null, { name: input.name, data: input.data });
       return;
     case 'timer_fired': {
-      const due = open.find((work) => work.step === input.step && timerOf(work) !== null && Date.parse(timerOf(work)!) <= Date.parse(stamp));
+      const due = open.find((work) => {
+        const fireAt = work.step === input.step ? timerOf(work) : null;
+        return fireAt !== null && Date.parse(fireAt) <= Date.parse(stamp);
+      });
       if (!due) return;
       fired.add(input.step);
       emit('TimerFired', input.step, {});

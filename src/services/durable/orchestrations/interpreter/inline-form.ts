@@ -14,8 +14,8 @@
  *
  * Problems are reported with the client's paths (`input.activities[1].command: ...`).
  */
-import { badRequest } from '../../../errors.js';
-import { STEP_ID, type Definition, type JsonObject, type JsonValue } from './dsl.js';
+import { badRequest, internalError } from '../../../../errors.js';
+import { isDefinition, STEP_ID, type Definition, type JsonObject, type JsonValue } from './dsl.js';
 import { definitionProblems } from './validate.js';
 
 const INLINE_KEYS = ['activity', 'activities', 'wait_for_event'];
@@ -44,7 +44,10 @@ export function translateInline(name: string, input: JsonObject): { definition: 
       if (!isObject(activity)) return problems.push(`${at}: must be a JSON object with a command`);
       for (const key of Object.keys(activity)) if (![...RUN_FIELDS, 'retry_policy', 'name'].includes(key)) problems.push(`${at}: unknown field '${key}'`);
       const run: JsonObject = {};
-      for (const field of RUN_FIELDS) if (activity[field] !== undefined) run[field] = activity[field]!;
+      for (const field of RUN_FIELDS) {
+        const value = activity[field];
+        if (value !== undefined) run[field] = value;
+      }
       if (typeof run.command === 'string') run.command = ['sh', '-c', run.command];
       const wanted = typeof activity.name === 'string' && STEP_ID.test(activity.name) && !used.has(activity.name) ? activity.name : `activity_${index + 1}`;
       used.add(wanted);
@@ -74,5 +77,6 @@ export function translateInline(name: string, input: JsonObject): { definition: 
   }
   if (problems.length > 0) throw badRequest(problems.join('; '), { details: { problems } });
   const rest = Object.fromEntries(Object.entries(input).filter(([key]) => !INLINE_KEYS.includes(key)));
-  return { definition: raw as unknown as Definition, input: rest };
+  if (!isDefinition(raw)) throw internalError(`the inline form of '${name}' passed its checks but not the DSL schema`);
+  return { definition: raw, input: rest };
 }

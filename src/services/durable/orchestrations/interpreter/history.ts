@@ -69,12 +69,15 @@ export function capValue(value: JsonValue, limit: number): { value: JsonValue; t
   return { value: cutUtf8(text, limit), truncated: true };
 }
 
+/** Whether `byte` continues a UTF-8 character (10xxxxxx); false past the end. */
+const isContinuation = (byte: number | undefined): boolean => byte !== undefined && (byte & 0xc0) === 0x80;
+
 /** The first `limit` bytes of `text`, never splitting a character. */
 export function cutUtf8(text: string, limit: number): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= limit) return text;
   let end = limit;
-  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end -= 1;
+  while (end > 0 && isContinuation(bytes[end])) end -= 1;
   return bytes.subarray(0, end).toString();
 }
 
@@ -83,6 +86,6 @@ export function tailUtf8(text: string, limit: number): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= limit) return text;
   let start = bytes.length - limit;
-  while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start += 1;
+  while (start < bytes.length && isContinuation(bytes[start])) start += 1;
   return bytes.subarray(start).toString();
 }

@@ -17,7 +17,8 @@ import { applyEvent, replay, type ActivityRecord, type InstanceState, type StepR
 
 export type StepStatus = 'pending' | 'scheduled' | 'running' | 'retrying' | 'completed' | 'failed' | 'skipped' | 'waiting' | 'cancelled';
 
-export interface StepView {
+/** A type alias, not an interface, so that it is assignable to the wire schema's open step object. */
+export type StepView = {
   /** The step path (`list`, `checks.lint.lint`, `each[3]`). */
   id: string;
   type: StepType;
@@ -35,7 +36,7 @@ export interface StepView {
   /** timer: when it fires; an activity waiting out a back-off: when it is retried. */
   fire_at?: string;
   retry_at?: string;
-}
+};
 
 export interface InstanceProjection {
   status: InstanceStatus;
@@ -56,11 +57,10 @@ export function stepAt(definition: Definition, path: string): Step | undefined {
   const tokens = path.match(/\[\d+\]|[^.[\]]+/g) ?? [];
   let list: Step[] | undefined = definition.steps;
   let current: Step | undefined;
-  for (let index = 0; index < tokens.length; index += 1) {
-    const token = tokens[index]!;
+  for (const token of tokens) {
     if (token.startsWith('[')) {
       if (current?.type !== 'map') return undefined;
-      current = { ...current.step, id: current.step.id ?? current.id } as Step;
+      current = { ...current.step, id: current.step.id ?? current.id };
       list = undefined;
     } else if (list) {
       current = list.find((step) => step.id === token);

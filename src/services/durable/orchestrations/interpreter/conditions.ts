@@ -11,11 +11,17 @@ import { lookup, parsePath, resolveDeep, type ExpressionContext } from './expres
 export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
   if (a === b) return true;
   if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, index) => jsonEqual(item, b[index]!));
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, index) => {
+      const other = b[index];
+      return other !== undefined && jsonEqual(item, other);
+    });
   }
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key]!, b[key]!));
+  const entries = Object.entries(a);
+  return entries.length === Object.keys(b).length && entries.every(([key, value]) => {
+    const other = Object.hasOwn(b, key) ? b[key] : undefined;
+    return other !== undefined && jsonEqual(value, other);
+  });
 }
 
 function ordered(left: JsonValue, right: JsonValue): number | undefined {

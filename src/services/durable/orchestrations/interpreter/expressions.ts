@@ -49,7 +49,8 @@ export function parsePath(text: string): ExpressionPath {
         if (!rest.startsWith('.')) throw new ExpressionError(`'${text}' is not a valid path`);
         rest = rest.slice(1);
       }
-      const match = /^[^.[]*/.exec(rest)![0];
+      // A name runs to the next `.` or `[` (or the end); it may be empty, which NAME refuses.
+      const match = rest.match(/^[^.[]*/)?.[0] ?? '';
       if (!NAME.test(match)) throw new ExpressionError(`'${text}' is not a valid path: names are letters, digits, '_' and '-'`);
       segments.push(match);
       rest = rest.slice(match.length);
@@ -148,12 +149,14 @@ function walk(value: JsonValue, segments: PathSegment[], shown: string): Lookup 
   for (const segment of segments) {
     if (Array.isArray(current) && (typeof segment === 'number' || /^\d+$/.test(segment))) {
       const index = Number(segment);
-      if (index >= current.length) return { found: false, reason: `${at} has ${current.length} items, no index ${index}` };
-      current = current[index]!;
+      const item = current[index];
+      if (item === undefined) return { found: false, reason: `${at} has ${current.length} items, no index ${index}` };
+      current = item;
       at = `${at}[${index}]`;
     } else if (current !== null && typeof current === 'object' && !Array.isArray(current) && typeof segment === 'string') {
-      if (!Object.hasOwn(current, segment)) return { found: false, reason: `${at} has no field '${segment}'` };
-      current = current[segment]!;
+      const field = Object.hasOwn(current, segment) ? current[segment] : undefined;
+      if (field === undefined) return { found: false, reason: `${at} has no field '${segment}'` };
+      current = field;
       at = `${at}.${segment}`;
     } else {
       const kind = current === null ? 'null' : Array.isArray(current) ? 'an array' : `a ${typeof current}`;
@@ -190,7 +193,7 @@ export function lookup(context: ExpressionContext, path: ExpressionPath): Lookup
 /** Resolves one string: the raw value for exactly one `${...}`, interpolated text otherwise. */
 export function resolveString(text: string, context: ExpressionContext): JsonValue {
   const parts = parseTemplate(text);
-  const only = parts.length === 1 ? parts[0]! : undefined;
+  const only = parts.length === 1 ? parts[0] : undefined;
   if (only && 'path' in only) return need(context, only.path);
   return parts
     .map((part) => {

@@ -14,7 +14,8 @@ import { capValue, childPath, idempotencyKey, itemPath, type HistoryEventData, t
 import { LIMITS, retryPolicyOf, type ActivityStep, type RetryPolicy, type Definition, type JsonObject, type JsonValue, type MapStep, type ParallelStep, type Step } from './dsl.js';
 import { evaluateCondition } from './conditions.js';
 import { ExpressionError, resolveDeep, type ExpressionContext, type StepFacts } from './expressions.js';
-import { durationMs } from '../../../schemas/common.js';
+import { present } from '../../../../errors.js';
+import { durationMs } from '../../../../schemas/common.js';
 import type { InstanceState } from './state.js';
 import { CALL_BODY, EXEC_BODY, isTimestamp, RUN_BODY, schemaProblems } from './validate.js';
 
@@ -189,7 +190,7 @@ export class Pass {
     }
     if (activity?.phase === 'failed') return { status: 'failed', error: activity.error ?? 'failed', step: path, exit_code: activity.exit_code, stderr: activity.stderr };
     if (activity?.phase === 'retrying') {
-      this.open.push({ kind: 'retry', step: path, attempt: activity.attempt, fire_at: activity.retry_at! });
+      this.open.push({ kind: 'retry', step: path, attempt: activity.attempt, fire_at: present(activity.retry_at, `the retry time of ${path}`) });
       return { status: 'open' };
     }
     const attempt = !activity ? 1 : activity.phase === 'retry_due' ? activity.attempt + 1 : activity.attempt;
@@ -198,7 +199,7 @@ export class Pass {
     if (!activity || activity.phase === 'retry_due') {
       this.emit('ActivityScheduled', path, { attempt, idempotency_key: command.idempotency_key });
     }
-    const current = this.state.steps.get(path)!.activity!;
+    const current = present(this.state.steps.get(path)?.activity, `the activity record of ${path}`);
     this.open.push({
       kind: 'activity',
       step: path,
@@ -216,7 +217,8 @@ export class Pass {
   private command(step: ActivityStep, path: string, attempt: number, context: ExpressionContext): ActivityCommand | string {
     const kind = step.run ? 'run' : step.exec ? 'exec' : 'call';
     const defaults = this.definition.defaults;
-    const body = resolveDeep(step[kind]!, context, kind) as JsonObject;
+    const spec = step.run ?? step.exec ?? present(step.call, `the body of activity ${path}`);
+    const body = resolveDeep(spec, context, kind) as JsonObject;
     const key = idempotencyKey(this.meta.id, path);
     if (kind !== 'call') {
       if (kind === 'run') {
@@ -259,9 +261,9 @@ export class Pass {
     if (timer?.fired_at) return { status: 'completed', facts: facts(null) };
     if (!timer) {
       let fireAt: string;
-      if (duration !== undefined) fireAt = new Date(Date.parse(this.stamp) + durationMs(duration)!).toISOString();
+      if (duration !== undefined) fireAt = new Date(Date.parse(this.stamp) + present(durationMs(duration), `the duration of ${path}`)).toISOString();
       else {
-        const resolved = resolveDeep(until!, context, 'until');
+        const resolved = resolveDeep(present(until, `the until of timer ${path}`), context, 'until');
         if (typeof resolved !== 'string' || !isTimestamp(resolved)) {
           return { status: 'failed', error: `until: ${JSON.stringify(resolved)} is not an RFC 3339 timestamp`, step: path };
         }
@@ -269,7 +271,7 @@ export class Pass {
       }
       this.emit('TimerCreated', path, { fire_at: fireAt });
     }
-    this.open.push({ kind: 'timer', step: path, fire_at: this.state.steps.get(path)!.timer!.fire_at });
+    this.open.push({ kind: 'timer', step: path, fire_at: present(this.state.steps.get(path)?.timer, `the timer of ${path}`).fire_at });
     return { status: 'open' };
   }
 
@@ -287,7 +289,7 @@ export class Pass {
       return { status: 'completed', facts: facts(buffered.data) };
     }
     if (timeout !== undefined && !record?.timer) {
-      this.emit('TimerCreated', path, { fire_at: new Date(Date.parse(this.stamp) + durationMs(timeout)!).toISOString() });
+      this.emit('TimerCreated', path, { fire_at: new Date(Date.parse(this.stamp) + present(durationMs(timeout), `the timeout of ${path}`)).toISOString() });
     }
     this.open.push({ kind: 'wait', step: path, event, deadline: this.state.steps.get(path)?.timer?.fire_at ?? null });
     return { status: 'open' };
@@ -325,11 +327,11 @@ export class Pass {
     let running = 0;
     // Items start in index order, so the started ones are always a prefix: walking in order and
     // stopping at the limit reaches every started item before any new one.
-    for (let index = 0; index < items.length; index += 1) {
+    for (const [index, item] of items.entries()) {
       if (running >= limit) return { status: 'open' };
-      const inner = { ...step.step, id: step.step.id ?? step.id } as Step;
+      const inner: Step = { ...step.step, id: step.step.id ?? step.id };
       const at = itemPath(path, index);
-      const outcome = this.traced(inner, at, () => this.step(inner, at, { ...context, map: { item: items[index]!, index } }));
+      const outcome = this.traced(inner, at, () => this.step(inner, at, { ...context, map: { item, index } }));
       if (outcome.status === 'open') running += 1;
       else if (outcome.status === 'failed') {
         if (inner.on_error === 'continue') outputs.push(null);

@@ -1,6 +1,8 @@
 /**
  * The orchestration interpreter, pure: no I/O, no clock, no randomness (docs/decisions.md,
- * "Orchestrations (interpreter)"). The service builds on these parts:
+ * "Orchestrations (interpreter)"). It imports nothing of the service around it, no repository
+ * and no backend (the `orchestration-interpreter-is-pure` rule of .dependency-cruiser.cjs);
+ * the service (../orchestration-service.ts) builds on these parts:
  *
  * - `validateDefinition(raw)`: the DSL checked at definition time (BAD_REQUEST naming every
  *   problem's path); `definitionHash` for versions; `isInlineForm` / `translateInline` for the
