@@ -1,4 +1,4 @@
-import { badRequest, ServiceError } from '../../../errors.js';
+import { badRequest, ServiceError } from '../../../../../errors.js';
 
 /**
  * Reading a `/command` argv on the kinds whose commands sandboxd answers itself (kv, queue).

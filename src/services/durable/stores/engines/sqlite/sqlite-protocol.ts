@@ -3,8 +3,8 @@
  * script in a sandbox) and what comes back. Both speak JSON, so parameters travel in a JSON-safe
  * form and every answer holds JSON-safe values (docs/decisions.md, "sqlite stores").
  */
-import { ServiceError, type ErrorCode } from '../../../errors.js';
-import type { RowSet, StatementResult, StoreParams } from './store-engine.js';
+import { ServiceError, type ErrorCode } from '../../../../../errors.js';
+import type { RowSet, StatementResult, StoreParams } from '../../store-engine.js';
 
 /** A result stops growing here (`truncated`); it is also the service's response cap. */
 export const MAX_RESULT_BYTES = 8 * 1024 * 1024;

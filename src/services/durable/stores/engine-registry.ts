@@ -1,13 +1,13 @@
 import type { Logger } from '../../../telemetry/logger.js';
 import type { ExecService } from '../../commands/exec-service.js';
 import type { Clock } from '../../support/clock.js';
-import { KvStoreEngine } from './kv-engine.js';
-import { MysqlEngine } from './mysql-engine.js';
-import { PostgresEngine } from './postgres-engine.js';
-import { QueueStoreEngine } from './queue-engine.js';
-import { RedisEngine } from './redis-engine.js';
+import { KvStoreEngine } from './engines/kv/kv-engine.js';
+import { MysqlEngine } from './engines/mysql/mysql-engine.js';
+import { PostgresEngine } from './engines/postgres/postgres-engine.js';
+import { QueueStoreEngine } from './engines/queue/queue-engine.js';
+import { RedisEngine } from './engines/redis/redis-engine.js';
 import type { StoreEngine } from './store-engine.js';
-import { SqliteStoreEngine } from './sqlite-engine.js';
+import { SqliteStoreEngine } from './engines/sqlite/sqlite-engine.js';
 
 export interface StoreEnginesInput {
   /** Child processes for host SQLite SQL (`--store-workers`). */

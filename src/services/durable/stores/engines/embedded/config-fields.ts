@@ -1,4 +1,4 @@
-import { badRequest } from '../../../errors.js';
+import { badRequest } from '../../../../../errors.js';
 
 /** One config field of an embedded kind: an integer in a range or a boolean, with its default. */
 export type ConfigField = { type: 'integer'; min: number; max: number; default: number } | { type: 'boolean'; default: boolean };

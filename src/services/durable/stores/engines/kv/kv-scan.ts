@@ -1,4 +1,4 @@
-import { argumentError, shown } from './command-args.js';
+import { argumentError, shown } from '../embedded/command-args.js';
 
 /**
  * SCAN's two parts that need no database: the cursor and the MATCH glob.

@@ -1,4 +1,4 @@
-import { argumentError, DECIMAL, integerArg, parseOptions, serialise, stringArg, type CommandSpec } from './command-args.js';
+import { argumentError, DECIMAL, integerArg, parseOptions, serialise, stringArg, type CommandSpec } from '../embedded/command-args.js';
 import { compileGlob, cursorAfter, keyOfCursor } from './kv-scan.js';
 import type { KvTable } from './kv-table.js';
 

@@ -11,7 +11,7 @@
  * ATTACH and DETACH are refused wherever they stand as bare words, VACUUM with INTO too. It
  * judges every `;`-separated part, although the engines run one statement per string.
  */
-import { badRequest } from '../../../errors.js';
+import { badRequest } from '../../../../../errors.js';
 
 /** Pragmas a host store may run, as `PRAGMA x` and as `pragma_x` table-valued functions. */
 export const ALLOWED_PRAGMAS = [

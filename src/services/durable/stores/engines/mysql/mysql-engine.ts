@@ -13,9 +13,9 @@
  */
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, QueryError, ResultSetHeader } from 'mysql2';
-import { ServiceError } from '../../../errors.js';
-import { ExternalSqlEngine } from './external-engine.js';
-import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
+import { ServiceError } from '../../../../../errors.js';
+import { ExternalSqlEngine } from '../external/external-engine.js';
+import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
 import {
   engineError,
   jsonValue,
@@ -27,14 +27,14 @@ import {
   storeUnavailable,
   timeoutError,
   withDeadline,
-} from './external-errors.js';
+} from '../external/external-errors.js';
 import type {
   ExecuteRequest,
   QueryRequest,
   RowSet,
   StatementResult,
   StoreHandle,
-} from './store-engine.js';
+} from '../../store-engine.js';
 
 /** What a mysql store's config holds (see external-config.ts). */
 export const MYSQL_SPEC: ExternalSpec = {

@@ -4,9 +4,9 @@
  * TIMEOUT and starts the server-side cancel; and turning parameters and values between JSON
  * and the drivers.
  */
-import { ServiceError, badRequest } from '../../../errors.js';
+import { ServiceError, badRequest } from '../../../../../errors.js';
 import { hostPort, type Endpoint, type ExternalKind } from './external-config.js';
-import type { StoreParams } from './store-engine.js';
+import type { StoreParams } from '../../store-engine.js';
 
 /**
  * `text` with every occurrence of the password (as given and url-encoded) replaced by `****`.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import { ServiceError } from '../../../errors.js';
-import { integerArg, parseOptions, serialise, stringArg, type CommandSpec } from './command-args.js';
+import { ServiceError } from '../../../../../errors.js';
+import { integerArg, parseOptions, serialise, stringArg, type CommandSpec } from '../embedded/command-args.js';
 import type { MessageRow, QueueTable } from './queue-table.js';
 
 /**

@@ -11,9 +11,9 @@
  */
 import pg from 'pg';
 import Cursor from 'pg-cursor';
-import { ServiceError } from '../../../errors.js';
-import { ExternalSqlEngine } from './external-engine.js';
-import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
+import { ServiceError } from '../../../../../errors.js';
+import { ExternalSqlEngine } from '../external/external-engine.js';
+import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
 import {
   engineError,
   jsonValue,
@@ -25,14 +25,14 @@ import {
   storeUnavailable,
   timeoutError,
   withDeadline,
-} from './external-errors.js';
+} from '../external/external-errors.js';
 import type {
   ExecuteRequest,
   QueryRequest,
   RowSet,
   StatementResult,
   StoreHandle,
-} from './store-engine.js';
+} from '../../store-engine.js';
 
 /** What a postgres store's config holds (see external-config.ts). */
 export const POSTGRES_SPEC: ExternalSpec = {

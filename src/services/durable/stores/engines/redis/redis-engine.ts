@@ -8,11 +8,11 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createClient, ErrorReply, RESP_TYPES } from '@redis/client';
-import { badRequest, ServiceError } from '../../../errors.js';
-import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from './external-config.js';
-import { cannotConnect, engineError, storeUnavailable, withDeadline } from './external-errors.js';
+import { badRequest, ServiceError } from '../../../../../errors.js';
+import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
+import { cannotConnect, engineError, storeUnavailable, withDeadline } from '../external/external-errors.js';
 import { commandName, commandWrites, NEVER_ALLOWED, refusal } from './redis-commands.js';
-import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from './store-engine.js';
+import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from '../../store-engine.js';
 
 /** What a redis store's config holds (see external-config.ts). */
 export const REDIS_SPEC: ExternalSpec = {

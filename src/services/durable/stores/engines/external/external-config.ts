@@ -9,8 +9,8 @@
  * its password, and `password` itself is dropped.
  */
 import type { ConnectionOptions } from 'node:tls';
-import { badRequest } from '../../../errors.js';
-import type { StoreTarget } from './store-engine.js';
+import { badRequest } from '../../../../../errors.js';
+import type { StoreTarget } from '../../store-engine.js';
 
 export type ExternalKind = 'postgres' | 'mysql' | 'redis';
 

@@ -7,13 +7,13 @@
 import Database from 'better-sqlite3';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { badRequest, isServiceError } from '../../../errors.js';
-import type { Logger } from '../../../telemetry/logger.js';
+import { badRequest, isServiceError } from '../../../../../errors.js';
+import type { Logger } from '../../../../../telemetry/logger.js';
 import { checkHostStatement, statementShape } from './sql-guard.js';
 import { SqliteHostPool, type PoolRequest } from './sqlite-host-pool.js';
 import { storeError, wireParams, type WireStatement } from './sqlite-protocol.js';
 import { runInSandbox, type SandboxExec, type SandboxFile } from './sqlite-sandbox.js';
-import type { ExecuteRequest, QueryRequest, RowSet, StatementResult, StoreEngine, StoreHandle, StoreTarget } from './store-engine.js';
+import type { ExecuteRequest, QueryRequest, RowSet, StatementResult, StoreEngine, StoreHandle, StoreTarget } from '../../store-engine.js';
 
 export const DEFAULT_SQLITE_MAX_BYTES = 256 * 1024 * 1024;
 const MIN_MAX_BYTES = 64 * 1024;

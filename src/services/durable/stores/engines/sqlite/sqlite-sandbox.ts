@@ -8,10 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { isServiceError, ServiceError } from '../../../errors.js';
-import { PACKAGE_ROOT } from '../../../paths.js';
+import { isServiceError, ServiceError } from '../../../../../errors.js';
+import { PACKAGE_ROOT } from '../../../../../paths.js';
 import { MAX_RESULT_BYTES, storeError, type WireParams, type WireStatement } from './sqlite-protocol.js';
-import type { RowSet, StatementResult } from './store-engine.js';
+import type { RowSet, StatementResult } from '../../store-engine.js';
 
 /**
  * Runs a command in a sandbox and waits for it: the shape of `ExecService.exec(name, input)`,
@@ -24,7 +24,7 @@ export type SandboxExec = (
 
 /** The script, read once from the package. */
 let script: string | undefined;
-const scriptText = () => (script ??= readFileSync(join(PACKAGE_ROOT, 'src', 'services', 'durable', 'stores', 'sandbox-sqlite.py'), 'utf8'));
+const scriptText = () => (script ??= readFileSync(join(PACKAGE_ROOT, 'src', 'services', 'durable', 'stores', 'engines', 'sqlite', 'sandbox-sqlite.py'), 'utf8'));
 
 /**
  * The command: python3 in isolated mode (no environment, no user site) reads the script as the

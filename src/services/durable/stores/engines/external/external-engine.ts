@@ -1,6 +1,6 @@
 import { checkExternalConfig, resolveEndpoint, type Endpoint, type ExternalEngineOptions, type ExternalSpec } from './external-config.js';
 import { cannotConnect } from './external-errors.js';
-import type { StoreEngine, StoreHandle, StoreKind, StoreOp, StoreTarget } from './store-engine.js';
+import type { StoreEngine, StoreHandle, StoreKind, StoreOp, StoreTarget } from '../../store-engine.js';
 
 /**
  * What the SQL server engines (postgres, mysql) share: the config checked against their spec,

@@ -1,14 +1,14 @@
 import type Sqlite from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { ServiceError } from '../../../errors.js';
-import type { Clock } from '../../support/clock.js';
-import { commandWrites, lookUpCommand } from './command-args.js';
-import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from './config-fields.js';
+import { ServiceError } from '../../../../../errors.js';
+import type { Clock } from '../../../../support/clock.js';
+import { commandWrites, lookUpCommand } from '../embedded/command-args.js';
+import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from '../embedded/config-fields.js';
 import { KV_COMMANDS } from './kv-commands.js';
 import { KV_SCHEMA, KvTable } from './kv-table.js';
-import { OpenHandles, type EmbeddedEngineInput, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
-import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from './store-engine.js';
-import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from './store-file.js';
+import { OpenHandles, type EmbeddedEngineInput, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from '../embedded/open-handles.js';
+import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from '../../store-engine.js';
+import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from '../embedded/store-file.js';
 
 /** A kv store's config: its size limit (keys and values, as JSON text) and read-only. */
 const KV_CONFIG_FIELDS: Record<string, ConfigField> = {

@@ -1,6 +1,6 @@
-import type { Logger } from '../../../telemetry/logger.js';
-import type { ServiceContext } from '../../context.js';
-import { repeatEvery } from '../../support/background-loop.js';
+import type { Logger } from '../../../../../telemetry/logger.js';
+import type { ServiceContext } from '../../../../context.js';
+import { repeatEvery } from '../../../../support/background-loop.js';
 
 /** How often an embedded kind's open stores drop what has expired (kv keys, old queue messages). */
 export const SWEEP_SECONDS = 60;

@@ -1,8 +1,8 @@
 import Sqlite from 'better-sqlite3';
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ServiceError } from '../../../errors.js';
-import type { StoreTarget } from './store-engine.js';
+import { ServiceError } from '../../../../../errors.js';
+import type { StoreTarget } from '../../store-engine.js';
 
 /**
  * The SQLite file behind a kv or queue store on the host (`<data-dir>/stores/<id>.sqlite`),

@@ -9,13 +9,13 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ServiceError } from '../../../errors.js';
-import { PACKAGE_ROOT } from '../../../paths.js';
-import type { Logger } from '../../../telemetry/logger.js';
+import { ServiceError } from '../../../../../errors.js';
+import { PACKAGE_ROOT } from '../../../../../paths.js';
+import type { Logger } from '../../../../../telemetry/logger.js';
 import { READY, type WorkerAnswer, type WorkerRequest } from './sqlite-protocol.js';
 
 /** The compiled worker (`npm run build`); the same file whether the server runs from dist/ or tests from src/. */
-export const SQLITE_WORKER_MODULE = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', 'sqlite-worker.js');
+export const SQLITE_WORKER_MODULE = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', 'engines', 'sqlite', 'sqlite-worker.js');
 
 /** A request without its id, which the pool assigns. */
 export type PoolRequest = WorkerRequest extends infer R ? (R extends WorkerRequest ? Omit<R, 'id'> : never) : never;

@@ -1,14 +1,14 @@
 import type Sqlite from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { ServiceError } from '../../../errors.js';
-import type { Clock } from '../../support/clock.js';
-import { commandWrites, lookUpCommand } from './command-args.js';
-import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from './config-fields.js';
-import { OpenHandles, type EmbeddedEngineInput, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from './open-handles.js';
+import { ServiceError } from '../../../../../errors.js';
+import type { Clock } from '../../../../support/clock.js';
+import { commandWrites, lookUpCommand } from '../embedded/command-args.js';
+import { checkConfigFields, READ_ONLY_FIELD, type ConfigField } from '../embedded/config-fields.js';
+import { OpenHandles, type EmbeddedEngineInput, SWEEP_BATCH, SWEEP_SECONDS, type SweptHandle } from '../embedded/open-handles.js';
 import { deliver, MAX_VISIBILITY_SECONDS, parseDequeue, QUEUE_COMMANDS, type DequeueRequest, type QueueConfig } from './queue-commands.js';
 import { QUEUE_SCHEMA, QueueTable } from './queue-table.js';
-import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from './store-engine.js';
-import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from './store-file.js';
+import type { CommandRequest, StoreEngine, StoreHandle, StoreOp, StoreTarget } from '../../store-engine.js';
+import { createStoreFile, openStoreFile, removeStoreFile, storeFileBytes } from '../embedded/store-file.js';
 import { Wakeups } from './wakeups.js';
 
 /** A queue store's config, with SQS's defaults; `max_bytes` bounds the disk all bodies take. */

@@ -11,7 +11,7 @@
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import type { RowSet, StatementResult } from './store-engine.js';
+import type { RowSet, StatementResult } from '../../store-engine.js';
 import { jsonInteger, MAX_RESULT_BYTES, READY, type WireError, type WireParams, type WireStatement, type WorkerAnswer, type WorkerRequest } from './sqlite-protocol.js';
 
 type Connection = Database.Database;
