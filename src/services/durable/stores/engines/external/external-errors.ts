@@ -130,6 +130,11 @@ export function positionalParams(kind: 'postgres' | 'mysql', params: StoreParams
   return params.map((value) => (value !== null && typeof value === 'object' ? JSON.stringify(value) : value));
 }
 
+/** Bytes a driver's row takes in a result's JSON, with the comma before the next row. */
+export function rowJsonBytes(row: unknown[]): number {
+  return Buffer.byteLength(JSON.stringify(jsonValue(row)), 'utf8') + 1;
+}
+
 /**
  * A driver's value made JSON-safe: bytes as base64, dates as ISO strings, big integers as
  * strings (numbers when exact), infinities and NaN as strings; arrays and objects walked.

@@ -4,7 +4,8 @@
  * bound, and `multipleStatements` stays off, so a `;`-stacked second statement is a syntax
  * error. `/query` runs in a read-only session and `START TRANSACTION READ ONLY`, where the
  * server refuses writes (DDL included).
- * Rows stream in and the read stops at max_rows + 1.
+ * Rows stream in and the read stops at max_rows + 1, or once their JSON would pass
+ * MAX_RESULT_BYTES.
  *
  * Timeouts: a client timer answers TIMEOUT at `timeout_ms` whatever the server does and sends
  * `KILL QUERY <thread>` from a side connection; the session's `max_statement_time` (MariaDB)
@@ -23,17 +24,19 @@ import {
   POOL_SIZE,
   positionalParams,
   readOnlyError,
+  rowJsonBytes,
   SERVER_TIMEOUT_GRACE_MS,
   storeUnavailable,
   timeoutError,
   withDeadline,
 } from '../external/external-errors.js';
-import type {
-  ExecuteRequest,
-  QueryRequest,
-  RowSet,
-  StatementResult,
-  StoreHandle,
+import {
+  MAX_RESULT_BYTES,
+  type ExecuteRequest,
+  type QueryRequest,
+  type RowSet,
+  type StatementResult,
+  type StoreHandle,
 } from '../../store-engine.js';
 
 /** What a mysql store's config holds (see external-config.ts). */
@@ -343,6 +346,7 @@ function streamRows(
     const out: StatementRows = { fields: [], rows: [], truncated: false, rowCount: 0, header: undefined, closed: false };
     const options = { sql, values: params, rowsAsArray: true };
     const command = prepared ? connection.execute(options) : connection.query(options);
+    let bytes = 0;
     let settled = false;
     const settle = (err?: unknown) => {
       if (settled) return;
@@ -359,9 +363,13 @@ function streamRows(
         return;
       }
       out.rowCount += 1;
-      if (out.rows.length < maxRows) {
-        out.rows.push(row);
-        return;
+      // The rows kept are a prefix: none after the first that did not fit, by count or by bytes.
+      if (!out.truncated && out.rows.length < maxRows) {
+        bytes += rowJsonBytes(row);
+        if (bytes <= MAX_RESULT_BYTES) {
+          out.rows.push(row);
+          return;
+        }
       }
       out.truncated = true;
       if (!drain && !out.closed) {

@@ -3,7 +3,8 @@
  * connections per store. `/query` runs in `BEGIN READ ONLY`, so the server, not a parser,
  * refuses writes (`INSERT`, `nextval()`); every statement goes through the extended protocol
  * (pg-cursor), which takes one statement only, so a `;`-stacked second one is refused too.
- * Rows are read through a cursor and the read stops at max_rows + 1.
+ * Rows are read through a cursor and the read stops at max_rows + 1, or once their JSON would
+ * pass MAX_RESULT_BYTES.
  *
  * Timeouts: a client timer answers TIMEOUT at `timeout_ms` whatever the server does and
  * cancels the statement with `pg_cancel_backend` from a side connection; `SET LOCAL
@@ -21,17 +22,19 @@ import {
   POOL_SIZE,
   positionalParams,
   readOnlyError,
+  rowJsonBytes,
   SERVER_TIMEOUT_GRACE_MS,
   storeUnavailable,
   timeoutError,
   withDeadline,
 } from '../external/external-errors.js';
-import type {
-  ExecuteRequest,
-  QueryRequest,
-  RowSet,
-  StatementResult,
-  StoreHandle,
+import {
+  MAX_RESULT_BYTES,
+  type ExecuteRequest,
+  type QueryRequest,
+  type RowSet,
+  type StatementResult,
+  type StoreHandle,
 } from '../../store-engine.js';
 
 /** What a postgres store's config holds (see external-config.ts). */
@@ -291,10 +294,16 @@ function withStatement(err: unknown, index: number): unknown {
   return err;
 }
 
+/** Rows a cursor's first read asks for; later reads ask for as many as the bytes left may hold. */
+const FIRST_READ = 16;
+const MAX_READ = 1000;
+
 /**
  * Runs one statement through a cursor (the extended protocol: one statement only) and reads
- * max_rows + 1 rows. `drain` (execute): reads the rest too, counting and discarding, so the
- * statement completes and its row count is exact; a query's cursor is closed instead.
+ * up to max_rows + 1 rows, in reads sized by the bytes left, stopping once the rows' JSON
+ * would pass MAX_RESULT_BYTES. `drain` (execute): reads the rest too, counting and
+ * discarding, so the statement completes and its row count is exact; a query's cursor is
+ * closed instead.
  */
 function readCursor(
   client: pg.PoolClient,
@@ -309,17 +318,42 @@ function readCursor(
       cursor.read(count, (err, rows, result) => (err ? reject(err) : resolve({ rows, result })));
     });
   return (async () => {
-    const first = await read(maxRows + 1);
-    const truncated = first.rows.length > maxRows;
-    let rowCount = first.rows.length;
+    const rows: unknown[][] = [];
+    let bytes = 0;
+    let rowCount = 0;
+    let truncated = false;
+    let want = Math.min(FIRST_READ, maxRows + 1);
+    let batch = await read(want);
+    for (;;) {
+      rowCount += batch.rows.length;
+      for (const row of batch.rows) {
+        if (rows.length === maxRows) {
+          truncated = true;
+          break;
+        }
+        bytes += rowJsonBytes(row);
+        if (bytes > MAX_RESULT_BYTES) {
+          truncated = true;
+          break;
+        }
+        rows.push(row);
+      }
+      if (truncated || batch.rows.length < want) break;
+      // As many rows as the bytes left may hold at the size of those read so far (one at least).
+      const perRow = bytes / Math.max(rows.length, 1);
+      want = Math.max(1, Math.min(MAX_READ, maxRows + 1 - rows.length, Math.floor((MAX_RESULT_BYTES - bytes) / perRow) + 1));
+      batch = await read(want);
+    }
     if (truncated && drain) {
-      for (let more = await read(1000); more.rows.length > 0; more = await read(1000)) rowCount += more.rows.length;
+      for (let more = await read(MAX_READ); more.rows.length > 0; more = await read(MAX_READ)) rowCount += more.rows.length;
     }
     await cursor.close();
-    const counted = first.result.rowCount;
+    // The cursor's one result: its fields and, once the statement completed, its row count.
+    const { result } = batch;
+    const counted = result.rowCount;
     return {
-      fields: first.result.fields ?? [],
-      rows: truncated ? first.rows.slice(0, maxRows) : first.rows,
+      fields: result.fields ?? [],
+      rows,
       truncated,
       rowCount: truncated || counted === null || counted === undefined ? rowCount : counted,
     };

@@ -26,8 +26,9 @@ class Refused(Exception):
 
 
 def json_bytes(value):
+    # As the answer spells it: json.dumps escapes quotes, control and non-ASCII characters.
     if isinstance(value, str):
-        return len(value) + 3
+        return len(json.dumps(value)) + 1
     if isinstance(value, bytes):
         return (len(value) + 2) // 3 * 4 + 3
     return 24

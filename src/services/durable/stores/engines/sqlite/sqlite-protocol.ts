@@ -7,7 +7,7 @@ import { ServiceError, type ErrorCode } from '../../../../../errors.js';
 import type { RowSet, StatementResult, StoreParams } from '../../store-engine.js';
 
 /** A result stops growing here (`truncated`); it is also the service's response cap. */
-export const MAX_RESULT_BYTES = 8 * 1024 * 1024;
+export { MAX_RESULT_BYTES } from '../../store-engine.js';
 
 /** A parameter as SQLite binds it: booleans and objects are already converted. */
 export type WireValue = null | number | string;

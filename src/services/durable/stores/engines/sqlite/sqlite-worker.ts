@@ -109,9 +109,9 @@ function prepare(db: Connection, sql: string, field: string): Database.Statement
   }
 }
 
-/** Bytes a value adds to the JSON answer, known before it is converted. */
+/** Bytes a value adds to the JSON answer, known before it is converted (escapes and multi-byte characters count). */
 function jsonBytes(value: unknown): number {
-  if (typeof value === 'string') return value.length + 3;
+  if (typeof value === 'string') return Buffer.byteLength(JSON.stringify(value), 'utf8') + 1;
   if (Buffer.isBuffer(value)) return Math.ceil(value.length / 3) * 4 + 3;
   return 24;
 }
