@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../../src/errors.js';
 import { STORE_KINDS, type StoreEngine, type StoreHandle, type StoreTarget } from '../../src/services/durable/stores/store-engine.js';
-import { failure } from '../helpers/store-engines.js';
+import { failure, visible } from '../helpers/store-engines.js';
 import { commandCases, type CommandDialect } from './store-command-cases.js';
 import { sqlCases, type SqlDialect } from './store-sql-cases.js';
 
@@ -78,6 +78,9 @@ export interface SuiteContext {
   /** Prepares and opens another store of the subject; closed and destroyed after the suite. */
   newStore(config?: Record<string, unknown>): Promise<{ target: StoreTarget; handle: StoreHandle }>;
 }
+
+/** A password no server message holds by chance. */
+const PASSWORD = `Pw-conformance-${randomBytes(6).toString('hex')}`;
 
 /** A unique name for a store, a key or a table of this run. */
 export const uniqueName = (prefix: string) => `${prefix}_${randomBytes(4).toString('hex')}`;
@@ -184,9 +187,9 @@ function placementCases(subject: StoreEngineSubject, context: SuiteContext): voi
 
     if (placement.kind === 'server') {
       const { host, port } = placement.closed;
-      it('answers STORE_UNAVAILABLE naming kind, store, host and port when nothing listens', async () => {
+      it('answers STORE_UNAVAILABLE naming kind, store, host and port (never the password) when nothing listens', async () => {
         const engine = context.engine();
-        const target = { ...subject.target(engine), config: engine.checkConfig({ host, port }) };
+        const target = { ...subject.target(engine), config: engine.checkConfig({ host, port }), password: PASSWORD };
         const handle = await engine.open(target);
         const call = handle.query
           ? handle.query({ sql: 'SELECT 1', params: [], maxRows: 1, timeoutMs: 5000 })
@@ -194,14 +197,16 @@ function placementCases(subject: StoreEngineSubject, context: SuiteContext): voi
         const err = await refusal(call);
         expect(err.code).toBe('STORE_UNAVAILABLE');
         expect(err.message).toBe(`${engine.kind} store '${target.name}' at ${host}:${port}: ECONNREFUSED`);
+        expect(visible(err)).not.toContain(PASSWORD);
         await handle.close();
         await handle.close();
       });
 
       it('checks the connection at prepare only when asked to, and destroys nothing on the server', async () => {
         const engine = context.engine();
-        const target = { ...subject.target(engine), config: engine.checkConfig({ host, port }) };
+        const target = { ...subject.target(engine), config: engine.checkConfig({ host, port }), password: PASSWORD };
         const err = await refusal(engine.prepare(target, true));
+        expect(visible(err)).not.toContain(PASSWORD);
         expect(err.code).toBe('BAD_REQUEST');
         expect(err.message).toBe(`config: cannot connect to ${engine.kind} at ${host}:${port}: ECONNREFUSED (create with validate: false to skip this check)`);
         await engine.prepare(target, false);
@@ -218,6 +223,23 @@ function placementCases(subject: StoreEngineSubject, context: SuiteContext): voi
         await engine.prepare({ ...bound, config: rest, defaultHost: configured as string }, true);
       });
 
+      it("leaves the store's data on its server at destroy (it belongs to the server)", async () => {
+        const engine = context.engine();
+        const target = subject.target(engine);
+        await engine.prepare(target, true);
+        const before = await engine.open(target);
+        const kept = await keepSomething(subject, before);
+        await before.close();
+        await engine.destroy(target);
+        const after = await engine.open(target);
+        try {
+          expect(await kept.readBack(after)).toBe(true);
+        } finally {
+          await kept.remove(after);
+          await after.close();
+        }
+      });
+
       it("never takes the service's password field", async () => {
         const engine = context.engine();
         const err = await refusal(Promise.resolve().then(() => engine.checkConfig({ host, password: 'secret' })));
@@ -225,4 +247,27 @@ function placementCases(subject: StoreEngineSubject, context: SuiteContext): voi
       });
     }
   });
+}
+
+/** Writes something into a store through `handle`: a table with a row, or a key. */
+async function keepSomething(subject: StoreEngineSubject, handle: StoreHandle) {
+  const name = uniqueName('kept');
+  if (subject.sql) {
+    const execute = (sql: string) => handle.execute!({ statements: [{ sql, params: [] }], transaction: true, maxRows: 10, timeoutMs: 10_000 });
+    await execute(subject.sql.createTable(name));
+    await execute(`INSERT INTO ${name} (name) VALUES ('kept')`);
+    return {
+      readBack: async (other: StoreHandle) =>
+        JSON.stringify((await other.query!({ sql: `SELECT name FROM ${name}`, params: [], maxRows: 10, timeoutMs: 10_000 })).rows) === '[["kept"]]',
+      remove: async (other: StoreHandle) => {
+        await other.execute!({ statements: [{ sql: `DROP TABLE ${name}`, params: [] }], transaction: true, maxRows: 10, timeoutMs: 10_000 });
+      },
+    };
+  }
+  const trip = subject.commands!.roundTrip(name, 'kept');
+  await handle.command!({ command: trip.put, timeoutMs: 10_000 });
+  return {
+    readBack: async (other: StoreHandle) => trip.value(await other.command!({ command: trip.get, timeoutMs: 10_000 })) === 'kept',
+    remove: async () => undefined,
+  };
 }
