@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createReadStream, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { ServiceError } from '../errors.js';
 import { tarArchive, type TarEntry } from '../images/tar-archive.js';
@@ -26,7 +26,7 @@ function contextEntries(root: string, dir = root): TarEntry[] {
     const stat = lstatSync(path);
     if (stat.isSymbolicLink()) entries.push({ type: 'symlink', path: inside, target: readlinkSync(path) });
     else if (stat.isDirectory()) entries.push({ type: 'dir', path: inside, mode: stat.mode & 0o7777 }, ...contextEntries(root, path));
-    else if (stat.isFile()) entries.push({ type: 'file', path: inside, mode: stat.mode & 0o7777, content: readFileSync(path) });
+    else if (stat.isFile()) entries.push({ type: 'file', path: inside, mode: stat.mode & 0o7777, size: stat.size, open: () => createReadStream(path) });
   }
   return entries;
 }
@@ -48,7 +48,7 @@ export async function buildFromDockerfile(dir: string, options: DockerfileBuildO
   let context: Buffer;
   try {
     dockerfile = readFileSync(options.file, 'utf8');
-    context = tarArchive(contextEntries(resolve(dir)));
+    context = await tarArchive(contextEntries(resolve(dir)));
   } catch (err) {
     throw new UsageError((err as Error).message);
   }

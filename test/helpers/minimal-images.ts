@@ -96,7 +96,7 @@ export async function ensureMinimalImage(tag: string, docker = new Dockerode()):
       await run('dpkg-deb', ['-x', await debianPackage(name, scratch), root]);
     }
     const entries = [...(await treeEntries(root)), ...(await appletLinks(root)), ...recipe.extra];
-    await importTar(docker, tarArchive(dedupe(entries)), tag, [...recipe.changes, `LABEL ${LABEL_VERSION}=${version}`]);
+    await importTar(docker, await tarArchive(dedupe(entries)), tag, [...recipe.changes, `LABEL ${LABEL_VERSION}=${version}`]);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

@@ -1,2 +1,2 @@
-/** The ustar writer lives in src (build contexts use it); tests build images' trees with it too. */
+/** The tar writer lives in src (build contexts use it); tests build images' trees with it too. */
 export { tarArchive, type TarEntry } from '../../src/images/tar-archive.js';

@@ -157,7 +157,7 @@ describe('images from a Dockerfile', () => {
 
   it('takes a tar context (its Dockerfile, or one given beside it)', async () => {
     const name = nameOf('tar');
-    const context = tarArchive([
+    const context = await tarArchive([
       { type: 'file', path: 'Dockerfile', mode: 0o644, content: Buffer.from(`FROM ${BASE_IMAGE}\nCOPY deep/ /opt/deep/\n`) },
       { type: 'file', path: 'deep/file.txt', mode: 0o644, content: Buffer.from('from the tar\n') },
     ]);

@@ -5,7 +5,7 @@
  */
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MysqlEngine } from '../../src/services/durable/stores/mysql-engine.js';
+import { MysqlEngine } from '../../src/services/durable/stores/engines/mysql/mysql-engine.js';
 import { splitCredentials } from '../../src/services/durable/stores/store-credentials.js';
 import type { StoreHandle } from '../../src/services/durable/stores/store-engine.js';
 import { eventually, failure, runSuffix, storeTarget, testPassword, thrown, visible } from '../helpers/store-engines.js';

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { splitCredentials } from '../../src/services/durable/stores/store-credentials.js';
-import { PostgresEngine } from '../../src/services/durable/stores/postgres-engine.js';
+import { PostgresEngine } from '../../src/services/durable/stores/engines/postgres/postgres-engine.js';
 import type { StoreHandle } from '../../src/services/durable/stores/store-engine.js';
 import { eventually, failure, runSuffix, storeTarget, testPassword, thrown, visible } from '../helpers/store-engines.js';
 

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitCredentials } from '../../src/services/durable/stores/store-credentials.js';
-import { RedisEngine } from '../../src/services/durable/stores/redis-engine.js';
+import { RedisEngine } from '../../src/services/durable/stores/engines/redis/redis-engine.js';
 import type { StoreHandle } from '../../src/services/durable/stores/store-engine.js';
 import { eventually, failure, runSuffix, storeTarget, testPassword, thrown, visible } from '../helpers/store-engines.js';
 

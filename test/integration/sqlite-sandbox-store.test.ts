@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqliteStoreEngine } from '../../src/services/durable/stores/sqlite-engine.js';
+import { SqliteStoreEngine } from '../../src/services/durable/stores/engines/sqlite/sqlite-engine.js';
 import type { StoreHandle, StoreParams, StoreTarget } from '../../src/services/durable/stores/store-engine.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';

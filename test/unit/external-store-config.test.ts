@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
-import { hostPort, resolveEndpoint } from '../../src/services/durable/stores/external-config.js';
-import { connectReason, jsonValue, positionalParams, scrub, withDeadline } from '../../src/services/durable/stores/external-errors.js';
-import { MYSQL_SPEC, MysqlEngine } from '../../src/services/durable/stores/mysql-engine.js';
-import { POSTGRES_SPEC, PostgresEngine } from '../../src/services/durable/stores/postgres-engine.js';
-import { commandWrites, refusal } from '../../src/services/durable/stores/redis-commands.js';
-import { REDIS_SPEC, RedisEngine } from '../../src/services/durable/stores/redis-engine.js';
+import { hostPort, resolveEndpoint } from '../../src/services/durable/stores/engines/external/external-config.js';
+import { connectReason, jsonValue, positionalParams, scrub, withDeadline } from '../../src/services/durable/stores/engines/external/external-errors.js';
+import { MYSQL_SPEC, MysqlEngine } from '../../src/services/durable/stores/engines/mysql/mysql-engine.js';
+import { POSTGRES_SPEC, PostgresEngine } from '../../src/services/durable/stores/engines/postgres/postgres-engine.js';
+import { commandWrites, refusal } from '../../src/services/durable/stores/engines/redis/redis-commands.js';
+import { REDIS_SPEC, RedisEngine } from '../../src/services/durable/stores/engines/redis/redis-engine.js';
 import type { StoreEngine } from '../../src/services/durable/stores/store-engine.js';
 import { storeTarget, thrown } from '../helpers/store-engines.js';
 

@@ -1,7 +1,7 @@
 import Sqlite from 'better-sqlite3';
 import { existsSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KvStoreEngine } from '../../src/services/durable/stores/kv-engine.js';
+import { KvStoreEngine } from '../../src/services/durable/stores/engines/kv/kv-engine.js';
 import type { StoreHandle, StoreTarget } from '../../src/services/durable/stores/store-engine.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { EmbeddedStores, expectFailure, run } from '../helpers/embedded-store.js';

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QueueStoreEngine } from '../../src/services/durable/stores/queue-engine.js';
+import { QueueStoreEngine } from '../../src/services/durable/stores/engines/queue/queue-engine.js';
 import type { StoreHandle, StoreTarget } from '../../src/services/durable/stores/store-engine.js';
 import { systemClock } from '../../src/services/support/clock.js';
 import { silentLogger } from '../../src/telemetry/logger.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkHostStatement, statementShape } from '../../src/services/durable/stores/sql-guard.js';
+import { checkHostStatement, statementShape } from '../../src/services/durable/stores/engines/sqlite/sql-guard.js';
 
 const refusal = (sql: string): string => {
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { conflict } from '../../src/errors.js';
-import { runInSandbox, type SandboxExec } from '../../src/services/durable/stores/sqlite-sandbox.js';
+import { runInSandbox, type SandboxExec } from '../../src/services/durable/stores/engines/sqlite/sqlite-sandbox.js';
 
 /**
  * What python3 prints in a sandbox is written by a program its user controls: these answers

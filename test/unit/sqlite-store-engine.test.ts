@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { SqliteStoreEngine } from '../../src/services/durable/stores/sqlite-engine.js';
-import { SqliteHostPool } from '../../src/services/durable/stores/sqlite-host-pool.js';
+import { SqliteStoreEngine } from '../../src/services/durable/stores/engines/sqlite/sqlite-engine.js';
+import { SqliteHostPool } from '../../src/services/durable/stores/engines/sqlite/sqlite-host-pool.js';
 import type { StoreHandle, StoreParams, StoreTarget } from '../../src/services/durable/stores/store-engine.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
@@ -22,8 +22,8 @@ const noExec = async () => {
 
 beforeAll(() => {
   for (const source of WORKER_SOURCES) {
-    const built = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', source.replace(/\.ts$/, '.js'));
-    const src = join(PACKAGE_ROOT, 'src', 'services', 'durable', 'stores', source);
+    const built = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', 'engines', 'sqlite', source.replace(/\.ts$/, '.js'));
+    const src = join(PACKAGE_ROOT, 'src', 'services', 'durable', 'stores', 'engines', 'sqlite', source);
     if (!existsSync(built) || statSync(built).mtimeMs < statSync(src).mtimeMs) throw new Error(`${built} is missing or older than ${src}: run npm run build`);
   }
   dir = mkdtempSync(join(tmpdir(), 'sqlite-store-'));
@@ -397,7 +397,7 @@ describe('worker processes', () => {
 
   it('a worker stuck in a statement ends when the server dies', async () => {
     // A server of its own (the built engine), SIGKILLed while its worker runs an endless query.
-    const engineModule = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', 'sqlite-engine.js');
+    const engineModule = join(PACKAGE_ROOT, 'dist', 'src', 'services', 'durable', 'stores', 'engines', 'sqlite', 'sqlite-engine.js');
     const loggerModule = join(PACKAGE_ROOT, 'dist', 'src', 'telemetry', 'logger.js');
     const file = join(dir, 'orphan.sqlite');
     const server = spawn(

@@ -1,10 +1,10 @@
 import type Docker from 'dockerode';
 import { ServiceError, badRequest } from '../../errors.js';
 import { imageReferenceProblem } from '../../domain/image-reference.js';
+import { firstTarFile } from '../../images/tar-archive.js';
 import type { Logger } from '../../telemetry/logger.js';
 import { LABEL, type UserIds } from './container-spec.js';
 import { dockerMessage, isNotFound } from './docker-errors.js';
-import { readTarEntry } from './tar-entry.js';
 
 /** A registry that does not answer within this is treated as absent (air-gapped hosts). */
 const PULL_TIMEOUT_MS = 15_000;
@@ -127,7 +127,7 @@ export class DockerImages {
         paths.map(async (path) => {
           try {
             const archive = await probe.getArchive({ path });
-            return readTarEntry(await collect(archive))?.toString('utf8');
+            return (await firstTarFile(archive))?.toString('utf8');
           } catch (err) {
             if (isNotFound(err)) return undefined;
             throw err;
@@ -151,9 +151,3 @@ const findEntry = (file: string | undefined, match: (fields: string[]) => boolea
     ?.split('\n')
     .map((line) => line.split(':'))
     .find(match);
-
-async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks);
-}

@@ -3,7 +3,7 @@ import { imageReferenceProblem } from '../../domain/image-reference.js';
 import { badRequest, conflict, notFound, ServiceError } from '../../errors.js';
 import { CATALOG } from '../../images/catalog.js';
 import { baseImages } from '../../images/dockerfile.js';
-import { tarArchive, tarEntries, type TarEntry } from '../../images/tar-archive.js';
+import { readTar, tarArchive, type TarEntry, type TarRead } from '../../images/tar-archive.js';
 import type { BuildImageInput, ImageView } from '../../schemas/image-schemas.js';
 import { requireCapability } from '../support/capabilities.js';
 import type { ServiceContext } from '../context.js';
@@ -39,15 +39,6 @@ function contextPath(path: string): string {
   return normal;
 }
 
-/** The entries as a tar; a path ustar cannot hold is the client's (400). */
-function archive(entries: TarEntry[]): Buffer {
-  try {
-    return tarArchive(entries);
-  } catch (err) {
-    throw badRequest(`files: ${(err as Error).message}`);
-  }
-}
-
 function decodeBase64(value: string, field: string): Buffer {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value.replace(/\s+/g, ''))) throw badRequest(`${field}: must be base64`);
   return Buffer.from(value, 'base64');
@@ -66,7 +57,7 @@ export class ImageService {
    */
   async prepare(input: BuildImageInput): Promise<PreparedBuild> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
-    const { context, dockerfile, dockerfileText } = this.context(input);
+    const { context, dockerfile, dockerfileText } = await this.context(input);
     for (const image of baseImages(dockerfileText)) {
       if (image.includes('$')) throw badRequest(`FROM ${image}: name the image itself: builds pull nothing, so a build argument in FROM cannot be checked`);
       const problem = imageReferenceProblem(image);
@@ -119,10 +110,10 @@ export class ImageService {
   }
 
   /** The tar the engine gets: `context` (if any) with the Dockerfile and `files` added; 413 past the limit. */
-  private context(input: BuildImageInput): { context: Buffer; dockerfile: string; dockerfileText: string } {
+  private async context(input: BuildImageInput): Promise<{ context: Buffer; dockerfile: string; dockerfileText: string }> {
     const given = input.context === undefined ? undefined : decodeBase64(input.context, 'context');
     if (!given && input.dockerfile === undefined) throw badRequest('dockerfile: required (or a context holding a Dockerfile)');
-    const entries: TarEntry[] = Object.entries(input.files ?? {}).map(([path, content]) => ({
+    const entries: Extract<TarEntry, { type: 'file'; content: Buffer }>[] = Object.entries(input.files ?? {}).map(([path, content]) => ({
       type: 'file',
       path: contextPath(path),
       mode: 0o644,
@@ -132,16 +123,17 @@ export class ImageService {
     if (input.dockerfile !== undefined) entries.push({ type: 'file', path: dockerfile, mode: 0o644, content: Buffer.from(input.dockerfile) });
     const size = (given?.length ?? 0) + entries.reduce((sum, e) => sum + (e.type === 'file' ? e.content.length + 1024 : 512), 1024);
     if (size > MAX_CONTEXT_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', `the build context is ${size} bytes, over the limit of ${MAX_CONTEXT_BYTES} (64 MiB)`);
-    if (!given) return { context: archive(entries), dockerfile, dockerfileText: input.dockerfile ?? '' };
-    let listing: ReturnType<typeof tarEntries>;
+    if (!given) return { context: await tarArchive(entries), dockerfile, dockerfileText: input.dockerfile ?? '' };
+    let listing: TarRead[];
     try {
-      listing = tarEntries(given);
+      listing = await readTar(given);
     } catch (err) {
       throw badRequest(`context: ${(err as Error).message}`);
     }
-    const inContext = listing.entries.find((entry) => posix.normalize(entry.path) === DOCKERFILE);
-    const dockerfileText = input.dockerfile ?? (inContext && given.toString('utf8', inContext.offset, inContext.offset + inContext.size));
+    const inContext = listing.find((entry) => entry.header.type === 'file' && posix.normalize(entry.header.name) === DOCKERFILE);
+    const dockerfileText = input.dockerfile ?? inContext?.content.toString('utf8');
     if (dockerfileText === undefined) throw badRequest('dockerfile: required: the context holds no Dockerfile');
-    return { context: Buffer.concat([given.subarray(0, listing.end), archive(entries)]), dockerfile, dockerfileText };
+    // The given entries as they were, then the files and the Dockerfile added to them.
+    return { context: await tarArchive([...listing, ...entries]), dockerfile, dockerfileText };
   }
 }

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { storeRouteActions, storeRoutes } from '../../../http/routes/store-routes.js';
 import { storeTools } from '../../../mcp/tools/store-tools.js';
 import type { DomainModule } from '../../domain-module.js';
-import { storeEngines } from './engines.js';
+import { storeEngines } from './engine-registry.js';
 import type { StoreEngine } from './store-engine.js';
 import { StoreService } from './store-service.js';
 

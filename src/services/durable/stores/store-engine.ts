@@ -8,7 +8,9 @@
  * Errors: an engine throws `ServiceError`s with the codes of section 3.4: SQL_ERROR (the
  * engine's message, `details.engine_code`), READ_ONLY, STORE_UNAVAILABLE (naming kind, store,
  * host and port, never a password), TIMEOUT, BAD_REQUEST (a refused statement or command, named),
- * PAYLOAD_TOO_LARGE (a full store). Nothing an engine throws may carry a credential.
+ * PAYLOAD_TOO_LARGE (a full store), BUSY (every connection of the store stayed in use). Nothing
+ * an engine throws may carry a credential. test/conformance/store-engine-conformance.ts checks
+ * every engine against this contract.
  */
 
 import type { StoreKind } from '../../../domain/store-kinds.js';
@@ -49,11 +51,18 @@ export interface StoreTarget {
 export interface QueryRequest {
   sql: string;
   params: StoreParams;
-  /** Rows to return at most (read through a cursor, stop at max_rows + 1). */
+  /** Rows to return at most (read through a cursor, stop at max_rows + 1 or at MAX_RESULT_BYTES). */
   maxRows: number;
   /** The statement is cancelled on the server after this long (TIMEOUT). */
   timeoutMs: number;
 }
+
+/**
+ * What the rows of one result may take as JSON: an engine stops reading once they would pass it
+ * and says `truncated` (as at max_rows), so a wide result never sits whole in memory. It is also
+ * the service's response cap (store-results.ts).
+ */
+export const MAX_RESULT_BYTES = 8 * 1024 * 1024;
 
 /** Columns in order, rows as arrays in the same order (values already JSON-safe, section 3.4). */
 export interface RowSet {

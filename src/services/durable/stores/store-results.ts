@@ -1,9 +1,9 @@
 import { ServiceError } from '../../../errors.js';
 import type { StatementResultBody } from '../../../schemas/store-schemas.js';
-import type { RowSet, StatementResult } from './store-engine.js';
+import { MAX_RESULT_BYTES, type RowSet, type StatementResult } from './store-engine.js';
 
 /** What one response may carry: rows past it are cut (`truncated: true`), a command result past it is 413. */
-export const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const MAX_RESPONSE_BYTES = MAX_RESULT_BYTES;
 
 /** Room kept for the envelope and the fields beside the rows. */
 const ENVELOPE_BYTES = 4096;

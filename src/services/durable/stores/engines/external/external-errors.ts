@@ -1,0 +1,153 @@
+/**
+ * What the external engines (postgres, mysql, redis) share besides their config: the errors
+ * they throw, with every driver message scrubbed of the password; the deadline that answers
+ * TIMEOUT and starts the server-side cancel; and turning parameters and values between JSON
+ * and the drivers.
+ */
+import { ServiceError, badRequest } from '../../../../../errors.js';
+import { hostPort, type Endpoint, type ExternalKind } from './external-config.js';
+import type { StoreParams } from '../../store-engine.js';
+
+/**
+ * `text` with every occurrence of the password (as given and url-encoded) replaced by `****`.
+ * Drivers may echo a connection string or a failed AUTH line; nothing they say reaches a
+ * client, an event or a log line before it passes here.
+ */
+export function scrub(text: string, password: string | undefined): string {
+  if (!password) return text;
+  let out = text;
+  for (const form of new Set([password, encodeURIComponent(password)])) out = out.split(form).join('****');
+  return out;
+}
+
+/** The short reason of a connection failure: the system's code (`ECONNREFUSED`) or the driver's message. */
+export function connectReason(err: unknown, password: string | undefined): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+  const message = err instanceof Error && err.message !== '' ? err.message : String(err);
+  return scrub(message, password);
+}
+
+/** 503 STORE_UNAVAILABLE: `postgres store 'x' at 127.0.0.1:5432: ECONNREFUSED`. */
+export function storeUnavailable(kind: ExternalKind, store: string, endpoint: Endpoint, err: unknown): ServiceError {
+  return new ServiceError(
+    'STORE_UNAVAILABLE',
+    `${kind} store '${store}' at ${hostPort(endpoint)}: ${connectReason(err, endpoint.password)}`,
+  );
+}
+
+/** 400 at create with `validate: true`: the store's server cannot be reached or refused the credentials. */
+export function cannotConnect(kind: ExternalKind, endpoint: Endpoint, err: unknown): ServiceError {
+  return badRequest(
+    `config: cannot connect to ${kind} at ${hostPort(endpoint)}: ${connectReason(err, endpoint.password)} ` +
+      '(create with validate: false to skip this check)',
+  );
+}
+
+/** 400 SQL_ERROR: the engine refused the statement; its message, scrubbed, and its code. */
+export function engineError(
+  message: string,
+  password: string | undefined,
+  details: Record<string, unknown>,
+): ServiceError {
+  return new ServiceError('SQL_ERROR', scrub(message, password), { details });
+}
+
+/** 400 READ_ONLY: `/query` ran a statement the engine refused in its read-only transaction. */
+export function readOnlyError(engineCode: unknown): ServiceError {
+  return new ServiceError('READ_ONLY', 'query: statement writes; use POST /stores/{id}/execute', {
+    details: { engine_code: engineCode },
+  });
+}
+
+/** How many connections a postgres or mysql store holds at most. */
+export const POOL_SIZE = 4;
+
+/**
+ * No connection came within `timeout_ms`: 429 BUSY when all of the store's connections were
+ * in use (the calls before this one hold them), else 503 (the server does not answer).
+ */
+export function noConnection(kind: ExternalKind, store: string, endpoint: Endpoint, inUse: number, timeoutMs: number): ServiceError {
+  if (inUse >= POOL_SIZE) {
+    return new ServiceError('BUSY', `${kind} store '${store}': all ${POOL_SIZE} connections stayed busy for timeout_ms (${timeoutMs} ms)`);
+  }
+  return storeUnavailable(kind, store, endpoint, new Error(`no connection within timeout_ms (${timeoutMs} ms)`));
+}
+
+/** 504 TIMEOUT after `timeout_ms`. */
+export function timeoutError(kind: ExternalKind, timeoutMs: number): ServiceError {
+  return new ServiceError('TIMEOUT', `${kind}: the statement was cancelled after timeout_ms (${timeoutMs} ms)`);
+}
+
+/**
+ * How much later than `timeout_ms` the server's own statement limit fires. The client timer
+ * answers at `timeout_ms` and cancels the statement from a side connection; the server's
+ * limit is the backstop for when that side connection cannot be had.
+ */
+export const SERVER_TIMEOUT_GRACE_MS = 5_000;
+
+/**
+ * Runs `work` against a deadline. At `timeoutMs` it calls `onExpire` (which starts the
+ * server-side cancel) and rejects with `expiredError()` at once, without waiting for the
+ * server: a hung server must not hold the caller. `work` keeps running in the background;
+ * it reads `expired()` before each step that would commit, and its late outcome is dropped.
+ */
+export async function withDeadline<T>(
+  timeoutMs: number,
+  work: (expired: () => boolean) => Promise<T>,
+  onExpire: () => void,
+  expiredError: () => ServiceError,
+): Promise<T> {
+  let expired = false;
+  let timer: NodeJS.Timeout | undefined;
+  const running = work(() => expired);
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      expired = true;
+      onExpire();
+      reject(expiredError());
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([running, deadline]);
+  } finally {
+    clearTimeout(timer);
+    running.catch(() => undefined);
+  }
+}
+
+const PLACEHOLDERS: Record<'postgres' | 'mysql', string> = { postgres: '$1, $2, ...', mysql: '?' };
+
+/**
+ * Positional parameters for a SQL engine: null, numbers, strings and booleans as they are,
+ * objects and arrays as JSON text (the drivers would otherwise turn an array into an engine
+ * array literal or a list). Named parameters are a sqlite feature: BAD_REQUEST naming `params`.
+ */
+export function positionalParams(kind: 'postgres' | 'mysql', params: StoreParams): unknown[] {
+  if (!Array.isArray(params)) {
+    throw badRequest(`params: a ${kind} store takes positional params (${PLACEHOLDERS[kind]}), not an object`);
+  }
+  return params.map((value) => (value !== null && typeof value === 'object' ? JSON.stringify(value) : value));
+}
+
+/** Bytes a driver's row takes in a result's JSON, with the comma before the next row. */
+export function rowJsonBytes(row: unknown[]): number {
+  return Buffer.byteLength(JSON.stringify(jsonValue(row)), 'utf8') + 1;
+}
+
+/**
+ * A driver's value made JSON-safe: bytes as base64, dates as ISO strings, big integers as
+ * strings (numbers when exact), infinities and NaN as strings; arrays and objects walked.
+ */
+export function jsonValue(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (Buffer.isBuffer(value)) return value.toString('base64');
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (Array.isArray(value)) return value.map(jsonValue);
+  if (typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, jsonValue(inner)]));
+  }
+  return value;
+}
