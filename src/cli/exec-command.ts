@@ -1,9 +1,9 @@
 import { Command } from 'commander';
-import { apiPath, type ApiRequest } from '../mcp/api-client.js';
+import { apiPath, type ApiRequest } from '../client/api-client.js';
 import type { ExecResultBody } from '../schemas/exec-schemas.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
-import { sseEvents } from './client/connection.js';
+import { sseEvents } from '../client/sse-events.js';
 import { colours, dim, integer, pairs, printJson } from './client/output.js';
 
 interface CommandOptions {

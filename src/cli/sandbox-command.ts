@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { apiPath } from '../mcp/api-client.js';
+import { apiPath } from '../client/api-client.js';
 import type { SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { apiPath } from '../mcp/api-client.js';
+import { apiPath } from '../client/api-client.js';
 import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
 import type { SnapshotView } from '../schemas/snapshot-schemas.js';
 import { action, type ClientContext } from './client/client-context.js';
