@@ -29,27 +29,6 @@ describe('import boundaries (dependency-cruiser, .dependency-cruiser.cjs)', () =
     expect(await violations(ROOT, ['src', 'bench'])).toEqual([]);
   });
 
-  it('fails a backend that imports a service, a face that imports a backend, and a cycle', async () => {
-    write('src/services/services.ts', "export const services = 1;\n");
-    write('src/backends/backend.ts', "export const backend = 1;\n");
-    write('src/backends/docker/docker-backend.ts', "import { services } from '../../services/services.js';\nexport const docker = services;\n");
-    write('src/backends/fake/fake-backend.ts', "import { docker } from '../docker/docker-backend.js';\nexport const fake = docker;\n");
-    write('src/http/app.ts', "import { backend } from '../backends/backend.js';\nexport const app = backend;\n");
-    write('src/services/support/a.ts', "import { b } from './b.js';\nexport const a = () => b;\n");
-    write('src/services/support/b.ts', "import { a } from './a.js';\nexport const b = () => a;\n");
-    write('src/services/support/clock.ts', "import { services } from '../services.js';\nexport const clock = services;\n");
-    const found = await violations(scratch, ['src']);
-    expect(found).toEqual(
-      expect.arrayContaining([
-        'backends-imports-only-below: src/backends/docker/docker-backend.ts -> src/services/services.ts',
-        'backend-imports-no-other-backend: src/backends/fake/fake-backend.ts -> src/backends/docker/docker-backend.ts',
-        'http-imports-only-below: src/http/app.ts -> src/backends/backend.ts',
-        'service-support-knows-no-domain: src/services/support/clock.ts -> src/services/services.ts',
-        'no-circular: src/services/support/a.ts -> src/services/support/b.ts',
-      ]),
-    );
-  });
-
   it('fails an API client that imports a service, and a service or an HTTP route that imports the API client', async () => {
     const tree = join(scratch, 'client-case');
     const put = (path: string, text: string) => {
@@ -71,6 +50,27 @@ describe('import boundaries (dependency-cruiser, .dependency-cruiser.cjs)', () =
       ]),
     );
     expect(found.filter((v) => v.includes('src/mcp/') || v.includes('src/cli/'))).toEqual([]);
+  });
+
+  it('fails a backend that imports a service, a face that imports a backend, and a cycle', async () => {
+    write('src/services/services.ts', "export const services = 1;\n");
+    write('src/backends/backend.ts', "export const backend = 1;\n");
+    write('src/backends/docker/docker-backend.ts', "import { services } from '../../services/services.js';\nexport const docker = services;\n");
+    write('src/backends/fake/fake-backend.ts', "import { docker } from '../docker/docker-backend.js';\nexport const fake = docker;\n");
+    write('src/http/app.ts', "import { backend } from '../backends/backend.js';\nexport const app = backend;\n");
+    write('src/services/support/a.ts', "import { b } from './b.js';\nexport const a = () => b;\n");
+    write('src/services/support/b.ts', "import { a } from './a.js';\nexport const b = () => a;\n");
+    write('src/services/support/clock.ts', "import { services } from '../services.js';\nexport const clock = services;\n");
+    const found = await violations(scratch, ['src']);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'backends-imports-only-below: src/backends/docker/docker-backend.ts -> src/services/services.ts',
+        'backend-imports-no-other-backend: src/backends/fake/fake-backend.ts -> src/backends/docker/docker-backend.ts',
+        'http-imports-only-below: src/http/app.ts -> src/backends/backend.ts',
+        'service-support-knows-no-domain: src/services/support/clock.ts -> src/services/services.ts',
+        'no-circular: src/services/support/a.ts -> src/services/support/b.ts',
+      ]),
+    );
   });
 });
 
