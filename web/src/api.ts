@@ -3,7 +3,7 @@
  * one, kept in sessionStorage for this browser session; a 401 asks for it again and retries.
  */
 
-import type { BodyArgument, Method, Operation, Reply } from './api-types';
+import type { BodyArgument, Method, Operation, Reply, Schema } from './api-types';
 
 const KEY_ITEM = 'sandboxd.apiKey';
 
@@ -43,7 +43,7 @@ function ask(reason: string): Promise<string> {
 let authOn: Promise<boolean> | undefined;
 const needsKey = () =>
   (authOn ??= fetch('/status')
-    .then((r) => r.json() as Promise<{ data?: { api_key_configured?: boolean } }>)
+    .then((r) => r.json() as Promise<{ data?: Partial<Reply<'getStatus'>> }>)
     .then((body) => body.data?.api_key_configured === true)
     .catch(() => false));
 
@@ -68,7 +68,7 @@ export async function authorizedFetch(path: string, init: RequestInit = {}): Pro
 async function failure(response: Response, operation = ''): Promise<ApiError> {
   const text = await response.text();
   try {
-    const body = JSON.parse(text) as { error?: string; code?: string };
+    const body = JSON.parse(text) as Partial<Schema<'Error'>>;
     return new ApiError(response.status, body.error ?? text, body.code, operation);
   } catch {
     return new ApiError(response.status, text || response.statusText, '', operation);

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc, events } from '../api';
-import type { RequestBody } from '../api-types';
+import type { RequestBody, Schema } from '../api-types';
 import { Alert, labelText, Page, Status, Table, useAction, useLoad } from '../ui';
 
 /** `k=v, k2=v2` (or `k:v`) as the API's `label=k:v` query. */
@@ -26,7 +26,7 @@ function useLiveReload(reload: () => void): 'live' | 'polling' | 'connecting' {
         const stream = events('/events', abort.signal);
         setMode('live');
         for await (const event of stream) {
-          if (String((event.data as { event?: string }).event ?? '').startsWith('sandbox.')) reload();
+          if (((event.data as Partial<Schema<'SandboxEvent'>>).event ?? '').startsWith('sandbox.')) reload();
         }
       } catch {
         if (abort.signal.aborted) return;
