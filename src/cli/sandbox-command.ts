@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { apiPath } from '../client/api-client.js';
 import { sandboxDetail, type SandboxDetail, type SandboxSummary } from '../schemas/sandbox-schemas.js';
+import { profile } from '../schemas/common.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
 import { schemaFields, type FieldLayout } from './client/fields.js';
@@ -26,7 +27,7 @@ export function sandboxCommand(ctx: ClientContext): Command {
     .description('create and start a sandbox; prints it')
     .argument('<name>', 'sandbox name')
     .option('--image <image>', "container image (default: the server's)")
-    .option('--profile <profile>', 'security profile: permissive, moderate, restrictive')
+    .option('--profile <profile>', `security profile: ${profile.options.join(', ')}`)
     .option('--vcpus <n>', 'CPU cores')
     .option('--memory <mb>', 'memory limit in MiB')
     .option('--label <k=v>', 'a label; repeatable', collect)
