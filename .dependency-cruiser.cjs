@@ -4,7 +4,10 @@
  * (test/unit/boundaries.test.ts) run these rules; every rule names the layer it protects.
  *
  *   cli/, runtime.ts   composition roots: may import anything
- *   http/, mcp/        faces: services, schemas, telemetry, domain, errors, paths (mcp: the HTTP API only)
+ *   http/, mcp/        faces: services, schemas, telemetry, domain, errors, paths (mcp: the HTTP API only,
+ *                      through client/)
+ *   client/            the API client of the CLI and MCP: schemas, domain, errors, paths; imported
+ *                      only by cli/ and mcp/
  *   services/          the domain: backends, state, schemas, images, config, telemetry, domain, errors, paths;
  *                      one folder per domain, each using only the domains DOMAIN_GRAPH names;
  *                      its module.ts (and domains.ts, domain-module.ts) also names its routes and tools
@@ -22,6 +25,7 @@ const anyOf = (...names) => `^src/(${names.join('|')})(/|\\.ts$)`;
 const FORBIDDEN = {
   http: ['backends', 'state', 'mcp', 'cli', 'config', 'runtime'],
   mcp: ['backends', 'state', 'services', 'http', 'cli', 'config', 'runtime'],
+  client: ['backends', 'state', 'services', 'http', 'mcp', 'cli', 'config', 'images', 'telemetry', 'runtime'],
   services: ['http', 'mcp', 'cli', 'runtime'],
   backends: ['services', 'state', 'http', 'mcp', 'cli', 'config', 'schemas', 'runtime'],
   state: ['backends', 'services', 'http', 'mcp', 'cli', 'config', 'schemas', 'images', 'telemetry', 'runtime'],
@@ -117,6 +121,13 @@ module.exports = {
         to: target,
       })),
     ),
+    {
+      name: 'client-only-for-faces',
+      comment: 'src/client/ speaks to the HTTP API from outside: only the faces that are its clients (cli/, mcp/) import it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: anyOf('cli', 'mcp', 'client') },
+      to: { path: layer('client') },
+    },
     {
       name: 'backend-imports-no-other-backend',
       comment: 'a backend (backends/<id>/) is self-contained: it shares only the top-level backend files and backends/agent/',

@@ -6,7 +6,7 @@ import { basename, join, posix } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Command } from 'commander';
 import { ServiceError } from '../errors.js';
-import { apiPath, filePath } from '../mcp/api-client.js';
+import { apiPath, filePath } from '../client/api-client.js';
 import type { ExecResultBody } from '../schemas/exec-schemas.js';
 import { action, type ClientContext } from './client/client-context.js';
 import type { Connection } from './client/connection.js';

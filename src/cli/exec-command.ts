@@ -1,9 +1,10 @@
 import { Command } from 'commander';
-import { apiPath, type ApiRequest } from '../mcp/api-client.js';
+import { apiPath, type ApiRequest } from '../client/api-client.js';
 import type { ExecResultBody } from '../schemas/exec-schemas.js';
+import { profile } from '../schemas/common.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
-import { sseEvents } from './client/connection.js';
+import { sseEvents } from '../client/sse-events.js';
 import { colours, dim, integer, pairs, printJson } from './client/output.js';
 
 interface CommandOptions {
@@ -43,7 +44,7 @@ export function execCommands(ctx: ClientContext): Command[] {
     .usage('[options] -- <command...>')
     .argument('<command...>', 'the command and its arguments, after --')
     .option('--image <image>', 'container image (default: chosen from the command, else the server default)')
-    .option('--profile <profile>', 'security profile: permissive, moderate, restrictive')
+    .option('--profile <profile>', `security profile: ${profile.options.join(', ')}`)
     .option('--workdir <dir>', 'working directory, absolute')
     .option('--env <K=V>', 'an environment variable; repeatable', collect)
     .option('--timeout <ms>', 'kill the command after this many milliseconds (default 300000)')

@@ -2,7 +2,8 @@ import { createReadStream, lstatSync, readdirSync, readFileSync, readlinkSync } 
 import { basename, join, relative, resolve } from 'node:path';
 import { ServiceError } from '../errors.js';
 import { tarArchive, type TarEntry } from '../images/tar-archive.js';
-import { connect, sseEvents } from './client/connection.js';
+import { sseEvents } from '../client/sse-events.js';
+import { connect } from './client/connection.js';
 import { printJson, UsageError } from './client/output.js';
 
 export interface DockerfileBuildOptions {

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config-schema.js';
-import { httpClient } from '../mcp/http-client.js';
-import type { ApiClient } from '../mcp/api-client.js';
-import { injectClient } from '../mcp/inject-client.js';
+import { httpClient } from '../client/http-client.js';
+import type { ApiClient } from '../client/api-client.js';
+import { injectClient } from '../client/inject-client.js';
 import { startRuntime } from '../runtime.js';
 import { DataDirLockedError } from '../state/data-dir-lock.js';
 import type { Logger } from '../telemetry/logger.js';

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
-import { apiPath } from '../mcp/api-client.js';
+import { apiPath } from '../client/api-client.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
-import { sseEvents } from './client/connection.js';
+import { sseEvents } from '../client/sse-events.js';
 import { colours, dim, printJson } from './client/output.js';
 
 /** Fields of an audit entry or event that its line shows in their own columns. */

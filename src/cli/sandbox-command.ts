@@ -1,8 +1,10 @@
 import { Command } from 'commander';
-import { apiPath } from '../mcp/api-client.js';
-import type { SandboxDetail, SandboxSummary } from '../schemas/sandbox-schemas.js';
+import { apiPath } from '../client/api-client.js';
+import { sandboxDetail, type SandboxDetail, type SandboxSummary } from '../schemas/sandbox-schemas.js';
+import { profile } from '../schemas/common.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
+import { schemaFields, type FieldLayout } from './client/fields.js';
 import { age, integer, labelText, pairs, printFields, printJson, printTable, withProgress } from './client/output.js';
 
 interface CreateOptions {
@@ -25,7 +27,7 @@ export function sandboxCommand(ctx: ClientContext): Command {
     .description('create and start a sandbox; prints it')
     .argument('<name>', 'sandbox name')
     .option('--image <image>', "container image (default: the server's)")
-    .option('--profile <profile>', 'security profile: permissive, moderate, restrictive')
+    .option('--profile <profile>', `security profile: ${profile.options.join(', ')}`)
     .option('--vcpus <n>', 'CPU cores')
     .option('--memory <mb>', 'memory limit in MiB')
     .option('--label <k=v>', 'a label; repeatable', collect)
@@ -114,22 +116,19 @@ export function sandboxCommand(ctx: ClientContext): Command {
   return sandbox;
 }
 
+/** How a sandbox shows to people: these fields first, the rest of its schema after them. */
+const SANDBOX_LAYOUT: FieldLayout<SandboxDetail> = {
+  first: ['name', 'status', 'image', 'profile', 'vcpus', 'memory_mb', 'disk_mb', 'ip', 'labels', 'created_at', 'expires_at', 'restored_from', 'backend', 'uuid'],
+  show: {
+    status: { text: (s) => (s.status_reason ? `${s.status} (${s.status_reason})` : s.status) },
+    status_reason: 'hidden',
+    labels: { text: (s) => labelText(s.labels) },
+    created_at: { as: 'created', text: (s) => `${s.created_at} (${age(s.created_at)} ago)` },
+    expires_at: { as: 'expires' },
+  },
+};
+
 function printSandbox(sandbox: SandboxDetail, json: boolean): void {
   if (json) return printJson(sandbox);
-  printFields([
-    ['name', sandbox.name],
-    ['status', sandbox.status_reason ? `${sandbox.status} (${sandbox.status_reason})` : sandbox.status],
-    ['image', sandbox.image],
-    ['profile', sandbox.profile],
-    ['vcpus', sandbox.vcpus],
-    ['memory_mb', sandbox.memory_mb],
-    ['disk_mb', sandbox.disk_mb],
-    ['ip', sandbox.ip],
-    ['labels', labelText(sandbox.labels)],
-    ['created', `${sandbox.created_at} (${age(sandbox.created_at)} ago)`],
-    ['expires', sandbox.expires_at],
-    ['restored_from', sandbox.restored_from],
-    ['backend', sandbox.backend],
-    ['uuid', sandbox.uuid],
-  ]);
+  printFields(schemaFields(sandboxDetail, sandbox, SANDBOX_LAYOUT));
 }

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type WebSocket from 'ws';
-import { apiPath } from '../mcp/api-client.js';
+import { apiPath } from '../client/api-client.js';
 import { action, type ClientContext } from './client/client-context.js';
 
 /** Ctrl-D: sent when piped input ends, so that the shell sees end of input as at a keyboard. */

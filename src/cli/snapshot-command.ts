@@ -1,8 +1,9 @@
 import { Command } from 'commander';
-import { apiPath } from '../mcp/api-client.js';
+import { apiPath } from '../client/api-client.js';
 import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
-import type { SnapshotView } from '../schemas/snapshot-schemas.js';
+import { snapshot as snapshotSchema, type SnapshotView } from '../schemas/snapshot-schemas.js';
 import { action, type ClientContext } from './client/client-context.js';
+import { schemaFields, type FieldLayout } from './client/fields.js';
 import { age, printFields, printJson, printTable, withProgress } from './client/output.js';
 
 /** `sandboxd snapshot take|list|get|restore|rm`. */
@@ -82,16 +83,13 @@ export function snapshotCommand(ctx: ClientContext): Command {
   return snapshot;
 }
 
+/** How a snapshot shows to people: these fields first, the rest of its schema after them. */
+const SNAPSHOT_LAYOUT: FieldLayout<SnapshotView> = {
+  first: ['name', 'sandbox', 'base_image', 'profile', 'vcpus', 'memory_mb', 'created_at', 'image_tag'],
+  show: { base_image: { as: 'image' }, created_at: { as: 'created' } },
+};
+
 function printSnapshot(snapshot: SnapshotView, json: boolean): void {
   if (json) return printJson(snapshot);
-  printFields([
-    ['name', snapshot.name],
-    ['sandbox', snapshot.sandbox],
-    ['image', snapshot.base_image],
-    ['profile', snapshot.profile],
-    ['vcpus', snapshot.vcpus],
-    ['memory_mb', snapshot.memory_mb],
-    ['created', snapshot.created_at],
-    ['image_tag', snapshot.image_tag],
-  ]);
+  printFields(schemaFields(snapshotSchema, snapshot, SNAPSHOT_LAYOUT));
 }

@@ -4,7 +4,7 @@ import { isServiceError } from '../errors.js';
 import type { BackendCapability } from '../schemas/service-schemas.js';
 import { VERSION } from '../paths.js';
 import type { Logger } from '../telemetry/logger.js';
-import type { ApiClient } from './api-client.js';
+import type { ApiClient } from '../client/api-client.js';
 import { capOutput } from './output-cap.js';
 import type { Tool, ToolContext } from './tool.js';
 import { toolError } from './tool-errors.js';

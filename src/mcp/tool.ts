@@ -1,7 +1,7 @@
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { BackendCapability } from '../schemas/service-schemas.js';
-import type { ApiClient } from './api-client.js';
+import type { ApiClient } from '../client/api-client.js';
 
 /** What a tool's handler gets besides its arguments. */
 export interface ToolContext {

@@ -93,6 +93,24 @@ export const instanceDeleted = z.object({ deleted: z.literal(true), id: z.string
 
 const historyEntry = z.object({ sequence: z.int(), type: z.string(), step: z.string().nullable(), data: z.looseObject({}), timestamp });
 
+/** One step of an instance as the interpreter sees it; the fields past `status` appear where they apply. */
+const instanceStep = z.looseObject({
+  id: z.string(),
+  type: z.string(),
+  status: z.string(),
+  attempts: z.int().optional(),
+  started_at: timestamp.nullable().optional(),
+  completed_at: timestamp.nullable().optional(),
+  exit_code: z.int().nullable().optional(),
+  output: json.optional(),
+  output_truncated: z.literal(true).optional(),
+  error: z.string().optional(),
+  event: z.string().optional().meta({ description: 'wait_for_event: the event it waits for' }),
+  deadline: timestamp.nullable().optional().meta({ description: "wait_for_event: its timeout's deadline" }),
+  fire_at: timestamp.optional().meta({ description: 'timer: when it fires' }),
+  retry_at: timestamp.optional().meta({ description: 'An activity waiting out a back-off: when it is retried' }),
+});
+
 export const instance = z
   .object({
     id: z.string(),
@@ -109,7 +127,7 @@ export const instance = z
     started_at: timestamp.nullable(),
     completed_at: timestamp.nullable(),
     start_at: timestamp.nullable(),
-    steps: z.array(z.looseObject({ id: z.string(), type: z.string(), status: z.string() })).meta({
+    steps: z.array(instanceStep).meta({
       description: 'Steps by path (list, checks.lint.lint, each[3]) with status pending, scheduled, running, retrying, completed, failed, skipped, waiting or cancelled',
     }),
     waiting_for: z.array(z.string()),

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ApiClient } from '../../src/mcp/api-client.js';
+import type { ApiClient } from '../../src/client/api-client.js';
 import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer } from '../../src/mcp/server.js';
 import { silentLogger } from '../../src/telemetry/logger.js';

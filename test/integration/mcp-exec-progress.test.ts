@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpClient } from '../../src/mcp/http-client.js';
+import { httpClient } from '../../src/client/http-client.js';
 import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
 import { silentLogger } from '../../src/telemetry/logger.js';

@@ -29,6 +29,29 @@ describe('import boundaries (dependency-cruiser, .dependency-cruiser.cjs)', () =
     expect(await violations(ROOT, ['src', 'bench'])).toEqual([]);
   });
 
+  it('fails an API client that imports a service, and a service or an HTTP route that imports the API client', async () => {
+    const tree = join(scratch, 'client-case');
+    const put = (path: string, text: string) => {
+      mkdirSync(dirname(join(tree, path)), { recursive: true });
+      writeFileSync(join(tree, path), text);
+    };
+    put('src/services/sandbox-service.ts', "export const service = 1;\n");
+    put('src/client/api-client.ts', "import { service } from '../services/sandbox-service.js';\nexport const client = service;\n");
+    put('src/services/caller.ts', "import { client } from '../client/api-client.js';\nexport const caller = client;\n");
+    put('src/http/routes.ts', "import { client } from '../client/api-client.js';\nexport const routes = client;\n");
+    put('src/mcp/tool.ts', "import { client } from '../client/api-client.js';\nexport const tool = client;\n");
+    put('src/cli/main.ts', "import { client } from '../client/api-client.js';\nexport const main = client;\n");
+    const found = await violations(tree, ['src']);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'client-imports-only-below: src/client/api-client.ts -> src/services/sandbox-service.ts',
+        'client-only-for-faces: src/services/caller.ts -> src/client/api-client.ts',
+        'client-only-for-faces: src/http/routes.ts -> src/client/api-client.ts',
+      ]),
+    );
+    expect(found.filter((v) => v.includes('src/mcp/') || v.includes('src/cli/'))).toEqual([]);
+  });
+
   it('fails a backend that imports a service, a face that imports a backend, and a cycle', async () => {
     write('src/services/services.ts', "export const services = 1;\n");
     write('src/backends/backend.ts', "export const backend = 1;\n");

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { sseEvents } from '../../src/cli/client/connection.js';
+import { sseEvents } from '../../src/client/sse-events.js';
 import { extractGlobalFlags } from '../../src/cli/client/global-flags.js';
 import { age, CLI_NEXT_STEPS, labelText, pairs, UsageError } from '../../src/cli/client/output.js';
 import { withNextStep, type NextStep } from '../../src/errors.js';

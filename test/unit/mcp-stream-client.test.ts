@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { httpClient } from '../../src/mcp/http-client.js';
-import { SseReader } from '../../src/mcp/sse-reader.js';
+import { httpClient } from '../../src/client/http-client.js';
+import { SseReader } from '../../src/client/sse-reader.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 
 let h: FakeHarness;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { injectClient } from '../../src/mcp/inject-client.js';
+import { injectClient } from '../../src/client/inject-client.js';
 import { objectTools } from '../../src/mcp/tools/object-tools.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { manualClock } from '../helpers/manual-clock.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiKey } from '../../src/domain/principals.js';
-import { injectClient } from '../../src/mcp/inject-client.js';
+import { injectClient } from '../../src/client/inject-client.js';
 import { domainTools } from '../../src/services/domains.js';
 import { createMcpServer, type SandboxdMcpServer } from '../../src/mcp/server.js';
 import { silentLogger } from '../../src/telemetry/logger.js';

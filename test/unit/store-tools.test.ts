@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { injectClient } from '../../src/mcp/inject-client.js';
+import { injectClient } from '../../src/client/inject-client.js';
 import { fakeHarness, type FakeHarness } from '../helpers/fake-app.js';
 import { texts } from '../helpers/mcp-process.js';
 import { mcpSession, type McpSession } from '../helpers/mcp-session.js';

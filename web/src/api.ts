@@ -3,13 +3,17 @@
  * one, kept in sessionStorage for this browser session; a 401 asks for it again and retries.
  */
 
+import type { BodyArgument, Method, Operation, Reply, Schema } from './api-types';
+
 const KEY_ITEM = 'sandboxd.apiKey';
 
+/** A refused call: the reply's status, the envelope's message and code, and the operation that was called. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly code = '',
+    readonly operation = '',
   ) {
     super(message);
   }
@@ -39,7 +43,7 @@ function ask(reason: string): Promise<string> {
 let authOn: Promise<boolean> | undefined;
 const needsKey = () =>
   (authOn ??= fetch('/status')
-    .then((r) => r.json() as Promise<{ data?: { api_key_configured?: boolean } }>)
+    .then((r) => r.json() as Promise<{ data?: Partial<Reply<'getStatus'>> }>)
     .then((body) => body.data?.api_key_configured === true)
     .catch(() => false));
 
@@ -61,35 +65,41 @@ export async function authorizedFetch(path: string, init: RequestInit = {}): Pro
 }
 
 /** The reply's error as a message: the envelope's `error` where there is one. */
-async function failure(response: Response): Promise<ApiError> {
+async function failure(response: Response, operation = ''): Promise<ApiError> {
   const text = await response.text();
   try {
-    const body = JSON.parse(text) as { error?: string; code?: string };
-    return new ApiError(response.status, body.error ?? text, body.code);
+    const body = JSON.parse(text) as Partial<Schema<'Error'>>;
+    return new ApiError(response.status, body.error ?? text, body.code, operation);
   } catch {
-    return new ApiError(response.status, text || response.statusText);
+    return new ApiError(response.status, text || response.statusText, '', operation);
   }
 }
 
 /** A JSON call: the reply's body as it is, or an ApiError carrying its message. */
-async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
+async function json(operation: Operation, method: string, path: string, body: unknown): Promise<unknown> {
   const init: RequestInit = { method };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { 'content-type': 'application/json' };
   }
   const response = await authorizedFetch(path, init);
-  if (!response.ok) throw await failure(response);
-  return (await response.json()) as T;
+  if (!response.ok) throw await failure(response, operation);
+  return response.json();
 }
 
-/** A JSON call: the envelope's `data`, or an ApiError carrying its message. */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  return (await json<{ data: T }>(method, path, body)).data;
+/**
+ * A JSON call of `operation` (its operationId in the OpenAPI document) at `path` (the route
+ * with its parameters filled in): the envelope's `data`, or an ApiError carrying its message.
+ * The method, the body and the reply are typed by the operation (api-types.ts).
+ */
+export async function api<O extends Operation>(operation: O, method: Method<O>, path: string, ...[body]: BodyArgument<O>): Promise<Reply<O>> {
+  return ((await json(operation, method, path, body)) as { data: Reply<O> }).data;
 }
 
 /** A call of a route whose reply is a bare body, not an envelope (the browser routes). */
-export const bareApi = json;
+export async function bareApi<O extends Operation>(operation: O, method: Method<O>, path: string, ...[body]: BodyArgument<O>): Promise<Reply<O>> {
+  return (await json(operation, method, path, body)) as Reply<O>;
+}
 
 /** A file's bytes as they are. */
 export async function download(path: string): Promise<Blob> {

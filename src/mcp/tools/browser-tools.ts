@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { resourceName } from '../../schemas/common.js';
 import type { PageSnapshot } from '../../schemas/browser-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, requiring, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { execBody } from '../../schemas/exec-schemas.js';
 import type { DetachedLogsBody } from '../../schemas/detached-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, requiring, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 

@@ -1,6 +1,6 @@
 import { ServiceError } from '../../errors.js';
 import type { ExecResultBody } from '../../schemas/exec-schemas.js';
-import type { ApiClient } from '../api-client.js';
+import type { ApiClient } from '../../client/api-client.js';
 
 /** Least time between two progress notifications of one command. */
 const PROGRESS_INTERVAL_MS = 250;

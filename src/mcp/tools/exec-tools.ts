@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { execBody, type ExecResultBody } from '../../schemas/exec-schemas.js';
 import { batchBody, runBody, type BatchRunResult } from '../../schemas/run-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 import { execWithProgress } from './exec-progress.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { encoding, writeFilesBody } from '../../schemas/file-schemas.js';
-import { apiPath, filePath } from '../api-client.js';
+import { apiPath, filePath } from '../../client/api-client.js';
 import { defineTool, text, type Tool } from '../tool.js';
 import { absolutePath, sandboxName } from './arguments.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { duration } from '../../schemas/common.js';
 import { resizeBody } from '../../schemas/lifecycle-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 

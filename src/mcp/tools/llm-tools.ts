@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { llmUsageQuery } from '../../schemas/llm-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, type Tool } from '../tool.js';
 
 /** LLM usage through the gateway (keys are set over HTTP by an administrator, never through a tool). */

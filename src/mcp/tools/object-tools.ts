@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { className, defineClassFields, methodName, objectId } from '../../schemas/object-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, type Tool } from '../tool.js';
 
 const classArgument = className.meta({ description: 'Object class name (registered with object_class_define)' });

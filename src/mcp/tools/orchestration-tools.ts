@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { raiseEventBody, startBody } from '../../schemas/orchestration-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, type Tool } from '../tool.js';
 
 const instanceRef = z.string().min(1).max(128).meta({ description: 'Orchestration instance id (see orchestration_list)' });

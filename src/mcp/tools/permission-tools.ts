@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { grantBody } from '../../schemas/policy-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, text, type Tool } from '../tool.js';
 
 const VIEW = 'JSON {id, principal, action, resource, scope, when, expires_at, uses, granted_by, granted_at}';

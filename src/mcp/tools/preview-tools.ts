@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { duration } from '../../schemas/common.js';
 import type { PreviewUrl } from '../../schemas/preview-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, requiring, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { labels } from '../../schemas/common.js';
 import { createSandboxBody } from '../../schemas/sandbox-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 

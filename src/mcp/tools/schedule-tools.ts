@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createScheduleBody } from '../../schemas/schedule-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, text, type Tool } from '../tool.js';
 
 const scheduleRef = z.string().min(1).max(100).meta({ description: 'Schedule id or name (see schedule_list)' });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { resourceName } from '../../schemas/common.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, requiring, text, type Tool } from '../tool.js';
 import { sandboxName } from './arguments.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { commandBody, createStoreBody, executeBody, listStoresQuery, queryBody } from '../../schemas/store-schemas.js';
-import { apiPath } from '../api-client.js';
+import { apiPath } from '../../client/api-client.js';
 import { defineTool, json, text, type Tool } from '../tool.js';
 
 const storeRef = z.string().min(1).max(100).meta({ description: 'Store id or name (see store_list)' });

@@ -1,45 +1,26 @@
 import { useState } from 'preact/hooks';
 import { bareApi, enc } from '../api';
+import type { Schema } from '../api-types';
 import { Alert, useLoad } from '../ui';
 
-interface BrowserEvent {
-  seq: number;
-  type: string;
-  page: string;
-}
-
-interface PageSummary {
-  name: string;
-  url: string;
-  title: string;
-}
-
-interface Shot {
-  page: PageSummary;
-  /** Every open page's name, for the choice of page. */
-  pages: string[];
-  data: string;
-  mime_type: string;
-  width: number;
-  height: number;
-  taken_at: string;
-}
+/** The latest screenshot, the page it shows and every open page's name (for the choice of page). */
+type Shot = Schema<'BrowserScreenshot'> & { page: Schema<'BrowserPage'>; pages: string[]; taken_at: string };
 
 const EVENTS_PAGE = 1000;
 
 /** The whole browser event log (it is read without starting the browser). */
-async function eventLog(name: string): Promise<BrowserEvent[]> {
-  const all: BrowserEvent[] = [];
+async function eventLog(name: string): Promise<Schema<'BrowserEvent'>[]> {
+  const all: Schema<'BrowserEvent'>[] = [];
   for (;;) {
     const offset = all.length ? all[all.length - 1]!.seq + 1 : 0;
-    const batch = await bareApi<BrowserEvent[]>('GET', `/sandboxes/${enc(name)}/browser/events?offset=${offset}&limit=${EVENTS_PAGE}`);
+    const batch = await bareApi('streamBrowserEvents', 'GET', `/sandboxes/${enc(name)}/browser/events?offset=${offset}&limit=${EVENTS_PAGE}`);
     all.push(...batch);
     if (batch.length < EVENTS_PAGE) return all;
   }
 }
 
 /** Pages the log says are open, the most recently used last. */
-function openPages(log: BrowserEvent[]): string[] {
+function openPages(log: Schema<'BrowserEvent'>[]): string[] {
   const open = new Map<string, number>();
   for (const event of log) {
     open.delete(event.page);
@@ -61,10 +42,10 @@ export function BrowserView({ name, running }: { name: string; running: boolean 
     if (!running) return 'The sandbox is not running: its browser stopped with it.';
     const named = openPages(log);
     if (named.length === 0) return 'The browser has no open page.';
-    const pages = (await bareApi<PageSummary[]>('GET', `/sandboxes/${enc(name)}/browser/pages`)).filter((p) => named.includes(p.name));
+    const pages = (await bareApi('listBrowserPages', 'GET', `/sandboxes/${enc(name)}/browser/pages`)).filter((p) => named.includes(p.name));
     const page = pages.find((p) => p.name === chosen) ?? pages.sort((a, b) => named.indexOf(b.name) - named.indexOf(a.name))[0];
     if (!page) return 'The browser has no open page.';
-    const image = await bareApi<Pick<Shot, 'data' | 'mime_type' | 'width' | 'height'>>('GET', `/sandboxes/${enc(name)}/browser/pages/${enc(page.name)}/screenshot`);
+    const image = await bareApi('screenshotBrowserPage', 'GET', `/sandboxes/${enc(name)}/browser/pages/${enc(page.name)}/screenshot`);
     return { ...image, page, pages: pages.map((p) => p.name), taken_at: new Date().toISOString() };
   }, [name, running, chosen]);
   const data = shot.data;

@@ -1,21 +1,11 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from '../api';
+import type { Schema } from '../api-types';
 import { age, Alert, Page, Status, Table, useAction, useLoad } from '../ui';
 
-interface DurableObject {
-  id: string;
-  class: string;
-  object_id: string;
-  status: string;
-  sandbox: string;
-  storage_bytes: number;
-  call_count: number;
-  last_call_at: string | null;
-}
-
 export function ObjectsPage() {
-  const objects = useLoad(() => api<DurableObject[]>('GET', '/objects'), []);
-  const classes = useLoad(() => api<{ name: string; runtime?: string; methods?: string[] }[]>('GET', '/objects/classes'), []);
+  const objects = useLoad(() => api('listObjects', 'GET', '/objects'), []);
+  const classes = useLoad(() => api('listObjectClasses', 'GET', '/objects/classes'), []);
   return (
     <Page title="Durable objects">
       <Alert error={objects.error ?? classes.error} />
@@ -35,28 +25,8 @@ export function ObjectsPage() {
   );
 }
 
-interface Schedule {
-  id: string;
-  name: string;
-  cron: string | null;
-  fire_at: string | null;
-  timezone: string;
-  status: string;
-  next_fire_at: string | null;
-  last_run_status: string | null;
-  fire_count: number;
-}
-
-interface ScheduleRun {
-  id: string;
-  scheduled_for: string;
-  status: string;
-  duration_ms: number | null;
-  error: string | null;
-}
-
-function Runs({ schedule }: { schedule: Schedule }) {
-  const runs = useLoad(() => api<ScheduleRun[]>('GET', `/schedules/${enc(schedule.id)}/runs`), [schedule.id]);
+function Runs({ schedule }: { schedule: Schema<'Schedule'> }) {
+  const runs = useLoad(() => api('listScheduleRuns', 'GET', `/schedules/${enc(schedule.id)}/runs`), [schedule.id]);
   return (
     <div class="card">
       <h2>Runs of {schedule.name}</h2>
@@ -71,10 +41,10 @@ function Runs({ schedule }: { schedule: Schedule }) {
 }
 
 export function SchedulesPage() {
-  const list = useLoad(() => api<Schedule[]>('GET', '/schedules'), []);
-  const [open, setOpen] = useState<Schedule>();
+  const list = useLoad(() => api('listSchedules', 'GET', '/schedules'), []);
+  const [open, setOpen] = useState<Schema<'Schedule'>>();
   const [error, run, busy] = useAction();
-  const trigger = (s: Schedule) => void run(async () => (await api('POST', `/schedules/${enc(s.id)}/trigger`), list.reload(), setOpen({ ...s })));
+  const trigger = (s: Schema<'Schedule'>) => void run(async () => (await api('triggerSchedule', 'POST', `/schedules/${enc(s.id)}/trigger`), list.reload(), setOpen({ ...s })));
   return (
     <Page title="Schedules">
       <Alert error={list.error ?? error} />
@@ -101,28 +71,14 @@ export function SchedulesPage() {
   );
 }
 
-interface Store {
-  id: string;
-  name: string;
-  kind: string;
-  sandbox: string | null;
-  size_bytes?: number;
-  status?: string;
-}
-
-interface QueryResult {
-  columns: string[];
-  rows: unknown[][];
-  row_count: number;
-  truncated: boolean;
-  duration_ms: number;
-}
+/** What the SQL box shows: a query's rows, or the rows an execute returned. */
+type Rows = Pick<Schema<'StoreQueryResult'>, 'columns' | 'rows' | 'row_count' | 'truncated' | 'duration_ms'>;
 
 const SQL_KINDS = new Set(['sqlite', 'postgres', 'mysql']);
 
 /** A SQL box: a read-only query (POST /query) or a write (POST /execute), the rows in a grid. */
-function SqlBox({ store }: { store: Store }) {
-  const [result, setResult] = useState<QueryResult>();
+function SqlBox({ store }: { store: Schema<'Store'> }) {
+  const [result, setResult] = useState<Rows>();
   const [note, setNote] = useState<string>();
   const [error, run, busy] = useAction();
   const submit = (e: SubmitEvent) => {
@@ -133,10 +89,13 @@ function SqlBox({ store }: { store: Store }) {
     void run(async () => {
       setResult(undefined);
       setNote(undefined);
-      if (!write) return setResult(await api<QueryResult>('POST', `/stores/${enc(store.id)}/query`, { sql }));
-      const done = await api<{ rows_affected: number; columns?: string[]; rows?: unknown[][] }>('POST', `/stores/${enc(store.id)}/execute`, { sql });
+      if (!write) return setResult(await api('queryStore', 'POST', `/stores/${enc(store.id)}/query`, { sql }));
+      const done = await api('executeStore', 'POST', `/stores/${enc(store.id)}/execute`, { sql });
       setNote(`${done.rows_affected} row(s) affected`);
-      if (done.columns && done.rows) setResult({ columns: done.columns, rows: done.rows, row_count: done.rows.length, truncated: false, duration_ms: 0 });
+      // One statement was sent, so the reply is one statement's result (a batch's has `results`).
+      if (!('results' in done) && done.columns && done.rows) {
+        setResult({ columns: done.columns, rows: done.rows, row_count: done.rows.length, truncated: false, duration_ms: 0 });
+      }
     });
   };
   return (
@@ -166,8 +125,8 @@ function SqlBox({ store }: { store: Store }) {
 }
 
 export function StoresPage() {
-  const list = useLoad(() => api<Store[]>('GET', '/stores'), []);
-  const [open, setOpen] = useState<Store>();
+  const list = useLoad(() => api('listStores', 'GET', '/stores'), []);
+  const [open, setOpen] = useState<Schema<'Store'>>();
   return (
     <Page title="Stores">
       <Alert error={list.error} />

@@ -26,7 +26,7 @@ function RaiseEvent({ instance, onDone }: { instance: Instance; onDone: () => vo
     const fields = new FormData(form);
     void run(async () => {
       const data = parseJson(String(fields.get('data') ?? ''), 'Data');
-      await api('POST', `/orchestrations/${enc(instance.id)}/events`, { name: String(fields.get('event')), ...(data !== undefined && { data }) });
+      await api('eventsOrchestration', 'POST', `/orchestrations/${enc(instance.id)}/events`, { name: String(fields.get('event')), ...(data !== undefined && { data }) });
       form.reset();
       onDone();
     });
@@ -117,16 +117,16 @@ function Timeline({ history }: { history: HistoryEntry[] }) {
 }
 
 export function OrchestrationPage({ id }: { id: string }) {
-  const instance = useLoad(() => api<Instance>('GET', `/orchestrations/${enc(id)}`), [id]);
+  const instance = useLoad(() => api('getOrchestration', 'GET', `/orchestrations/${enc(id)}`), [id]);
   const [error, run, busy] = useAction();
   const data = instance.data;
   const done = data ? finished(data.status) : false;
   usePoll(instance.reload, 2000, Boolean(data) && !done);
   const terminate = () => {
     const reason = prompt(`Terminate ${id}? Reason:`, 'terminated from the dashboard');
-    if (reason !== null) void run(async () => (await api('POST', `/orchestrations/${enc(id)}/terminate`, reason ? { reason } : {}), instance.reload()));
+    if (reason !== null) void run(async () => (await api('terminateOrchestration', 'POST', `/orchestrations/${enc(id)}/terminate`, reason ? { reason } : {}), instance.reload()));
   };
-  const remove = () => confirm(`Delete instance ${id} and its history?`) && void run(async () => (await api('DELETE', `/orchestrations/${enc(id)}`), (location.hash = '#/orchestrations')));
+  const remove = () => confirm(`Delete instance ${id} and its history?`) && void run(async () => (await api('deleteOrchestration', 'DELETE', `/orchestrations/${enc(id)}`), (location.hash = '#/orchestrations')));
   const actions = data && (
     <span class="actions">
       <button onClick={instance.reload}>Refresh</button>

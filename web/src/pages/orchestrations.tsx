@@ -1,56 +1,12 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from '../api';
+import type { Schema } from '../api-types';
 import { age, Alert, Page, Status, Table, useAction, useLoad, usePoll } from '../ui';
 
-interface Definition {
-  name: string;
-  version: number;
-  description: string | null;
-  steps: { id: string; type: string }[];
-  updated_at: string;
-}
-
-export interface Instance {
-  id: string;
-  name: string;
-  definition_version: number;
-  status: string;
-  input: unknown;
-  output: unknown;
-  error: string | null;
-  failed_step: string | null;
-  created_at: string;
-  started_at: string | null;
-  completed_at: string | null;
-  start_at: string | null;
-  steps: InstanceStep[];
-  waiting_for: string[];
-  history?: HistoryEntry[];
-}
-
-export interface InstanceStep {
-  id: string;
-  type: string;
-  status: string;
-  attempts?: number;
-  started_at?: string | null;
-  completed_at?: string | null;
-  exit_code?: number | null;
-  output?: unknown;
-  error?: string;
-  event?: string;
-  deadline?: string | null;
-  fire_at?: string;
-  retry_at?: string;
-}
-
-export interface HistoryEntry {
-  sequence: number;
-  type: string;
-  step: string | null;
-  data: Record<string, unknown>;
-  timestamp: string;
-}
+/** An instance as GET /orchestrations/{id} answers it, its steps and its history entries. */
+export type Instance = Schema<'OrchestrationInstance'>;
+export type InstanceStep = Instance['steps'][number];
+export type HistoryEntry = NonNullable<Instance['history']>[number];
 
 export const STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'terminated'] as const;
 export const finished = (status: string) => status === 'completed' || status === 'failed' || status === 'terminated';
@@ -66,7 +22,7 @@ export function parseJson(text: string, field: string): unknown {
 }
 
 /** Starts an instance of a stored definition with a JSON input; opens it. */
-function StartForm({ definitions }: { definitions: Definition[] }) {
+function StartForm({ definitions }: { definitions: Schema<'OrchestrationDefinition'>[] }) {
   const [error, run, busy] = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
@@ -74,7 +30,7 @@ function StartForm({ definitions }: { definitions: Definition[] }) {
     void run(async () => {
       const input = parseJson(String(form.get('input') ?? ''), 'Input');
       const body = { name: String(form.get('definition')), ...(input !== undefined && { input }) };
-      const started = await api<Instance>('POST', '/orchestrations', body);
+      const started = await api('createOrchestration', 'POST', '/orchestrations', body);
       location.hash = `#/orchestrations/${enc(started.id)}`;
     });
   };
@@ -103,8 +59,8 @@ function StartForm({ definitions }: { definitions: Definition[] }) {
 
 export function OrchestrationsPage() {
   const [status, setStatus] = useState('');
-  const definitions = useLoad(() => api<Definition[]>('GET', '/orchestrations/definitions'), []);
-  const instances = useLoad(() => api<Instance[]>('GET', `/orchestrations${status ? `?status=${status}` : ''}`), [status]);
+  const definitions = useLoad(() => api('listOrchestrationsDefinitions', 'GET', '/orchestrations/definitions'), []);
+  const instances = useLoad(() => api('listOrchestrations', 'GET', `/orchestrations${status ? `?status=${status}` : ''}`), [status]);
   // Instances move on by themselves (activities finish, timers fire): the list follows.
   usePoll(instances.reload, 5000);
   return (

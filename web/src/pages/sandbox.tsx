@@ -3,22 +3,8 @@ import { api, download, enc, encPath, events, upload } from '../api';
 import { Alert, Fields, Page, Status, Table, useAction, useLoad } from '../ui';
 import { BrowserView } from './browser-view';
 import { SandboxActions } from './sandboxes';
-import { SnapshotTable, type Snapshot } from './snapshots';
+import { SnapshotTable } from './snapshots';
 import { Terminal } from './terminal';
-
-interface Detached {
-  id: string;
-  command: string[];
-  status: string;
-  exit_code: number | null;
-  started_at: string;
-}
-
-interface Sandbox {
-  name: string;
-  status: string;
-  [field: string]: unknown;
-}
 
 /**
  * A command run detached, its stdout and stderr followed as Server-Sent Events: output shows
@@ -39,7 +25,7 @@ function Console({ name }: { name: string }) {
     setExit(undefined);
     void run(async () => {
       const base = `/sandboxes/${enc(name)}/exec`;
-      const { id } = await api<{ id: string }>('POST', `${base}/detach`, { command: ['sh', '-c', command] });
+      const { id } = await api('startDetachedCommand', 'POST', `${base}/detach`, { command: ['sh', '-c', command] });
       const follow = async (stream: 'stdout' | 'stderr') => {
         for await (const event of events(`${base}/detached/${enc(id)}/logs?stream=${stream}&follow=true`, controller.signal)) {
           const data = event.data as { data?: string; exit_code?: number | null; status?: string; message?: string };
@@ -52,8 +38,8 @@ function Console({ name }: { name: string }) {
       detached.reload();
     });
   };
-  const detached = useLoad(() => api<Detached[]>('GET', `/sandboxes/${enc(name)}/exec/detached`), [name]);
-  const kill = (id: string) => void run(async () => (await api('DELETE', `/sandboxes/${enc(name)}/exec/detached/${enc(id)}`), detached.reload()));
+  const detached = useLoad(() => api('listDetachedCommands', 'GET', `/sandboxes/${enc(name)}/exec/detached`), [name]);
+  const kill = (id: string) => void run(async () => (await api('killDetachedCommand', 'DELETE', `/sandboxes/${enc(name)}/exec/detached/${enc(id)}`), detached.reload()));
   return (
     <div class="card">
       <form class="form-row" onSubmit={submit} aria-label="Run a command">
@@ -98,7 +84,7 @@ function Files({ name }: { name: string }) {
   const [dir, setDir] = useState('/workspace');
   const [error, run] = useAction();
   const listing = useLoad(async () => {
-    const result = await api<{ stdout: string; stderr: string; exit_code: number }>('POST', `/sandboxes/${enc(name)}/exec`, {
+    const result = await api('execCommand', 'POST', `/sandboxes/${enc(name)}/exec`, {
       command: ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\t%s\t%f\n'],
     });
     if (result.exit_code !== 0) throw new Error(result.stderr.trim() || `find exited ${result.exit_code}`);
@@ -172,7 +158,7 @@ function Files({ name }: { name: string }) {
 }
 
 function AuditLog({ name }: { name: string }) {
-  const log = useLoad(() => api<Record<string, unknown>[]>('GET', `/sandboxes/${enc(name)}/logs`), [name]);
+  const log = useLoad(() => api('getSandboxLogs', 'GET', `/sandboxes/${enc(name)}/logs`), [name]);
   return (
     <div class="card">
       <Alert error={log.error} />
@@ -186,14 +172,14 @@ function AuditLog({ name }: { name: string }) {
 }
 
 function Snapshots({ name }: { name: string }) {
-  const list = useLoad(async () => (await api<Snapshot[]>('GET', '/snapshots')).filter((s) => s.sandbox === name), [name]);
+  const list = useLoad(async () => (await api('listSnapshots', 'GET', '/snapshots')).filter((s) => s.sandbox === name), [name]);
   const [error, run, busy] = useAction();
   const take = (e: Event) => {
     e.preventDefault();
     const form = e.currentTarget as HTMLFormElement;
     const snapshot = String(new FormData(form).get('snapshot'));
     void run(async () => {
-      await api('POST', '/snapshots', { sandbox: name, name: snapshot });
+      await api('createSnapshot', 'POST', '/snapshots', { sandbox: name, name: snapshot });
       form.reset();
       list.reload();
     });
@@ -217,7 +203,7 @@ function Snapshots({ name }: { name: string }) {
 const TABS = ['Overview', 'Console', 'Terminal', 'Files', 'Audit log', 'Snapshots', 'Browser'] as const;
 
 export function SandboxPage({ name }: { name: string }) {
-  const sandbox = useLoad(() => api<Sandbox>('GET', `/sandboxes/${enc(name)}`), [name]);
+  const sandbox = useLoad(() => api('getSandbox', 'GET', `/sandboxes/${enc(name)}`), [name]);
   const [tab, setTab] = useState<(typeof TABS)[number]>('Overview');
   const gone = () => (location.hash = '#/sandboxes');
   return (

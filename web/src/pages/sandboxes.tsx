@@ -1,15 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc, events } from '../api';
+import type { RequestBody, Schema } from '../api-types';
 import { Alert, labelText, Page, Status, Table, useAction, useLoad } from '../ui';
-
-export interface SandboxSummary {
-  name: string;
-  status: string;
-  image: string;
-  backend: string;
-  labels: Record<string, string>;
-  description?: string;
-}
 
 /** `k=v, k2=v2` (or `k:v`) as the API's `label=k:v` query. */
 function labelQuery(filter: string): string {
@@ -34,7 +26,7 @@ function useLiveReload(reload: () => void): 'live' | 'polling' | 'connecting' {
         const stream = events('/events', abort.signal);
         setMode('live');
         for await (const event of stream) {
-          if (String((event.data as { event?: string }).event ?? '').startsWith('sandbox.')) reload();
+          if (((event.data as Partial<Schema<'SandboxEvent'>>).event ?? '').startsWith('sandbox.')) reload();
         }
       } catch {
         if (abort.signal.aborted) return;
@@ -61,10 +53,17 @@ function CreateForm({ onCreated }: { onCreated: () => void }) {
         .filter(Boolean)
         .map((pair) => pair.split(/[=:]/, 2) as [string, string]),
     );
-    const body: Record<string, unknown> = { name: form.get('name'), labels };
-    for (const field of ['image', 'profile', 'ttl']) if (form.get(field)) body[field] = form.get(field);
+    const text = (field: string) => String(form.get(field) ?? '') || undefined;
+    const body: RequestBody<'createSandbox'> = { name: String(form.get('name') ?? ''), labels };
+    const image = text('image');
+    // The select offers only the profiles the schema names.
+    const profile = text('profile') as RequestBody<'createSandbox'>['profile'];
+    const ttl = text('ttl');
+    if (image) body.image = image;
+    if (profile) body.profile = profile;
+    if (ttl) body.ttl = ttl;
     void run(async () => {
-      await api('POST', '/sandboxes', body);
+      await api('createSandbox', 'POST', '/sandboxes', body);
       (e.target as HTMLFormElement).reset();
       onCreated();
     });
@@ -111,16 +110,16 @@ export function SandboxActions({
   onDeleted?: () => void;
 }) {
   const [error, run, busy] = useAction();
-  const act = (method: string, path: string, then = onDone) => () => void run(async () => (await api(method, path), then()));
+  const act = (call: () => Promise<unknown>, then = onDone) => () => void run(async () => (await call(), then()));
   const base = `/sandboxes/${enc(sandbox.name)}`;
   return (
     <span class="actions">
       {sandbox.status === 'running' ? (
-        <button disabled={busy} onClick={act('POST', `${base}/stop`)} aria-label={`Stop ${sandbox.name}`}>
+        <button disabled={busy} onClick={act(() => api('stopSandbox', 'POST', `${base}/stop`))} aria-label={`Stop ${sandbox.name}`}>
           Stop
         </button>
       ) : (
-        <button disabled={busy} onClick={act('POST', `${base}/start`)} aria-label={`Start ${sandbox.name}`}>
+        <button disabled={busy} onClick={act(() => api('startSandbox', 'POST', `${base}/start`))} aria-label={`Start ${sandbox.name}`}>
           Start
         </button>
       )}
@@ -128,7 +127,7 @@ export function SandboxActions({
         class="danger"
         disabled={busy}
         aria-label={`Delete ${sandbox.name}`}
-        onClick={() => confirm(`Delete sandbox ${sandbox.name}? Its files are lost.`) && act('DELETE', base, onDeleted)()}
+        onClick={() => confirm(`Delete sandbox ${sandbox.name}? Its files are lost.`) && act(() => api('deleteSandbox', 'DELETE', base), onDeleted)()}
       >
         Delete
       </button>
@@ -139,7 +138,7 @@ export function SandboxActions({
 
 export function SandboxesPage() {
   const [filter, setFilter] = useState('');
-  const list = useLoad(() => api<SandboxSummary[]>('GET', `/sandboxes?${labelQuery(filter)}`), [filter]);
+  const list = useLoad(() => api('listSandboxes', 'GET', `/sandboxes?${labelQuery(filter)}`), [filter]);
   const mode = useLiveReload(list.reload);
   return (
     <Page

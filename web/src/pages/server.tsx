@@ -41,8 +41,8 @@ function Bars({ title, items }: { title: string; items: [string, number][] }) {
 }
 
 export function ServerPage() {
-  const status = useLoad(() => api<Record<string, unknown>>('GET', '/status'), []);
-  const stats = useLoad(() => api<Record<string, unknown>>('GET', '/stats'), []);
+  const status = useLoad(() => api('getStatus', 'GET', '/status'), []);
+  const stats = useLoad(() => api('getStats', 'GET', '/stats'), []);
   const metrics = useLoad(async () => parseMetrics(await text('/metrics')), []);
   const samples = metrics.data ?? [];
   const byStatus = new Map<string, number>();

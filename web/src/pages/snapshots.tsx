@@ -1,20 +1,14 @@
 import { api, enc } from '../api';
+import type { Schema } from '../api-types';
 import { age, Alert, Page, Table, useAction, useLoad } from '../ui';
 
-export interface Snapshot {
-  name: string;
-  sandbox: string;
-  base_image: string;
-  created_at: string;
-}
-
-export function SnapshotTable({ snapshots, onChange }: { snapshots?: Snapshot[]; onChange: () => void }) {
+export function SnapshotTable({ snapshots, onChange }: { snapshots?: Schema<'Snapshot'>[]; onChange: () => void }) {
   const [error, run, busy] = useAction();
-  const restore = (s: Snapshot) => {
+  const restore = (s: Schema<'Snapshot'>) => {
     const as = prompt(`Restore ${s.name} as a new sandbox named:`, `${s.sandbox}-restored`);
-    if (as) void run(async () => (await api('POST', `/snapshots/${enc(s.name)}/restore`, { as_name: as }), (location.hash = `#/sandboxes/${enc(as)}`)));
+    if (as) void run(async () => (await api('restoreSnapshot', 'POST', `/snapshots/${enc(s.name)}/restore`, { as_name: as }), (location.hash = `#/sandboxes/${enc(as)}`)));
   };
-  const remove = (s: Snapshot) => confirm(`Delete snapshot ${s.name}?`) && void run(async () => (await api('DELETE', `/snapshots/${enc(s.name)}`), onChange()));
+  const remove = (s: Schema<'Snapshot'>) => confirm(`Delete snapshot ${s.name}?`) && void run(async () => (await api('deleteSnapshot', 'DELETE', `/snapshots/${enc(s.name)}`), onChange()));
   return (
     <>
       <Alert error={error} />
@@ -41,7 +35,7 @@ export function SnapshotTable({ snapshots, onChange }: { snapshots?: Snapshot[];
 }
 
 export function SnapshotsPage() {
-  const list = useLoad(() => api<Snapshot[]>('GET', '/snapshots'), []);
+  const list = useLoad(() => api('listSnapshots', 'GET', '/snapshots'), []);
   return (
     <Page title="Snapshots">
       <Alert error={list.error} />

@@ -65,7 +65,7 @@ function connect(xterm: typeof import('./xterm'), box: HTMLElement, name: string
   observer.observe(box);
   void (async () => {
     try {
-      const { token } = await api<{ token: string }>('POST', `/sandboxes/${enc(name)}/pty/token`);
+      const { token } = await api('mintTerminalToken', 'POST', `/sandboxes/${enc(name)}/pty/token`);
       if (closed) return;
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
       const socket = (ws = new WebSocket(`${scheme}//${location.host}/sandboxes/${enc(name)}/pty?cols=${term.cols}&rows=${term.rows}&token=${encodeURIComponent(token)}`));

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
-import { ServiceError } from '../../errors.js';
-import { unwrap } from '../../mcp/api-client.js';
+import { ServiceError } from '../errors.js';
+import { unwrap } from './api-client.js';
 
 /**
  * Opens a WebSocket to the server with the API key in the Authorization header (and the local
