@@ -18,8 +18,10 @@ import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { DurableTimers } from './durable/durable-timers.js';
+import type { AuditApi } from './events/api.js';
 import type { EventBus } from './events/event-bus.js';
 import type { Observability } from './events/observability.js';
+import type { SandboxesApi } from './sandboxes/api.js';
 import type { HostLimits } from './sandboxes/host-limits.js';
 import type { Clock } from './support/clock.js';
 import type { SecretBox } from './support/secret-box.js';
@@ -104,7 +106,17 @@ export interface ServiceParts {}
  * domains wired before it. Each part's constructor takes the `Pick` of it that it uses, by
  * name, so that the compiler checks the wiring and no constructor has positional arguments.
  */
-export type ServiceContext = ServiceBase & ServiceParts;
+export type ServiceContext = ServiceBase & Omit<ServiceParts, keyof DomainApis> & DomainApis;
+
+/**
+ * The parts other domains use through an interface declared beside their domain (`api.ts`),
+ * never through the class that implements it: a domain that takes `sandboxes` from the
+ * context sees `SandboxesApi`. The faces see the classes (`ServiceApi`).
+ */
+export interface DomainApis {
+  sandboxes: SandboxesApi;
+  audit: AuditApi;
+}
 
 /** What a domain's `wire` receives: the context as far as it has been built. */
 export type WiringContext = ServiceContext;

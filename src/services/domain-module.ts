@@ -36,7 +36,7 @@ export interface DomainModule<Parts extends Partial<ServiceParts> = Partial<Serv
   /** How policy sees each of the domain's routes (`METHOD /template` -> action). */
   readonly routeActions?: Readonly<Record<string, RouteAction | 'open'>>;
   /** Sources of work due at a time that the one timers driver runs. */
-  timers?(parts: ServiceContext & ServiceParts): TimerSource[];
+  timers?(ctx: ServiceContext): TimerSource[];
   /** The event kinds the domain publishes (test/unit/domain-modules.test.ts: each kind has one owner). */
   readonly eventKinds?: readonly EventType[];
   /** The Prometheus series the domain keeps (telemetry/metrics.ts; each series has one owner). */

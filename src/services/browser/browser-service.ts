@@ -9,7 +9,7 @@ import { BrowserSessions, type BrowserSession, type NamedPage } from './browser-
 import { isoNow, type Clock } from '../support/clock.js';
 import { requireCapability } from '../support/capabilities.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
-import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { SandboxesApi } from '../sandboxes/api.js';
 import type { ServiceContext } from '../context.js';
 
 /** The catalog image with Chromium, named in the error for images without it. */
@@ -39,7 +39,7 @@ export class BrowserService {
   private readonly sessions = new BrowserSessions();
   private readonly mutex = new KeyedMutex();
 
-  private readonly sandboxes: SandboxService;
+  private readonly sandboxes: SandboxesApi;
   private readonly backend: Backend;
   private readonly events: BrowserEventRepository;
   private readonly clock: Clock;

@@ -8,11 +8,11 @@ import type { ExecInput } from '../../schemas/exec-schemas.js';
 import { view } from '../../schemas/view.js';
 import type { DetachedRecord, DetachedRepository } from '../../state/detached-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { backendRequest, type ExecService } from './exec-service.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
-import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { SandboxesApi } from '../sandboxes/api.js';
 import type { ServiceContext } from '../context.js';
 
 /** How often a followed log asks the sandbox for new output. */
@@ -33,10 +33,10 @@ export type FollowEvent = { type: 'output'; data: Buffer; offset: number } | { t
  */
 export class DetachedService {
   private readonly repo: DetachedRepository;
-  private readonly sandboxes: SandboxService;
+  private readonly sandboxes: SandboxesApi;
   private readonly exec: ExecService;
   private readonly backend: Backend;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly logger: Logger;
 

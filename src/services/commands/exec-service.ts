@@ -2,8 +2,8 @@ import type { Backend, ExecOptions, ExecRequest } from '../../backends/backend.j
 import { badRequest, forbidden, isServiceError } from '../../errors.js';
 import { execResult, type ExecInput, type ExecResultBody } from '../../schemas/exec-schemas.js';
 import { view } from '../../schemas/view.js';
-import type { AuditService } from '../events/audit-service.js';
-import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { AuditApi } from '../events/api.js';
+import type { SandboxesApi } from '../sandboxes/api.js';
 import type { ServiceContext } from '../context.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import type { Config } from '../../config/config-schema.js';
@@ -15,9 +15,9 @@ export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
 
 /** Runs commands in persistent sandboxes. */
 export class ExecService {
-  private readonly sandboxes: SandboxService;
+  private readonly sandboxes: SandboxesApi;
   private readonly backend: Backend;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly allowSudoExec: boolean;
   private readonly serverEnv: SandboxEnvSource;
 

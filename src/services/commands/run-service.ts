@@ -7,7 +7,7 @@ import type { BatchResultItem, RunInput } from '../../schemas/run-schemas.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { ExecService } from './exec-service.js';
 import { DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
-import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { SandboxesApi } from '../sandboxes/api.js';
 import type { PoolKey, PooledInstance, RunPool, TakenInstance, WarmPool } from '../pools/index.js';
 import type { ServiceContext } from '../context.js';
 import type { Config, ConfigSection } from '../../config/config-schema.js';
@@ -46,7 +46,7 @@ const POOL_ATTEMPTS = 3;
  * (or a client that went away), nothing leaks from one run to the next.
  */
 export class RunService {
-  private readonly sandboxes: SandboxService;
+  private readonly sandboxes: SandboxesApi;
   private readonly exec: ExecService;
   private readonly pool: WarmPool;
   private readonly runPool: RunPool;

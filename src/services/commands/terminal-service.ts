@@ -4,8 +4,8 @@ import type { Principal } from '../../domain/principals.js';
 import { ServiceError, badRequest } from '../../errors.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import type { ServiceContext } from '../context.js';
-import type { AuditService } from '../events/audit-service.js';
-import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { AuditApi } from '../events/api.js';
+import type { SandboxesApi } from '../sandboxes/api.js';
 import { requireCapability } from '../support/capabilities.js';
 import type { Clock } from '../support/clock.js';
 import type { ExecService } from './exec-service.js';
@@ -50,9 +50,9 @@ export interface Terminal {
  */
 export class TerminalService {
   private readonly backend: Backend;
-  private readonly sandboxes: SandboxService;
+  private readonly sandboxes: SandboxesApi;
   private readonly exec: ExecService;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly tokens = new Map<string, TerminalToken>();
   private readonly running = new Map<string, Set<Terminal>>();

@@ -8,7 +8,7 @@ import type { EventBus } from '../events/event-bus.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import type { SecretBox } from '../support/secret-box.js';
 import type { ProxyRepository } from '../../state/proxy-repository.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { EgressProxy, type EgressLookup, type Resolver } from './egress-proxy.js';
 import { InternalAddresses } from './internal-addresses.js';
 import { LlmGateway } from './llm-gateway.js';
@@ -72,7 +72,7 @@ export class EgressService {
       sandboxes: SandboxRepository;
       llm: LlmRepository;
       proxy: ProxyRepository;
-      audit: AuditService;
+      audit: AuditApi;
       secrets: SecretBox;
       /** A sandbox's egress rules, read per request; default its record's `network` field. */
       egressOf?: EgressLookup;

@@ -3,7 +3,7 @@ import { conflict, notFound } from '../../errors.js';
 import type { CreateProxyHookInput, ProxyHook, ProxyHookMatch, ProxyHookTarget } from '../../schemas/proxy-schemas.js';
 import type { ProxyRepository } from '../../state/proxy-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 
 /** What a hook sees of a request through the proxy (for CONNECT: host and port only). */
@@ -60,7 +60,7 @@ export class ProxyHooks {
   constructor(
     private readonly input: {
       repo: ProxyRepository;
-      audit: AuditService;
+      audit: AuditApi;
       clock: Clock;
       logger: Logger;
       /** Publishes an audit hook's record (the `proxy.audited` event). */

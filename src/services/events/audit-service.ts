@@ -2,32 +2,9 @@ import type { AuditEntry, AuditRepository } from '../../state/audit-repository.j
 import { isoNow, type Clock } from '../support/clock.js';
 import type { EventBus, EventResource, EventType } from './event-bus.js';
 import type { ServiceContext } from '../context.js';
+import type { AuditApi, AuditEvent, AuditSubject } from './api.js';
 
-/** Audit event names written by the service. */
-export type AuditEvent =
-  | 'sandbox_created'
-  | 'sandbox_started'
-  | 'sandbox_stopped'
-  | 'sandbox_removed'
-  | 'sandbox_updated'
-  | 'sandbox_recovered_from_crash'
-  | 'sandbox_lost'
-  | 'sandbox_recreated'
-  | 'sandbox_archived'
-  | 'sandbox_recovered'
-  | 'sandbox_resized'
-  | 'sandbox_extended'
-  | 'sandbox_expired'
-  | 'snapshot_created'
-  | 'snapshot_restored'
-  | 'snapshot_deleted'
-  | 'command_executed'
-  | 'command_detached'
-  | 'detached_killed'
-  | 'terminal_opened'
-  | 'file_written'
-  | 'file_read'
-  | 'file_deleted';
+export type { AuditEvent, AuditSubject } from './api.js';
 
 /** The audit entries that are also published on the event bus, and as which event type. */
 const EVENT_OF: Partial<Record<AuditEvent, EventType>> = {
@@ -46,19 +23,13 @@ const EVENT_OF: Partial<Record<AuditEvent, EventType>> = {
   snapshot_deleted: 'snapshot.deleted',
 };
 
-/** What an audit entry is about; labels travel with the event. */
-export interface AuditSubject {
-  name: string;
-  uuid: string;
-  labels?: Record<string, string>;
-}
 
 /**
  * The one place where what happened to a sandbox is recorded: the audit log, and the event
  * bus for the lifecycle entries. Every path (HTTP, MCP, runs, lifecycle loops) records
  * through here, so events and metrics follow from every one of them.
  */
-export class AuditService {
+export class AuditService implements AuditApi {
   private readonly repo: AuditRepository;
   private readonly clock: Clock;
   private readonly events: EventBus;

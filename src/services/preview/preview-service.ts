@@ -7,7 +7,7 @@ import { DURATION_UNIT_MS, durationMs } from '../../schemas/common.js';
 import type { PreviewUrl } from '../../schemas/preview-schemas.js';
 import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import type { ServiceContext } from '../context.js';
-import type { SandboxService } from '../sandboxes/sandbox-service.js';
+import type { SandboxesApi } from '../sandboxes/api.js';
 import { requireCapability } from '../support/capabilities.js';
 import type { Clock } from '../support/clock.js';
 import { PreviewSigner, type GrantCheck } from './preview-signing.js';
@@ -53,7 +53,7 @@ export function parsePort(text: string): number {
 export class PreviewService {
   /** The domain of the host form `<port>-<name>.<domain>`. */
   readonly domain: string;
-  private readonly sandboxes: SandboxService;
+  private readonly sandboxes: SandboxesApi;
   private readonly backend: ServiceContext['backend'];
   private readonly clock: Clock;
   private readonly signer: PreviewSigner;

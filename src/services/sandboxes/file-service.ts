@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Backend } from '../../backends/backend.js';
 import { ServiceError, badRequest, isServiceError } from '../../errors.js';
 import { ConcurrencyLimit } from '../support/concurrency-limit.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import type { SandboxService } from './sandbox-service.js';
 import type { ServiceContext } from '../context.js';
 
@@ -97,12 +97,12 @@ export function decodeBase64(text: string): Buffer | undefined {
 export class FileService {
   private readonly sandboxes: SandboxService;
   private readonly backend: Backend;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
 
   private readonly bufferedReads = new ConcurrencyLimit(BUFFERED_READS);
   private readonly streamedReads = new ConcurrencyLimit(STREAMED_READS);
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'audit'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'audit'> & { sandboxes: SandboxService }) {
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
     this.audit = ctx.audit;

@@ -25,7 +25,7 @@ export class FsViewService {
   private readonly backend: Backend;
   private readonly watches = new ConcurrencyLimit(MAX_WATCHES);
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend'> & { sandboxes: SandboxService }) {
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
   }

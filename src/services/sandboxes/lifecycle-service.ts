@@ -4,7 +4,7 @@ import type { ReconcileResult, ResizeInput } from '../../schemas/lifecycle-schem
 import type { SandboxDetail } from '../../schemas/sandbox-schemas.js';
 import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { requireCapability } from '../support/capabilities.js';
 import { addDuration, parseDuration } from '../support/durations.js';
@@ -24,11 +24,11 @@ export class LifecycleService {
   private readonly repo: SandboxRepository;
   private readonly sandboxes: SandboxService;
   private readonly backend: Backend;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly logger: Logger;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger'>) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger'> & { sandboxes: SandboxService }) {
     this.repo = ctx.repos.sandboxes;
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;

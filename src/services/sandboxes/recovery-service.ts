@@ -2,7 +2,7 @@ import type { Backend, InstanceState } from '../../backends/backend.js';
 import type { SandboxRecord, SandboxRepository } from '../../state/sandbox-repository.js';
 import type { SnapshotRepository } from '../../state/snapshot-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { archiveTag, lostReason, transition } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
@@ -41,7 +41,7 @@ export class RecoveryService {
   private readonly repo: SandboxRepository;
   private readonly snapshots: SnapshotRepository;
   private readonly backend: Backend;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly logger: Logger;
 

@@ -6,7 +6,7 @@ import { sandboxDetail, sandboxSummary, type CreateSandboxInput, type PatchSandb
 import { view } from '../../schemas/view.js';
 import type { SandboxRecord, SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
@@ -18,6 +18,9 @@ import { archiveTag, assertTransition, lostReason, transition, VISIBLE_STATUSES 
 import type { ServiceContext } from '../context.js';
 import { secretPlaceholders } from './secret-placeholders.js';
 import type { HostLimits } from './host-limits.js';
+import type { CreateHook, RemoveHook, SandboxesApi, StopHook } from './api.js';
+
+export type { CreateHook, RemoveHook, StopHook } from './api.js';
 import { defaultEgress } from '../../domain/egress.js';
 import { NetworkRules, networkOfCreate, networkOfPatch, sandboxEgress } from './sandbox-network.js';
 import type { Config } from '../../config/config-schema.js';
@@ -27,7 +30,7 @@ import type { Config } from '../../config/config-schema.js';
  * operations on one sandbox are serialised by name; statuses are read from the engine so
  * that they stay true when a container stops or vanishes behind the service's back.
  */
-export class SandboxService {
+export class SandboxService implements SandboxesApi {
   /** Per-name lock of every lifecycle operation; other services take it through `withLock`. */
   private readonly locks = new KeyedMutex();
   private readonly hostCpus: number;
@@ -35,7 +38,7 @@ export class SandboxService {
   private readonly repo: SandboxRepository;
   private readonly backend: Backend;
   private readonly pool: WarmPool;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly options: Pick<Config, 'defaultImage' | 'maxSandboxes'>;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -439,15 +442,6 @@ export class SandboxService {
     return { ...record, ...changes };
   }
 }
-
-/** Work done with a sandbox's running container before it stops. */
-export type StopHook = (sandbox: SandboxRecord & { backend_id: string }) => Promise<void>;
-
-/** Work done after a sandbox is removed. */
-export type RemoveHook = (sandbox: SandboxRecord) => Promise<void>;
-
-/** Work done once a sandbox is created, with what its create asked for. */
-export type CreateHook = (sandbox: SandboxRecord, input: CreateSandboxInput) => Promise<void>;
 
 const isVisible = (r: SandboxRecord) => VISIBLE_STATUSES.includes(r.status);
 

@@ -6,7 +6,7 @@ import { snapshot as snapshotView, type CreateSnapshotInput, type SnapshotView }
 import { view } from '../../schemas/view.js';
 import type { SnapshotRecord, SnapshotRepository } from '../../state/snapshot-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { AuditService } from '../events/audit-service.js';
+import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { requireCapability } from '../support/capabilities.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
@@ -28,13 +28,13 @@ export class SnapshotService {
   private readonly repo: SnapshotRepository;
   private readonly sandboxes: SandboxService;
   private readonly backend: Backend;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly logger: Logger;
   /** Repository part of snapshot image tags: `<prefix>:<snapshot name>`. */
   private readonly snapshotPrefix: string;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger'> & { config: Pick<Config, 'snapshotPrefix'> }) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger'> & { sandboxes: SandboxService } & { config: Pick<Config, 'snapshotPrefix'> }) {
     this.repo = ctx.repos.snapshots;
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;

@@ -2,7 +2,7 @@ import type { Counter, Histogram } from 'prom-client';
 import { present } from '../../../errors.js';
 import type { RunEnd, RunRecord, ScheduleRecord, ScheduleRepository, ScheduleStatus } from '../../../state/schedule-repository.js';
 import type { Logger } from '../../../telemetry/logger.js';
-import type { AuditService } from '../../events/audit-service.js';
+import type { AuditApi } from '../../events/api.js';
 import type { Clock } from '../../support/clock.js';
 import { ConcurrencyLimit } from '../../support/concurrency-limit.js';
 import type { TimerSource } from '../durable-timers.js';
@@ -21,7 +21,7 @@ export interface ScheduleFiringInput {
   repo: ScheduleRepository;
   clock: Clock;
   logger: Logger;
-  audit: AuditService;
+  audit: AuditApi;
   ports: TargetPorts;
   metrics: ScheduleMetrics;
   /** Target runs at once (all schedules); default 4. */
@@ -45,7 +45,7 @@ export class ScheduleFiring implements TimerSource {
   private readonly repo: ScheduleRepository;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly audit: AuditService;
+  private readonly audit: AuditApi;
   private readonly ports: TargetPorts;
   private readonly metrics: ScheduleMetrics;
   private readonly limit: ConcurrencyLimit;

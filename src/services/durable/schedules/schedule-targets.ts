@@ -5,7 +5,7 @@ import { runBody, type RunInput } from '../../../schemas/run-schemas.js';
 import type { RunRecord, ScheduleRecord } from '../../../state/schedule-repository.js';
 import type { ExecService } from '../../commands/exec-service.js';
 import type { RunService } from '../../commands/run-service.js';
-import type { SandboxService } from '../../sandboxes/sandbox-service.js';
+import type { SandboxesApi } from '../../sandboxes/api.js';
 import type { ObjectCaller } from '../object-caller.js';
 import type { OrchestrationStarter } from '../orchestration-starter.js';
 
@@ -32,7 +32,7 @@ export interface TargetFields {
 
 /** The parts targets run through. */
 export interface TargetPorts {
-  sandboxes: Pick<SandboxService, 'require'>;
+  sandboxes: Pick<SandboxesApi, 'require'>;
   exec: Pick<ExecService, 'exec' | 'check'>;
   runs: Pick<RunService, 'run' | 'check'>;
   objects: ObjectCaller;

@@ -1,7 +1,7 @@
 import { EMBEDDED_STORE_KINDS, type StoreKind } from '../../../domain/store-kinds.js';
 import { badRequest, ServiceError } from '../../../errors.js';
 import type { SandboxRecord } from '../../../state/sandbox-repository.js';
-import type { SandboxService } from '../../sandboxes/sandbox-service.js';
+import type { SandboxesApi } from '../../sandboxes/api.js';
 import { hostAllowed, hostOf } from './store-credentials.js';
 
 /**
@@ -42,7 +42,7 @@ export function checkPlacement(kind: StoreKind, config: Record<string, unknown>,
  * The address an external store with a bound sandbox and no host connects to: the sandbox's
  * bridge address, while it runs (409 with the next step otherwise).
  */
-export async function sandboxAddress(sandboxes: SandboxService, kind: StoreKind, storeName: string, sandboxName: string): Promise<string> {
+export async function sandboxAddress(sandboxes: SandboxesApi, kind: StoreKind, storeName: string, sandboxName: string): Promise<string> {
   const record = sandboxes.assertRunning(await sandboxes.require(sandboxName));
   const state = await sandboxes.observe(record);
   if (!state?.ip) {
