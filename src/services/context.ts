@@ -21,6 +21,7 @@ import type { DurableTimers } from './durable/durable-timers.js';
 import type { AuditApi } from './events/api.js';
 import type { EventBus } from './events/event-bus.js';
 import type { Observability } from './events/observability.js';
+import type { RunPoolApi, WarmPoolApi } from './pools/api.js';
 import type { SandboxesApi } from './sandboxes/api.js';
 import type { HostLimits } from './sandboxes/host-limits.js';
 import type { Clock } from './support/clock.js';
@@ -116,6 +117,8 @@ export type ServiceContext = ServiceBase & Omit<ServiceParts, keyof DomainApis> 
 export interface DomainApis {
   sandboxes: SandboxesApi;
   audit: AuditApi;
+  pool: WarmPoolApi;
+  runPool: RunPoolApi;
 }
 
 /** What a domain's `wire` receives: the context as far as it has been built. */

@@ -8,7 +8,8 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { ExecService } from './exec-service.js';
 import { DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
 import type { SandboxesApi } from '../sandboxes/api.js';
-import type { PoolKey, PooledInstance, RunPool, TakenInstance, WarmPool } from '../pools/index.js';
+import type { PoolKey, PooledInstance, TakenInstance } from '../pools/index.js';
+import type { RunPoolApi, WarmPoolApi } from '../pools/api.js';
 import type { ServiceContext } from '../context.js';
 import type { Config, ConfigSection } from '../../config/config-schema.js';
 
@@ -48,8 +49,8 @@ const POOL_ATTEMPTS = 3;
 export class RunService {
   private readonly sandboxes: SandboxesApi;
   private readonly exec: ExecService;
-  private readonly pool: WarmPool;
-  private readonly runPool: RunPool;
+  private readonly pool: WarmPoolApi;
+  private readonly runPool: RunPoolApi;
   private readonly logger: Logger;
   private readonly settings: RunSettings;
 

@@ -1,3 +1,4 @@
+import type { RunPoolApi } from './api.js';
 import { DEMAND_WINDOW_MS, KeyedPool, type KeyEntry, type PoolContext } from './keyed-pool.js';
 import { poolKeyId, type PoolKey, type PooledInstance, type TakenInstance } from './pool-types.js';
 
@@ -30,7 +31,7 @@ interface KeyRuns extends KeyEntry<RunInstance> {
  * reaps those a crash left behind. The per-key bookkeeping is KeyedPool's; a key's ready
  * instances are its idle ones.
  */
-export class RunPool extends KeyedPool<RunInstance, KeyRuns> {
+export class RunPool extends KeyedPool<RunInstance, KeyRuns> implements RunPoolApi {
   constructor(ctx: PoolContext) {
     super(ctx, { instance: 'run instance', namePrefix: 'runner', makeFailed: 'run instances not made' });
   }

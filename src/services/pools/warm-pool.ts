@@ -1,3 +1,4 @@
+import type { WarmPoolApi } from './api.js';
 import { DEMAND_WINDOW_MS, KeyedPool, type KeyEntry, type PoolContext } from './keyed-pool.js';
 import { poolKeyId, type PoolKey, type PooledInstance, type TakenInstance } from './pool-types.js';
 
@@ -29,7 +30,7 @@ interface WarmKey extends KeyEntry<PooledInstance> {
  * budget (`pool.memory_mb`) has room; as the takes age out of the window, `evictIdle` gives
  * the extra instances back. The per-key bookkeeping is KeyedPool's.
  */
-export class WarmPool extends KeyedPool<PooledInstance, WarmKey> {
+export class WarmPool extends KeyedPool<PooledInstance, WarmKey> implements WarmPoolApi {
   constructor(ctx: PoolContext) {
     super(ctx, { instance: 'pool instance', namePrefix: 'pool', makeFailed: 'pool not filled', emptied: 'idle pool emptied' });
   }

@@ -13,7 +13,8 @@ import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from '../../domain/sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
 import { checkMounts } from './volume-service.js';
-import type { PooledInstance, WarmPool } from '../pools/index.js';
+import type { PooledInstance } from '../pools/index.js';
+import type { WarmPoolApi } from '../pools/api.js';
 import { archiveTag, assertTransition, lostReason, transition, VISIBLE_STATUSES } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
 import { secretPlaceholders } from './secret-placeholders.js';
@@ -37,7 +38,7 @@ export class SandboxService implements SandboxesApi {
   private readonly hostMemoryMb: number;
   private readonly repo: SandboxRepository;
   private readonly backend: Backend;
-  private readonly pool: WarmPool;
+  private readonly pool: WarmPoolApi;
   private readonly audit: AuditApi;
   private readonly options: Pick<Config, 'defaultImage' | 'maxSandboxes'>;
   private readonly clock: Clock;
