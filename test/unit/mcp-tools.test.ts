@@ -84,6 +84,12 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     expect(texts(result)[0]).toContain('exit_code: 124');
     expect(firstProgressAt).toBeDefined();
     expect(endedAt - firstProgressAt!).toBeGreaterThan(1000);
+    // A refusal before the stream opens is read whole from the streamed reply, with its next step.
+    await call('sandbox_stop', { name: 'unit-q' });
+    const stopped = (await client.callTool({ name: 'sandbox_exec', arguments: { name: 'unit-q', command: ['true'] } }, undefined, {
+      onprogress: () => undefined,
+    })) as CallToolResult;
+    expect(stopped).toMatchObject({ isError: true, content: [{ type: 'text', text: "sandbox 'unit-q' is stopped: start it with sandbox_start (name 'unit-q')" }] });
   });
 
   it('turns service errors into isError results that say what to do, naming tools rather than routes', async () => {
