@@ -35,7 +35,7 @@ function firstOutputViaApi(api: Api, name: string): Promise<number> {
 async function firstOutputViaAgent(agent: AgentClient): Promise<number> {
   const started = performance.now();
   let first: number | undefined;
-  await agent.exec({ cmd: COMMAND, onFrame: () => void (first ??= performance.now() - started) });
+  await agent.exec({ command: COMMAND, onFrame: () => void (first ??= performance.now() - started) });
   if (first === undefined) throw new Error('the agent sent no output frame');
   return first;
 }

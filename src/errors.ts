@@ -80,7 +80,23 @@ export type NextStep =
   /** Take a new snapshot of the page; `use_refs` when the call should then use its refs. */
   | { action: 'browser_snapshot'; sandbox: string; page: string; use_refs?: boolean }
   /** List the directory (a file route was given one). */
-  | { action: 'list_directory'; sandbox: string; path: string };
+  | { action: 'list_directory'; sandbox: string; path: string }
+  /** See which images were built (an image name was not one of them). */
+  | { action: 'list_images' }
+  /** Create the named volume first. */
+  | { action: 'create_volume'; volume: string }
+  /** Send the statement to the store's execute op (`store` absent where the engine does not know the name). */
+  | { action: 'store_execute'; store?: string }
+  /** Use one of the ops the store's kind answers (query, execute, command). */
+  | { action: 'store_ops'; store: string; ops: string[] }
+  /** Register the object class first. */
+  | { action: 'register_class'; class: string }
+  /** Delete the proxy hook of that name first. */
+  | { action: 'delete_proxy_hook'; hook: string }
+  /** Store the provider's key in the gateway (`provider` absent where it is not known yet). */
+  | { action: 'set_llm_key'; provider?: string }
+  /** Mint a new terminal token for the sandbox. */
+  | { action: 'mint_terminal_token'; sandbox: string };
 
 /** Every action a next step can name. */
 export type NextStepAction = NextStep['action'];

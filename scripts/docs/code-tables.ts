@@ -113,7 +113,6 @@ const CODE_MEANING: Record<ErrorCode, string> = {
   TIMEOUT: 'the operation did not finish within its time limit',
 };
 
-
 /** One example of each next step, with the code of the errors that carry it. */
 const NEXT_STEP_EXAMPLES: { [A in NextStepAction]: { code: ErrorCode; message: string; step: Extract<NextStep, { action: A }> } } = {
   start: { code: 'CONFLICT', message: "sandbox 'x' is stopped", step: { action: 'start', sandbox: 'x' } },
@@ -121,6 +120,14 @@ const NEXT_STEP_EXAMPLES: { [A in NextStepAction]: { code: ErrorCode; message: s
   browser_open: { code: 'NOT_FOUND', message: "page 'p' is not open in sandbox 'x'", step: { action: 'browser_open', sandbox: 'x', page: 'p' } },
   browser_snapshot: { code: 'BAD_REQUEST', message: "ref 'e9' is not in the latest snapshot of page 'p'", step: { action: 'browser_snapshot', sandbox: 'x', page: 'p', use_refs: true } },
   list_directory: { code: 'BAD_REQUEST', message: "'/workspace/src' is a directory", step: { action: 'list_directory', sandbox: 'x', path: '/workspace/src' } },
+  list_images: { code: 'NOT_FOUND', message: "image 'nc-img' not found", step: { action: 'list_images' } },
+  create_volume: { code: 'NOT_FOUND', message: "volumes[0].name: volume 'data' not found", step: { action: 'create_volume', volume: 'data' } },
+  store_execute: { code: 'READ_ONLY', message: 'query: statement writes', step: { action: 'store_execute', store: 'db' } },
+  store_ops: { code: 'UNSUPPORTED', message: "query: store 'cache' is a redis store", step: { action: 'store_ops', store: 'cache', ops: ['command'] } },
+  register_class: { code: 'NOT_FOUND', message: "class 'Counter' is not registered", step: { action: 'register_class', class: 'Counter' } },
+  delete_proxy_hook: { code: 'CONFLICT', message: "proxy hook 'audit' already exists", step: { action: 'delete_proxy_hook', hook: 'audit' } },
+  set_llm_key: { code: 'BAD_REQUEST', message: 'base_url: must not carry credentials', step: { action: 'set_llm_key' } },
+  mint_terminal_token: { code: 'UNAUTHORIZED', message: 'invalid terminal token: it is unknown or was used already', step: { action: 'mint_terminal_token', sandbox: 'x' } },
 };
 
 /** Every error code with its HTTP status, and the next steps its errors may carry. */

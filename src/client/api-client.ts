@@ -26,8 +26,7 @@ export interface ApiClient {
   request<T = unknown>(request: ApiRequest, signal?: AbortSignal): Promise<T>;
   /**
    * A route that answers Server-Sent Events: `onEvent` gets each event's name and parsed data
-   * as it arrives (in-process, all of them once the stream ends); a refusal before the stream
-   * throws as `request` does.
+   * as it arrives; a refusal before the stream throws as `request` does.
    */
   stream(request: ApiRequest, onEvent: (event: string, data: unknown) => void, signal?: AbortSignal): Promise<void>;
 }

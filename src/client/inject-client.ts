@@ -28,8 +28,11 @@ export function injectClient(app: Pick<FastifyInstance, 'inject' | 'addHook'>, t
     else signal.addEventListener('abort', hangUp, { once: true });
   });
 
-  /** One injected request, linked to its caller's signal. */
-  const send = async (request: ApiRequest, signal: AbortSignal | undefined, headers: Record<string, string> = {}) => {
+  /**
+   * One injected request, linked to its caller's signal. `asStream`: the reply is handed over
+   * once its head is written, its body a stream read as the route writes it.
+   */
+  const send = async (request: ApiRequest, signal: AbortSignal | undefined, { headers = {}, asStream = false }: { headers?: Record<string, string>; asStream?: boolean } = {}) => {
     const id = String(++lastId);
     if (signal) signals.set(id, signal);
     try {
@@ -38,6 +41,7 @@ export function injectClient(app: Pick<FastifyInstance, 'inject' | 'addHook'>, t
         url: urlOf(request),
         headers: { ...request.headers, ...headers, [CALL_HEADER]: id, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
         ...(request.body !== undefined ? { payload: request.body as object } : {}),
+        payloadAsStream: asStream,
       });
     } finally {
       signals.delete(id);
@@ -50,11 +54,18 @@ export function injectClient(app: Pick<FastifyInstance, 'inject' | 'addHook'>, t
       const response = await send(request, signal);
       return unwrap(response.statusCode, response.body);
     },
-    // inject() collects the whole reply: the events come once the stream has ended.
+    // The body is read as the route writes it, so each event is handed on as the command prints.
     async stream(request, onEvent, signal) {
-      const response = await send(request, signal, { accept: 'text/event-stream' });
-      if (response.statusCode !== 200) unwrap(response.statusCode, response.body);
-      new SseReader(onEvent).push(response.body);
+      const response = await send(request, signal, { headers: { accept: 'text/event-stream' }, asStream: true });
+      const body = response.stream().setEncoding('utf8') as AsyncIterable<string>;
+      if (response.statusCode !== 200) {
+        let text = '';
+        for await (const chunk of body) text += chunk;
+        unwrap(response.statusCode, text);
+        return;
+      }
+      const reader = new SseReader(onEvent);
+      for await (const chunk of body) reader.push(chunk);
     },
   };
 }

@@ -30,6 +30,14 @@ const HTTP_NEXT_STEPS: NextStepRenderers = {
   browser_snapshot: ({ sandbox, page, use_refs }) =>
     `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
   list_directory: ({ sandbox, path }) => `list it with GET /sandboxes/${sandbox}/fs?path=${path}`,
+  list_images: () => 'list the built images with GET /images',
+  create_volume: () => 'create it with POST /volumes',
+  store_execute: ({ store }) => `use POST /stores/${store ?? '{id}'}/execute`,
+  store_ops: ({ store, ops }) => `it answers ${ops.map((op) => `POST /stores/${store}/${op}`).join(' and ')}`,
+  register_class: () => 'register it first with POST /objects/classes',
+  delete_proxy_hook: ({ hook }) => `delete it first with DELETE /proxy/hooks/${hook}`,
+  set_llm_key: ({ provider }) => `store the key with PUT /llm/keys/${provider ?? '{provider}'}`,
+  mint_terminal_token: ({ sandbox }) => `mint one with POST /sandboxes/${sandbox}/pty/token`,
 };
 
 /** A service error's message as HTTP clients read it: with its next step naming the route. */

@@ -11,7 +11,9 @@ const routeKey = (method: string, url: string | undefined) => `${method === 'HEA
  * Policy on every request: a `preHandler` (after auth and validation, so the body is typed)
  * looks the route up in ROUTE_ACTIONS and asks the policy service to decide. Registering a
  * route the table does not know fails at start-up, so a new route cannot slip past the policy.
- * The sudo gate (`[api].allow_sudo_exec`) answers before the policy: rules only narrow it.
+ * The service's gate of a command request (sudo while `[api].allow_sudo_exec` is off) answers
+ * before the policy, so that rules only narrow it; it runs here once per command the request
+ * carries (the routes then tell the service `gated`).
  */
 export function registerPolicy(app: FastifyInstance, services: Pick<ServiceApi, 'policy' | 'exec' | 'sandboxes'>): void {
   app.addHook('onRoute', (route) => {
@@ -45,7 +47,7 @@ export function registerPolicy(app: FastifyInstance, services: Pick<ServiceApi, 
     };
     const given = entry.context?.(input) ?? {};
     const contexts = Array.isArray(given) ? (given.length ? given : [{}]) : [given];
-    for (const context of contexts) services.exec.checkSudo(context.sudo);
+    for (const context of contexts) if (context.sudo !== undefined) services.exec.gate(context);
     const facts = entry.sandbox && services.policy.needsResourceFacts ? await sandboxFacts(await entry.sandbox(input, lookups)) : {};
     const resource = await entry.resource(input, lookups);
     for (const context of contexts) services.policy.authorize(request.principal, entry.action, resource, { ...facts, ...context });

@@ -3,6 +3,7 @@ import type { NextStep } from '../errors.js';
 
 const sandbox = z.string().meta({ description: 'Sandbox name' });
 const page = z.string().meta({ description: 'Browser page name' });
+const store = z.string().meta({ description: 'Store name' });
 
 /** A next step on the wire: the `hint` of an error envelope (src/errors.ts `NextStep`). */
 export const nextStep = z
@@ -21,6 +22,14 @@ export const nextStep = z
       use_refs: z.boolean().optional().meta({ description: "Use the new snapshot's refs in the next click or fill" }),
     }),
     z.object({ action: z.literal('list_directory'), sandbox, path: z.string().meta({ description: 'The directory, absolute' }) }),
+    z.object({ action: z.literal('list_images') }),
+    z.object({ action: z.literal('create_volume'), volume: z.string().meta({ description: 'Volume name' }) }),
+    z.object({ action: z.literal('store_execute'), store: store.optional() }),
+    z.object({ action: z.literal('store_ops'), store, ops: z.array(z.string()).meta({ description: "The ops the store's kind answers: query, execute, command" }) }),
+    z.object({ action: z.literal('register_class'), class: z.string().meta({ description: 'Object class name' }) }),
+    z.object({ action: z.literal('delete_proxy_hook'), hook: z.string().meta({ description: 'Proxy hook name' }) }),
+    z.object({ action: z.literal('set_llm_key'), provider: z.string().optional().meta({ description: 'LLM provider name' }) }),
+    z.object({ action: z.literal('mint_terminal_token'), sandbox }),
   ])
   .meta({
     id: 'NextStep',

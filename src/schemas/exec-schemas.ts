@@ -11,7 +11,12 @@ export const command = z
 export const execBody = z
   .strictObject({
     command,
-    workdir: z.string().min(1).optional().meta({ description: "Working directory, absolute; default the image's (/workspace)" }),
+    workdir: z
+      .string()
+      .min(1)
+      .refine((path) => path.startsWith('/'), { error: (issue) => `'${String(issue.input)}' must be an absolute path` })
+      .optional()
+      .meta({ description: "Working directory, absolute; default the image's (/workspace)" }),
     env: envInput.optional().meta({ description: 'Extra environment variables: {"NAME": "value"} or ["NAME=value"]' }),
     sudo: z.boolean().optional().meta({ description: 'Run as root; needs [api].allow_sudo_exec' }),
     timeout_ms: z.int().min(1).max(MAX_TIMEOUT_MS).optional().meta({ description: 'Milliseconds, default 300000 (5 min); on timeout the process tree is killed' }),

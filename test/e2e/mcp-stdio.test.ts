@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../helpers/docker-runtime.js';
 import { expectCancelKills, startMcp, texts, type McpProcess } from '../helpers/mcp-process.js';
@@ -240,6 +241,26 @@ describe('sandboxd mcp (in-process, stdio)', () => {
 
   it('kills a command when the client cancels its call', async () => {
     await expectCancelKills(mcp, uniqueName('mcp-cancel'));
+  });
+
+  it('reports progress as the command prints, before it ends', async () => {
+    const box = uniqueName('mcp-progress');
+    await json('sandbox_create', { name: box });
+    try {
+      const progress: { at: number; message?: string | undefined }[] = [];
+      const result = (await mcp.client.callTool(
+        { name: 'sandbox_exec', arguments: { name: box, command: ['sh', '-c', 'echo first; sleep 2; echo second'] } },
+        undefined,
+        { onprogress: ({ message }) => progress.push({ at: Date.now(), message }) },
+      )) as CallToolResult;
+      const endedAt = Date.now();
+      expect(texts(result)[1]).toBe('first\nsecond\n');
+      expect(progress[0]?.message).toBe('first');
+      // The command slept 2 s after its first line: that line's progress came well before the end.
+      expect(endedAt - progress[0]!.at).toBeGreaterThan(1500);
+    } finally {
+      await mcp.call('sandbox_remove', { name: box });
+    }
   });
 });
 

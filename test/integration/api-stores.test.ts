@@ -88,7 +88,7 @@ describe('stores over the real engines', () => {
     expect((await api('POST', '/stores/cache/command', { command: ['get', 'k'] })).data).toEqual({ result: { n: [1, 2] } });
     expect(await api('POST', '/stores/cache/query', { sql: 'SELECT 1' })).toMatchObject({
       status: 422,
-      error: "query: store 'cache' is a kv store, which answers POST /stores/cache/command",
+      error: "query: store 'cache' is a kv store: it answers POST /stores/cache/command",
     });
     await api('PATCH', '/stores/cache', { config: { read_only: true } });
     expect(await api('POST', '/stores/cache/command', { command: ['DEL', 'k'] })).toMatchObject({ status: 403, error: "store 'cache' is read-only: DEL writes" });

@@ -118,7 +118,7 @@ describe('mysql reads', () => {
   it('refuses writes inside the read-only transaction, leaving the table as it was', async () => {
     const insert = await failure(q(`INSERT INTO items (name) VALUES ('sneaky')`));
     expect(insert.code).toBe('READ_ONLY');
-    expect(insert.message).toBe('query: statement writes; use POST /stores/{id}/execute');
+    expect(insert).toMatchObject({ message: 'query: statement writes', hint: { action: 'store_execute' } });
     expect(insert.details).toEqual({ engine_code: 1792 });
     const nextval = await failure(q('SELECT NEXTVAL(counter)'));
     expect(nextval.code).toBe('READ_ONLY');
@@ -135,7 +135,8 @@ describe('mysql reads', () => {
     ]) {
       const refused = await failure(q(sql));
       expect(refused.code).toBe('READ_ONLY');
-      expect(refused.message).toMatch(/^query: (statement writes|the statement returns no rows); use POST \/stores\/\{id\}\/execute$/);
+      expect(refused.message).toMatch(/^query: (statement writes|the statement returns no rows)$/);
+      expect(refused.hint).toEqual({ action: 'store_execute' });
     }
     const [tables] = await admin.query('SHOW TABLES');
     expect((tables as Record<string, string>[]).map((row) => Object.values(row)[0]).sort()).toEqual(['counter', 'items']);

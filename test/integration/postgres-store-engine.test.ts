@@ -172,7 +172,7 @@ describe('postgres reads', () => {
   it('refuses writes inside the read-only transaction, leaving the table as it was', async () => {
     const insert = await failure(q(`INSERT INTO items (name) VALUES ('sneaky')`));
     expect(insert.code).toBe('READ_ONLY');
-    expect(insert.message).toBe('query: statement writes; use POST /stores/{id}/execute');
+    expect(insert).toMatchObject({ message: 'query: statement writes', hint: { action: 'store_execute' } });
     expect(insert.details).toEqual({ engine_code: '25006' });
     const nextval = await failure(q(`SELECT nextval('counter')`));
     expect(nextval.code).toBe('READ_ONLY');

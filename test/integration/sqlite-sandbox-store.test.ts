@@ -98,7 +98,7 @@ describe('sqlite store inside a sandbox', () => {
     const store = await engine.open(app);
     await execute(store, [{ sql: 'CREATE TABLE t (v TEXT)' }, { sql: "INSERT INTO t VALUES ('keep')" }]);
     for (const sql of ["INSERT INTO t VALUES ('x')", 'DELETE FROM t', 'DROP TABLE t']) {
-      expect(await failure(query(store, sql)), sql).toMatchObject({ code: 'READ_ONLY', message: 'query: statement writes; use POST /stores/app/execute' });
+      expect(await failure(query(store, sql)), sql).toMatchObject({ code: 'READ_ONLY', message: 'query: statement writes', hint: { action: 'store_execute', store: 'app' } });
     }
     expect(await failure(query(store, 'SELECT 1; DELETE FROM t'))).toMatchObject({ code: 'BAD_REQUEST', message: /^sql: holds more than one statement/ });
     expect(await failure(execute(store, [{ sql: 'SELECT 1; DELETE FROM t' }]))).toMatchObject({ code: 'BAD_REQUEST', message: /^sql: holds more than one statement/ });

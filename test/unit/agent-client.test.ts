@@ -42,12 +42,50 @@ describe('AgentClient exec', () => {
     const socket = await dyingAgent();
     const client = new AgentClient(new UnixSocketTransport(async () => socket));
     const output: string[] = [];
-    const failure = await client.exec({ cmd: ['true'], onFrame: (_stream, data) => output.push(data.toString()) }).catch((err: unknown) => err);
+    const failure = await client.exec({ command: ['true'], onFrame: (_stream, data) => output.push(data.toString()) }).catch((err: unknown) => err);
     client.close();
     expect(output).toEqual(['partial\n']);
     expect(failure).toBeInstanceOf(ServiceError);
     expect(failure).toMatchObject({ code: 'INTERNAL' });
     expect((failure as Error).message).toMatch(/closed the exec stream before the command ended .*stopped or restarted/);
+  });
+
+  it("takes the program's exec request and sends it in the agent's words, reading the exit frame back in the program's", async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-client-'));
+    const socket = join(dir, 'agent.sock');
+    let body = '';
+    server = createServer((req, res) => {
+      req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/vnd.sandboxd.frames' });
+        res.end(Buffer.concat([frame(2, 'warn\n'), frame(3, JSON.stringify({ exit_code: 137, timed_out: false, oom_killed: true }))]));
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(socket, resolve));
+    const client = new AgentClient(new UnixSocketTransport(async () => socket));
+    const frames: string[] = [];
+    const outcome = await client.exec({
+      command: ['sh', '-c', 'x'],
+      env: { A: '1', B: 'two words' },
+      workdir: '/tmp',
+      user: 'root',
+      stdin: Buffer.from('in'),
+      timeout_ms: 500,
+      keep_background: true,
+      onFrame: (stream, data) => frames.push(`${stream}:${data.toString()}`),
+    });
+    client.close();
+    expect(JSON.parse(body)).toEqual({
+      argv: ['sh', '-c', 'x'],
+      env: ['A=1', 'B=two words'],
+      cwd: '/tmp',
+      user: 'root',
+      stdin: Buffer.from('in').toString('base64'),
+      timeout_ms: 500,
+      keep_background: true,
+    });
+    expect(frames).toEqual(['stderr:warn\n']);
+    expect(outcome).toEqual({ exit_code: 137, timed_out: false, aborted: false, oom_killed: true });
   });
 });
 
@@ -155,7 +193,7 @@ describe('AgentClient workers', () => {
       { status: 404, body: { error: "worker 'k:1' is not running" } },
     ]);
     const client = new AgentClient(new UnixSocketTransport(async () => socket));
-    expect(await client.ensureWorker('k:1', { argv: ['cat'], env: ['A=1'], user: 'root' })).toEqual(worker);
+    expect(await client.ensureWorker('k:1', { command: ['cat'], env: { A: '1' }, user: 'root' })).toEqual(worker);
     expect(await client.callWorker('k:1', { nonce: 'n&1', line: 'n1 {"a":"é"}', timeout_ms: 500 })).toEqual({ line: 'n1 ok', stderr: 'log\n', duration_us: 1500 });
     expect(await client.listWorkers()).toEqual([worker]);
     await client.stopWorker('k:1');
@@ -196,13 +234,13 @@ describe('AgentClient workers', () => {
     expect(garbage).toMatchObject({ code: 'METHOD_FAILED', details: { reason: 'garbage', line: 'junk', stderr: '' } });
     expect(await callOnce()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(await callOnce()).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('nonce') });
-    const unstartable = await failure(client.ensureWorker('k', { argv: ['node'] }));
+    const unstartable = await failure(client.ensureWorker('k', { command: ['node'] }));
     expect(unstartable).toBeInstanceOf(WorkerFailed);
     expect(unstartable).toMatchObject({ details: { reason: 'exited', exit_code: 127, stderr: 'sandboxd-agent: node: command not found\n' } });
-    expect(await failure(client.ensureWorker('k', { argv: ['cat'] }))).toMatchObject({ code: 'LIMIT_REACHED' });
+    expect(await failure(client.ensureWorker('k', { command: ['cat'] }))).toMatchObject({ code: 'LIMIT_REACHED' });
     expect(await failure(client.listWorkers())).toMatchObject({ code: 'INTERNAL', message: expect.stringContaining('too many open files') });
     // An agent without the routes (a sandbox made before workers existed).
-    expect(await failure(client.ensureWorker('k', { argv: ['cat'] }))).toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('recreate the sandbox') });
+    expect(await failure(client.ensureWorker('k', { command: ['cat'] }))).toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('recreate the sandbox') });
     client.close();
   });
 

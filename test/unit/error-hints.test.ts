@@ -43,6 +43,28 @@ const STEPS: [NextStep, string, string][] = [
     'list it with GET /sandboxes/a/fs?path=/workspace',
     "list it with sandbox_file_list (name 'a', path '/workspace')",
   ],
+  [{ action: 'list_images' }, 'list the built images with GET /images', 'the built images are listed by GET /images of the server (no tool lists them)'],
+  [
+    { action: 'create_volume', volume: 'v' },
+    'create it with POST /volumes',
+    'create it with POST /volumes {"name": "v"} on the server (no tool creates volumes)',
+  ],
+  [{ action: 'store_execute', store: 's' }, 'use POST /stores/s/execute', "use store_execute (store 's')"],
+  [{ action: 'store_execute' }, 'use POST /stores/{id}/execute', 'use store_execute'],
+  [
+    { action: 'store_ops', store: 's', ops: ['query', 'execute'] },
+    'it answers POST /stores/s/query and POST /stores/s/execute',
+    "use store_query or store_execute (store 's')",
+  ],
+  [{ action: 'register_class', class: 'C' }, 'register it first with POST /objects/classes', "register it first with object_class_define (name 'C')"],
+  [
+    { action: 'delete_proxy_hook', hook: 'h' },
+    'delete it first with DELETE /proxy/hooks/h',
+    'delete it first with DELETE /proxy/hooks/h on the server (no tool deletes hooks)',
+  ],
+  [{ action: 'set_llm_key', provider: 'p' }, 'store the key with PUT /llm/keys/p', 'an administrator stores the key with PUT /llm/keys/p on the server'],
+  [{ action: 'set_llm_key' }, 'store the key with PUT /llm/keys/{provider}', 'an administrator stores the key with PUT /llm/keys/{provider} on the server'],
+  [{ action: 'mint_terminal_token', sandbox: 'a' }, 'mint one with POST /sandboxes/a/pty/token', 'mint one with POST /sandboxes/a/pty/token on the server'],
 ];
 
 /** A bare Fastify app with the error handler and one route that throws `error`. */

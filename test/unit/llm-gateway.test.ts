@@ -234,7 +234,7 @@ describe('LLM gateway: refusals', () => {
     await t.h.app.inject({ method: 'DELETE', url: '/llm/keys/anthropic' });
     const answer = await call('/llm/anthropic/v1/messages', {}, 'x-api-key');
     expect(answer.status).toBe(503);
-    expect(JSON.parse(answer.text).error.message).toContain('PUT /llm/keys/anthropic');
+    expect(JSON.parse(answer.text).error.message).toContain('an administrator of sandboxd sets one (its LLM key /llm/keys/anthropic)');
   });
 
   it('past its llm_budget_tokens a sandbox gets 429 in the provider format and one llm.budget_exceeded event', async () => {

@@ -69,6 +69,29 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     expect(texts(await call('sandbox_exec', { name: 'unit-p', command: ['build'] }))[1]).toBe('step 1\nstep 2\n');
   });
 
+  it('sandbox_exec reports progress in-process while the command still runs, not once it ended', async () => {
+    // Prints, then runs on until its 1.5 s timeout.
+    harness.backend.onExec = () => ({ chunks: [{ stream: 'stdout', text: 'first\n' }], hang: true });
+    await call('sandbox_create', { name: 'unit-q' });
+    let firstProgressAt: number | undefined;
+    const result = (await client.callTool({ name: 'sandbox_exec', arguments: { name: 'unit-q', command: ['slow'], timeout_ms: 1500 } }, undefined, {
+      onprogress: (p) => {
+        firstProgressAt ??= Date.now();
+        expect(p).toMatchObject({ progress: 6, message: 'first' });
+      },
+    })) as CallToolResult;
+    const endedAt = Date.now();
+    expect(texts(result)[0]).toContain('exit_code: 124');
+    expect(firstProgressAt).toBeDefined();
+    expect(endedAt - firstProgressAt!).toBeGreaterThan(1000);
+    // A refusal before the stream opens is read whole from the streamed reply, with its next step.
+    await call('sandbox_stop', { name: 'unit-q' });
+    const stopped = (await client.callTool({ name: 'sandbox_exec', arguments: { name: 'unit-q', command: ['true'] } }, undefined, {
+      onprogress: () => undefined,
+    })) as CallToolResult;
+    expect(stopped).toMatchObject({ isError: true, content: [{ type: 'text', text: "sandbox 'unit-q' is stopped: start it with sandbox_start (name 'unit-q')" }] });
+  });
+
   it('turns service errors into isError results that say what to do, naming tools rather than routes', async () => {
     const missing = await call('sandbox_get', { name: 'nope' });
     expect(missing).toMatchObject({ isError: true, content: [{ type: 'text', text: "sandbox 'nope' not found" }] });

@@ -160,7 +160,7 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
     const { define, call, runner } = await setup();
     const unregistered = await call('increment');
     expect(unregistered.statusCode).toBe(404);
-    expect(unregistered.json().error).toBe("class 'counter' is not registered: POST /objects/classes first");
+    expect(unregistered.json().error).toBe("class 'counter' is not registered: register it first with POST /objects/classes");
     await define();
     const missing = await call('nope');
     expect(missing.statusCode).toBe(404);

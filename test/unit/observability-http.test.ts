@@ -100,6 +100,20 @@ describe('OpenAPI', () => {
     expect(Object.keys(schemas.Error.properties)).toEqual(['success', 'error', 'code', 'problem', 'hint', 'details']);
     expect(schemas.Error.required).toEqual(['success', 'error', 'code']);
     const actions = schemas.NextStep.oneOf.map((step: { properties: { action: { const: string } } }) => step.properties.action.const);
-    expect(actions.sort()).toEqual(['browser_open', 'browser_snapshot', 'list_directory', 'recover', 'start']);
+    expect(actions.sort()).toEqual([
+      'browser_open',
+      'browser_snapshot',
+      'create_volume',
+      'delete_proxy_hook',
+      'list_directory',
+      'list_images',
+      'mint_terminal_token',
+      'recover',
+      'register_class',
+      'set_llm_key',
+      'start',
+      'store_execute',
+      'store_ops',
+    ]);
   });
 });

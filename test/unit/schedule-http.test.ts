@@ -123,7 +123,7 @@ describe('schedule routes', () => {
       'an unknown class',
       exec({ target_sandbox: undefined, target_class: 'Counter', target_object_id: 'c1', method: 'bump' }),
       404,
-      /^class 'Counter' is not registered: POST \/objects\/classes first$/,
+      /^class 'Counter' is not registered: register it first with POST \/objects\/classes$/,
     ],
     ['an unknown definition', exec({ target_sandbox: undefined, target_orchestration: 'flow', method: 'start' }), 404, /^orchestration definition 'flow' not found$/],
   ])('refuses %s', async (_what, body, status, message) => {

@@ -32,7 +32,7 @@ class ObjectDouble implements ObjectCaller {
   }
 
   async requireClass(name: string): Promise<void> {
-    if (name !== 'Counter') throw notFound(`class '${name}' is not registered: POST /objects/classes first`);
+    if (name !== 'Counter') throw notFound(`class '${name}' is not registered`, { hint: { action: 'register_class', class: name } });
   }
 
   async callObject(input: ObjectCallInput): Promise<unknown> {

@@ -147,7 +147,7 @@ describe('query and execute', () => {
     const { target, store } = await newStore();
     await execute(store, [{ sql: 'CREATE TABLE t (v TEXT)' }, { sql: "INSERT INTO t VALUES ('keep')" }]);
     for (const sql of ["INSERT INTO t VALUES ('x')", 'DELETE FROM t', 'UPDATE t SET v = 1', 'DROP TABLE t', 'CREATE TABLE u (x)', 'PRAGMA user_version = 5', "WITH a AS (SELECT 1) INSERT INTO t VALUES ('x')", 'DELETE FROM t RETURNING *']) {
-      expect(await failure(query(store, sql)), sql).toMatchObject({ code: 'READ_ONLY', message: `query: statement writes; use POST /stores/${target.name}/execute` });
+      expect(await failure(query(store, sql)), sql).toMatchObject({ code: 'READ_ONLY', message: 'query: statement writes', hint: { action: 'store_execute', store: target.name } });
     }
     expect(await query(store, 'SELECT v FROM t')).toMatchObject({ rows: [['keep']] });
   });

@@ -74,7 +74,7 @@ describe('store routes', () => {
     expect(await answer('POST', '/stores/cache/query', { sql: 'SELECT 1' })).toMatchObject({
       status: 422,
       code: 'UNSUPPORTED',
-      error: "query: store 'cache' is a kv store, which answers POST /stores/cache/command",
+      error: "query: store 'cache' is a kv store: it answers POST /stores/cache/command",
     });
     await answer('POST', '/stores', { name: 'db', kind: 'sqlite', config: { read_only: true } });
     expect(await answer('POST', '/stores/db/command', { command: ['GET', 'k'] })).toMatchObject({ status: 422, code: 'UNSUPPORTED' });

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ServiceError } from '../../src/errors.js';
 import { HANDLE_IDLE_MS, MAX_RESPONSE_BYTES } from '../../src/services/durable/stores/index.js';
 import type { SandboxEvent } from '../../src/services/events/event-bus.js';
 import { createLogger } from '../../src/telemetry/logger.js';
@@ -45,6 +46,16 @@ async function failure(work: Promise<unknown>): Promise<string> {
     return `${(err as { code: string }).code} ${(err as Error).message}`;
   }
   return 'OK';
+}
+
+/** The next step a call fails with. */
+async function hintOf(work: Promise<unknown>): Promise<unknown> {
+  try {
+    await work;
+  } catch (err) {
+    return (err as ServiceError).hint;
+  }
+  return undefined;
 }
 
 beforeEach(() => harness());
@@ -142,11 +153,13 @@ describe('store service: operations', () => {
   it('answers query on a command kind and command on a SQL kind 422, naming the route that fits', async () => {
     await stores().create({ name: 'cache', kind: 'kv' });
     await stores().create({ name: 'db', kind: 'sqlite' });
-    expect(await failure(stores().query('cache', { sql: 'SELECT 1' }))).toBe("UNSUPPORTED query: store 'cache' is a kv store, which answers POST /stores/cache/command");
-    expect(await failure(stores().execute('cache', { sql: 'DELETE FROM t' }))).toBe("UNSUPPORTED execute: store 'cache' is a kv store, which answers POST /stores/cache/command");
+    expect(await failure(stores().query('cache', { sql: 'SELECT 1' }))).toBe("UNSUPPORTED query: store 'cache' is a kv store");
+    expect(await hintOf(stores().query('cache', { sql: 'SELECT 1' }))).toEqual({ action: 'store_ops', store: 'cache', ops: ['command'] });
+    expect(await failure(stores().execute('cache', { sql: 'DELETE FROM t' }))).toBe("UNSUPPORTED execute: store 'cache' is a kv store");
     expect(await failure(stores().command('db', { command: ['GET', 'k'] }))).toBe(
-      "UNSUPPORTED command: store 'db' is a sqlite store, which answers POST /stores/db/query and POST /stores/db/execute",
+      "UNSUPPORTED command: store 'db' is a sqlite store",
     );
+    expect(await hintOf(stores().command('db', { command: ['GET', 'k'] }))).toEqual({ action: 'store_ops', store: 'db', ops: ['query', 'execute'] });
     expect(kv.callsOf('open')).toHaveLength(0);
   });
 

@@ -54,7 +54,7 @@ describe('store MCP tools', () => {
     });
     const write = await call('store_query', { store: 'db', sql: 'DELETE FROM t' });
     expect(write.isError).toBe(true);
-    expect(texts(write)[0]).toBe("query: statement writes; use POST /stores/db/execute");
+    expect(texts(write)[0]).toBe("query: statement writes: use store_execute (store 'db')");
     expect(await json('store_command', { store: 'cache', command: ['SET', 'k', 'v'] })).toEqual({ result: 'OK' });
     expect(await json('store_command', { store: 'cache', command: ['GET', 'k'] })).toEqual({ result: 'v' });
     expect(texts(await call('store_delete', { store: 'cache' }))).toEqual(["store 'cache' deleted"]);
@@ -65,7 +65,7 @@ describe('store MCP tools', () => {
     await call('store_create', { name: 'kv1', kind: 'kv' });
     expect(await call('store_query', { store: 'kv1', sql: 'SELECT 1' })).toMatchObject({
       isError: true,
-      content: [{ type: 'text', text: "query: store 'kv1' is a kv store, which answers POST /stores/kv1/command" }],
+      content: [{ type: 'text', text: "query: store 'kv1' is a kv store: use store_command (store 'kv1')" }],
     });
     expect(await call('store_command', { store: 'ghost', command: ['GET', 'k'] })).toMatchObject({ isError: true, content: [{ type: 'text', text: "store 'ghost' not found" }] });
     const badKind = await call('store_create', { name: 'x', kind: 'mongo' });

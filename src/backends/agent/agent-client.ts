@@ -2,9 +2,9 @@ import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { noSpace, ServiceError, WorkerFailed, badRequest, conflict, forbidden, notFound } from '../../errors.js';
-import type { RawExec, RawExecOutcome } from '../raw-exec.js';
-import type { TerminalSession } from '../types.js';
-import { openAgentTerminal, type AgentTerminalRequest } from './agent-terminal.js';
+import { envList, type ExecOutcome, type FrameExec } from '../exec-frames.js';
+import type { DetachedRequest, ExecRequest, TerminalRequest, TerminalSession, WorkerRequest } from '../types.js';
+import { openAgentTerminal } from './agent-terminal.js';
 import { openPortRelay } from './agent-port-relay.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
 
@@ -45,24 +45,21 @@ export class AgentClient {
   }
 
   /** Runs a command; the same contract as the Engine API's `runExec`. */
-  async exec(request: RawExec): Promise<RawExecOutcome> {
+  async exec(request: FrameExec): Promise<ExecOutcome> {
     if (request.stdin !== undefined && !Buffer.isBuffer(request.stdin)) throw new AgentUnreachable('streamed stdin goes through the engine');
     const body = Buffer.from(
       JSON.stringify({
-        argv: request.cmd,
-        env: request.env,
-        cwd: request.workdir,
-        user: request.user,
+        ...agentCommand(request),
         stdin: request.stdin?.toString('base64'),
-        timeout_ms: request.timeoutMs,
-        keep_background: request.keepBackground,
+        timeout_ms: request.timeout_ms,
+        keep_background: request.keep_background,
       }),
     );
     let response: IncomingMessage;
     try {
       response = await this.send({ method: 'POST', path: '/v1/exec', body, signal: request.signal });
     } catch (err) {
-      if (request.signal?.aborted) return { exitCode: 137, timedOut: false, aborted: true };
+      if (request.signal?.aborted) return { exit_code: 137, timed_out: false, aborted: true };
       throw err;
     }
     if (response.statusCode !== 200) throw await agentError(response);
@@ -126,8 +123,8 @@ export class AgentClient {
   }
 
   /** Starts a detached command; the agent keeps it and the last 4 MiB of each stream. */
-  async startDetached(request: { argv: string[]; env?: string[]; cwd?: string; user?: string }): Promise<AgentDetached> {
-    return this.json<AgentDetached>('POST', '/v1/detached', Buffer.from(JSON.stringify(request)));
+  async startDetached(request: DetachedRequest): Promise<AgentDetached> {
+    return this.json<AgentDetached>('POST', '/v1/detached', Buffer.from(JSON.stringify(agentCommand(request))));
   }
 
   async listDetached(): Promise<AgentDetached[]> {
@@ -154,8 +151,8 @@ export class AgentClient {
    * A worker that cannot start fails as a shell would: `WorkerFailed`, reason `exited`, exit
    * code 127 (no such program) or 126 (cannot run it, unknown user, missing directory).
    */
-  async ensureWorker(key: string, request: AgentWorkerRequest): Promise<AgentWorker> {
-    const response = await this.send({ method: 'PUT', path: workerPath(key), body: Buffer.from(JSON.stringify(request)) });
+  async ensureWorker(key: string, request: WorkerRequest): Promise<AgentWorker> {
+    const response = await this.send({ method: 'PUT', path: workerPath(key), body: Buffer.from(JSON.stringify(agentCommand(request))) });
     if (response.statusCode === 200) return JSON.parse((await collect(response)).toString('utf8')) as AgentWorker;
     if (response.statusCode === 404) throw await olderAgent(response);
     const answer = await errorBody(response);
@@ -238,8 +235,8 @@ export class AgentClient {
   }
 
   /** A shell on a pseudo-terminal, on a connection of its own (agent-terminal.ts). */
-  openTerminal(request: AgentTerminalRequest, onOutput: (data: Buffer) => void): Promise<TerminalSession> {
-    return openAgentTerminal(this.transport, request, onOutput);
+  openTerminal(request: TerminalRequest): Promise<TerminalSession> {
+    return openAgentTerminal(this.transport, { cols: request.cols, rows: request.rows, env: envList(request.env) }, request.onOutput);
   }
 
   /** The agent's health, once it answers. */
@@ -331,12 +328,17 @@ export interface AgentHealth {
   uptime_seconds: number;
 }
 
-/** What `PUT /v1/workers/{key}` starts. */
-export interface AgentWorkerRequest {
-  argv: string[];
-  env?: string[];
-  cwd?: string;
-  user?: string;
+/**
+ * A command in the agent's words (agent/README.md: `argv`, `cwd`, `env` as NAME=value), as
+ * `/v1/exec`, `/v1/detached` and `/v1/workers` take it: the one conversion from the program's.
+ */
+function agentCommand(request: Pick<ExecRequest, 'command' | 'env' | 'workdir' | 'user'>): { argv: string[]; env?: string[]; cwd?: string; user?: string } {
+  return {
+    argv: request.command,
+    ...(request.env ? { env: envList(request.env) } : {}),
+    ...(request.workdir ? { cwd: request.workdir } : {}),
+    ...(request.user ? { user: request.user } : {}),
+  };
 }
 
 /** A worker as the agent reports it; `started` only in the answer to a PUT. */
@@ -435,11 +437,11 @@ function filesPath(path: string): string {
 }
 
 /** Reads exec frames until the exit frame; an abort ends the request, and the agent kills the command. */
-function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExecOutcome> {
+function readFrames(response: IncomingMessage, request: FrameExec): Promise<ExecOutcome> {
   return new Promise((resolve, reject) => {
     let pending: Buffer = Buffer.alloc(0);
-    let outcome: RawExecOutcome | undefined;
-    const aborted = () => ({ exitCode: 137, timedOut: false, aborted: true });
+    let outcome: ExecOutcome | undefined;
+    const aborted = () => ({ exit_code: 137, timed_out: false, aborted: true });
     // A frame that does not parse ends the exec as a cut stream: an error thrown in a `data`
     // listener would escape every handler.
     response.on('data', (chunk: Buffer) => {
@@ -462,7 +464,7 @@ function readFrames(response: IncomingMessage, request: RawExec): Promise<RawExe
           if (payload.length > 0) request.onFrame(type === FRAME.stdout ? 'stdout' : 'stderr', payload);
         } else if (type === FRAME.exit) {
           const exit = JSON.parse(payload.toString('utf8')) as { exit_code: number; timed_out: boolean; oom_killed?: boolean };
-          outcome = { exitCode: exit.exit_code, timedOut: exit.timed_out, aborted: false, ...(exit.oom_killed ? { oomKilled: true } : {}) };
+          outcome = { exit_code: exit.exit_code, timed_out: exit.timed_out, aborted: false, ...(exit.oom_killed ? { oom_killed: true } : {}) };
         } else if (type === FRAME.error) {
           const { error } = JSON.parse(payload.toString('utf8')) as { error: string };
           request.onFrame('stderr', Buffer.from(`sandboxd-agent: ${error}\n`));

@@ -43,7 +43,7 @@ import { createDockerClient } from './docker-client.js';
 import { createError, dockerMessage, dockerStatus, ignoreStatus, isNotFound, unreachableOr } from './docker-errors.js';
 import { runExec } from './docker-exec.js';
 import { hostnameOf, setHostname } from './docker-hostname.js';
-import type { RawExec, RawExecOutcome } from '../raw-exec.js';
+import type { ExecOutcome, FrameExec } from '../exec-frames.js';
 import * as files from './docker-files.js';
 import { DockerImageBuilds } from './docker-image-builds.js';
 import { DockerImages } from './docker-images.js';
@@ -314,22 +314,13 @@ export class DockerBackend
     if (request.command.length === 0) throw badRequest('command: must be a non-empty array of strings');
     const started = Date.now();
     const collector = new OutputCollector(request.max_output_bytes, options.onOutput);
-    const outcome = await this.run(id, {
-      cmd: request.command,
-      user: request.user,
-      env: request.env && Object.entries(request.env).map(([key, value]) => `${key}=${value}`),
-      workdir: request.workdir,
-      stdin: request.stdin,
-      timeoutMs: request.timeout_ms,
-      keepBackground: request.keep_background,
-      signal: options.signal,
-      onFrame: (stream, data) => collector.push({ stream, data }),
-    });
+    const { max_output_bytes: _cap, ...command } = request;
+    const outcome = await this.run(id, { ...command, signal: options.signal, onFrame: (stream, data) => collector.push({ stream, data }) });
     return {
-      exit_code: outcome.exitCode,
+      exit_code: outcome.exit_code,
       ...collector.result(),
-      timed_out: outcome.timedOut,
-      ...(outcome.oomKilled ? { oom_killed: true } : {}),
+      timed_out: outcome.timed_out,
+      ...(outcome.oom_killed ? { oom_killed: true } : {}),
       duration_ms: Date.now() - started,
     };
   }
@@ -368,14 +359,7 @@ export class DockerBackend
   }
 
   async startDetached(id: string, request: DetachedRequest): Promise<DetachedProcess> {
-    const started = await this.agentOnly(id, (agent) =>
-      agent.startDetached({
-        argv: request.command,
-        ...(request.env ? { env: Object.entries(request.env).map(([key, value]) => `${key}=${value}`) } : {}),
-        ...(request.workdir ? { cwd: request.workdir } : {}),
-        ...(request.user ? { user: request.user } : {}),
-      }),
-    );
+    const started = await this.agentOnly(id, (agent) => agent.startDetached(request));
     return detachedFrom(started);
   }
 
@@ -415,7 +399,7 @@ export class DockerBackend
   }
 
   /** One command in a container: through its agent, else through the engine. */
-  private run(id: string, request: RawExec): Promise<RawExecOutcome> {
+  private run(id: string, request: FrameExec): Promise<ExecOutcome> {
     return this.viaAgent(
       id,
       (agent) => agent.exec(request),
@@ -428,7 +412,7 @@ export class DockerBackend
    * runs as root (for its agent), so the default user is named explicitly. Root goes as uid 0:
    * the engine looks a name up in the image's /etc/passwd, which a minimal image may not have.
    */
-  private engineExec(id: string, request: RawExec): Promise<RawExecOutcome> {
+  private engineExec(id: string, request: FrameExec): Promise<ExecOutcome> {
     return this.engine(async () => {
       const named = request.user ?? (await this.agents.identityOf(id))?.user;
       const user = named === 'root' ? '0' : named;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../telemetry/logger.js';
-import type { FrameHandler, RawExec, RawExecOutcome } from '../raw-exec.js';
+import { envList, type ExecOutcome, type FrameExec, type FrameHandler } from '../exec-frames.js';
 
 /**
  * Every exec carries this variable with a fresh random tag. Children inherit it, so the tag
@@ -50,16 +50,16 @@ const NOT_FOUND_REFUSAL = /^OCI runtime exec failed: .*(executable file not foun
  * an exit code. Engine errors are thrown as they come
  * (the caller maps them).
  */
-export async function runExec(container: Docker.Container, request: RawExec, logger: Logger): Promise<RawExecOutcome> {
+export async function runExec(container: Docker.Container, request: FrameExec, logger: Logger): Promise<ExecOutcome> {
   const tag = randomBytes(16).toString('hex');
   const withStdin = request.stdin !== undefined;
   const exec = await container.exec({
-    Cmd: request.cmd,
+    Cmd: request.command,
     AttachStdin: withStdin,
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
-    Env: [...(request.env ?? []), `${EXEC_TAG_VAR}=${tag}`],
+    Env: [...envList(request.env), `${EXEC_TAG_VAR}=${tag}`],
     WorkingDir: request.workdir,
     User: request.user,
   });
@@ -78,7 +78,7 @@ export async function runExec(container: Docker.Container, request: RawExec, log
     terminate();
   };
   const timer =
-    request.timeoutMs === undefined
+    request.timeout_ms === undefined
       ? undefined
       : setTimeout(
           () => {
@@ -86,7 +86,7 @@ export async function runExec(container: Docker.Container, request: RawExec, log
             terminate();
           },
           // Node fires longer delays at once; ~24.8 days is forever for an exec.
-          Math.min(request.timeoutMs, MAX_TIMER_MS),
+          Math.min(request.timeout_ms, MAX_TIMER_MS),
         );
   request.signal?.addEventListener('abort', onAbort, { once: true });
   if (request.signal?.aborted) onAbort();
@@ -103,9 +103,9 @@ export async function runExec(container: Docker.Container, request: RawExec, log
   }
   await killing;
   const exitCode = await exitCodeOf(exec);
-  if (timedOut) return { exitCode: 124, timedOut, aborted: false };
-  if (exitCode === 126 && NOT_FOUND_REFUSAL.test(firstFrame)) return { exitCode: 127, timedOut, aborted };
-  return { exitCode: exitCode ?? (aborted ? 137 : -1), timedOut, aborted };
+  if (timedOut) return { exit_code: 124, timed_out: true, aborted: false };
+  if (exitCode === 126 && NOT_FOUND_REFUSAL.test(firstFrame)) return { exit_code: 127, timed_out: false, aborted };
+  return { exit_code: exitCode ?? (aborted ? 137 : -1), timed_out: false, aborted };
 }
 
 /** Feeds stdin (then half-closes) and demultiplexes output until the engine closes the stream. */
@@ -146,10 +146,10 @@ async function killTagged(container: Docker.Container, tag: string, user: string
     try {
       const outcome = await runExec(
         container,
-        { cmd: ['sh', '-c', KILL_SCRIPT, 'sandboxd-kill', `${EXEC_TAG_VAR}=${tag}`], user, onFrame: () => {} },
+        { command: ['sh', '-c', KILL_SCRIPT, 'sandboxd-kill', `${EXEC_TAG_VAR}=${tag}`], user, onFrame: () => {} },
         logger,
       );
-      if (outcome.exitCode === 0) return;
+      if (outcome.exit_code === 0) return;
     } catch (err) {
       logger.debug({ err, attempt }, 'kill exec failed to run');
     }

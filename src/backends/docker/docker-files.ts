@@ -1,5 +1,5 @@
 import { ServiceError, badRequest, forbidden, noSpace, notFound } from '../../errors.js';
-import type { RawExec, RawExecOutcome } from '../raw-exec.js';
+import type { ExecOutcome, FrameExec } from '../exec-frames.js';
 
 /**
  * File operations through the Engine API's exec, for sandboxes whose agent does not answer.
@@ -12,7 +12,7 @@ import type { RawExec, RawExecOutcome } from '../raw-exec.js';
 export const MAX_READ_BYTES = 64 * 1024 * 1024;
 const FILE_OP_TIMEOUT_MS = 120_000;
 /** Error texts are matched, so they must be in English. */
-const FILE_OP_ENV = ['LC_ALL=C'];
+const FILE_OP_ENV = { LC_ALL: 'C' };
 
 const READ_SCRIPT = '[ -d "$1" ] && exit 3; exec cat -- "$1"';
 
@@ -29,7 +29,7 @@ cat > "$1" || fail 5`;
 const DELETE_SCRIPT = '[ -e "$1" ] || [ -L "$1" ] || exit 3; exec rm -rf -- "$1"';
 
 /** Runs one exec in the sandbox (engine errors already mapped to service errors). */
-export type ExecRunner = (request: RawExec) => Promise<RawExecOutcome>;
+export type ExecRunner = (request: FrameExec) => Promise<ExecOutcome>;
 
 /** The file's bytes; NOT_FOUND, BAD_REQUEST for a directory, FORBIDDEN when unreadable. */
 export async function readFile(run: ExecRunner, path: string): Promise<Buffer> {
@@ -38,9 +38,9 @@ export async function readFile(run: ExecRunner, path: string): Promise<Buffer> {
   let size = 0;
   const overflow = new AbortController();
   const outcome = await run({
-    cmd: ['sh', '-c', READ_SCRIPT, 'sh', path],
+    command: ['sh', '-c', READ_SCRIPT, 'sh', path],
     env: FILE_OP_ENV,
-    timeoutMs: FILE_OP_TIMEOUT_MS,
+    timeout_ms: FILE_OP_TIMEOUT_MS,
     signal: overflow.signal,
     onFrame: (stream, data) => {
       if (stream === 'stderr') return void stderr.push(data);
@@ -50,8 +50,8 @@ export async function readFile(run: ExecRunner, path: string): Promise<Buffer> {
     },
   });
   if (outcome.aborted) throw tooLarge(path);
-  if (outcome.exitCode === 3) throw badRequest(`'${path}' is a directory`);
-  if (outcome.exitCode !== 0) throw fileError('reading', path, outcome, stderr);
+  if (outcome.exit_code === 3) throw badRequest(`'${path}' is a directory`);
+  if (outcome.exit_code !== 0) throw fileError('reading', path, outcome, stderr);
   return Buffer.concat(chunks);
 }
 
@@ -64,31 +64,31 @@ export function tooLarge(path: string): ServiceError {
 export async function writeFile(run: ExecRunner, path: string, content: Buffer): Promise<void> {
   const stderr: Buffer[] = [];
   const outcome = await run({
-    cmd: ['sh', '-c', WRITE_SCRIPT, 'sh', path],
+    command: ['sh', '-c', WRITE_SCRIPT, 'sh', path],
     env: FILE_OP_ENV,
     stdin: content,
-    timeoutMs: FILE_OP_TIMEOUT_MS,
+    timeout_ms: FILE_OP_TIMEOUT_MS,
     onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
   });
-  if (outcome.exitCode === 3) throw badRequest(`'${path}' is a directory`);
-  if (outcome.exitCode !== 0) throw fileError('writing', path, outcome, stderr);
+  if (outcome.exit_code === 3) throw badRequest(`'${path}' is a directory`);
+  if (outcome.exit_code !== 0) throw fileError('writing', path, outcome, stderr);
 }
 
 /** Deletes a file, or a directory with everything in it. */
 export async function deleteFile(run: ExecRunner, path: string): Promise<void> {
   const stderr: Buffer[] = [];
   const outcome = await run({
-    cmd: ['sh', '-c', DELETE_SCRIPT, 'sh', path],
+    command: ['sh', '-c', DELETE_SCRIPT, 'sh', path],
     env: FILE_OP_ENV,
-    timeoutMs: FILE_OP_TIMEOUT_MS,
+    timeout_ms: FILE_OP_TIMEOUT_MS,
     onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
   });
-  if (outcome.exitCode === 3) throw notFound(`file '${path}' not found`);
-  if (outcome.exitCode !== 0) throw fileError('deleting', path, outcome, stderr);
+  if (outcome.exit_code === 3) throw notFound(`file '${path}' not found`);
+  if (outcome.exit_code !== 0) throw fileError('deleting', path, outcome, stderr);
 }
 
 /** Classifies a failed file operation by the system error text of the tool that failed. */
-function fileError(verb: string, path: string, outcome: RawExecOutcome, stderr: Buffer[]): ServiceError {
+function fileError(verb: string, path: string, outcome: ExecOutcome, stderr: Buffer[]): ServiceError {
   const text = Buffer.concat(stderr).toString('utf8').trim();
   if (text.includes('No such file or directory')) return notFound(`file '${path}' not found`);
   if (text.includes('Permission denied') || text.includes('Operation not permitted')) {
@@ -100,6 +100,6 @@ function fileError(verb: string, path: string, outcome: RawExecOutcome, stderr: 
   }
   if (text.includes('Device or resource busy')) return badRequest(`'${path}' is a mount point`);
   if (text.includes('No space left on device')) return noSpace(path);
-  const reason = outcome.timedOut ? 'timed out' : text.split('\n').pop() || `exit code ${outcome.exitCode}`;
+  const reason = outcome.timed_out ? 'timed out' : text.split('\n').pop() || `exit code ${outcome.exit_code}`;
   return new ServiceError('INTERNAL', `${verb} ${path} failed: ${reason}`);
 }

@@ -107,13 +107,13 @@ export class DockerSnapshots {
     if (!image.Config.Labels?.[IMAGE_LABEL.workspace]) return;
     const stderr: Buffer[] = [];
     const outcome = await run({
-      cmd: ['tar', '-x', '--no-same-owner', '-C', WORKSPACE, '-f', WORKSPACE_ARCHIVE],
-      timeoutMs: ARCHIVE_TIMEOUT_MS,
+      command: ['tar', '-x', '--no-same-owner', '-C', WORKSPACE, '-f', WORKSPACE_ARCHIVE],
+      timeout_ms: ARCHIVE_TIMEOUT_MS,
       onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
     });
-    if (outcome.exitCode === TAR_MISSING) throw withoutTar();
-    if (outcome.exitCode !== 0) {
-      throw new ServiceError('INTERNAL', `restoring ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
+    if (outcome.exit_code === TAR_MISSING) throw withoutTar();
+    if (outcome.exit_code !== 0) {
+      throw new ServiceError('INTERNAL', `restoring ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exit_code}`);
     }
   }
 
@@ -154,15 +154,15 @@ export class DockerSnapshots {
     const out = createWriteStream(file);
     const stderr: Buffer[] = [];
     const outcome = await run({
-      cmd: ['tar', '-c', '-C', WORKSPACE, '.'],
-      env: ['LC_ALL=C'],
-      timeoutMs: ARCHIVE_TIMEOUT_MS,
+      command: ['tar', '-c', '-C', WORKSPACE, '.'],
+      env: { LC_ALL: 'C' },
+      timeout_ms: ARCHIVE_TIMEOUT_MS,
       onFrame: (stream, data) => void (stream === 'stdout' ? out.write(data) : stderr.push(data)),
     }).finally(() => new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve()))));
-    if (outcome.exitCode === TAR_MISSING) throw withoutTar();
+    if (outcome.exit_code === TAR_MISSING) throw withoutTar();
     // GNU tar exits 1 when a file changed while it was read: the archive is still whole.
-    if (outcome.exitCode !== 0 && outcome.exitCode !== 1) {
-      throw new ServiceError('INTERNAL', `reading ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exitCode}`);
+    if (outcome.exit_code !== 0 && outcome.exit_code !== 1) {
+      throw new ServiceError('INTERNAL', `reading ${WORKSPACE} failed: ${Buffer.concat(stderr).toString('utf8').trim() || outcome.exit_code}`);
     }
   }
 }

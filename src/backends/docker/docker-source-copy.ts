@@ -25,17 +25,17 @@ export async function copyIntoRunning(container: Docker.Container, source: Clone
     const outcome = await runExec(
       container,
       {
-        cmd: ['tar', '-x', '--no-same-owner', '--strip-components=1', '-C', WORKSPACE, '-f', '-'],
+        command: ['tar', '-x', '--no-same-owner', '--strip-components=1', '-C', WORKSPACE, '-f', '-'],
         user: `${owner.uid}:${owner.gid}`,
         stdin: stream,
         onFrame: (kind, data) => void (kind === 'stderr' && stderr.push(data)),
       },
       logger,
     );
-    if (outcome.exitCode === 127) throw new UnsupportedError('docker', `a source in a sandbox with a tmpfs ${WORKSPACE} (restrictive) whose image has no tar`);
-    if (outcome.exitCode !== 0) {
+    if (outcome.exit_code === 127) throw new UnsupportedError('docker', `a source in a sandbox with a tmpfs ${WORKSPACE} (restrictive) whose image has no tar`);
+    if (outcome.exit_code !== 0) {
       const reason = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0];
-      throw new ServiceError('INTERNAL', `copying the source into ${WORKSPACE} failed: ${reason || outcome.exitCode}`);
+      throw new ServiceError('INTERNAL', `copying the source into ${WORKSPACE} failed: ${reason || outcome.exit_code}`);
     }
     await done;
   } finally {

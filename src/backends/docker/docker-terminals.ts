@@ -13,10 +13,9 @@ export class DockerTerminals implements TerminalCapability {
   ) {}
 
   openTerminal(id: string, request: TerminalRequest): Promise<TerminalSession> {
-    const env = Object.entries(request.env ?? {}).map(([name, value]) => `${name}=${value}`);
     return agentOnly(this.agents, {
       id,
-      operation: (agent) => agent.openTerminal({ cols: request.cols, rows: request.rows, env }, request.onOutput),
+      operation: (agent) => agent.openTerminal(request),
       inspect: this.inspect,
       what: 'terminals',
     });

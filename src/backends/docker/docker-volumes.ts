@@ -99,10 +99,10 @@ export async function claimVolumeRoots(run: ExecRunner, mounts: readonly VolumeM
   const stderr: Buffer[] = [];
   const script = 'ids=$1; shift; for p; do [ "$(stat -c %u "$p")" = 0 ] && { chown "$ids" "$p" || exit 1; }; done; exit 0';
   const outcome = await run({
-    cmd: ['sh', '-c', script, 'sh', `${owner.uid}:${owner.gid}`, ...paths],
+    command: ['sh', '-c', script, 'sh', `${owner.uid}:${owner.gid}`, ...paths],
     user: '0',
-    timeoutMs: 30_000,
+    timeout_ms: 30_000,
     onFrame: (stream, data) => void (stream === 'stderr' && stderr.push(data)),
   });
-  return outcome.exitCode === 0 ? undefined : Buffer.concat(stderr).toString('utf8').trim() || `exit code ${outcome.exitCode}`;
+  return outcome.exit_code === 0 ? undefined : Buffer.concat(stderr).toString('utf8').trim() || `exit code ${outcome.exit_code}`;
 }

@@ -18,14 +18,7 @@ export class DockerWorkers implements WorkersCapability {
   async ensureWorker(id: string, key: string, request: WorkerRequest): Promise<WorkerProcess> {
     checkWorkerKey(key);
     checkWorkerRequest(request);
-    const started = await this.viaAgent(id, (agent) =>
-      agent.ensureWorker(key, {
-        argv: request.command,
-        ...(request.env ? { env: Object.entries(request.env).map(([name, value]) => `${name}=${value}`) } : {}),
-        ...(request.workdir ? { cwd: request.workdir } : {}),
-        ...(request.user ? { user: request.user } : {}),
-      }),
-    );
+    const started = await this.viaAgent(id, (agent) => agent.ensureWorker(key, request));
     return workerFrom(started);
   }
 

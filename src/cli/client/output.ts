@@ -11,6 +11,14 @@ export const CLI_NEXT_STEPS: NextStepRenderers = {
   browser_open: ({ sandbox, page }) => `open it with POST /sandboxes/${sandbox}/browser/pages/${page}/goto`,
   browser_snapshot: ({ sandbox, page, use_refs }) => `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
   list_directory: ({ sandbox, path }) => `list it with \`sandboxd exec ${sandbox} -- ls -la ${path}\` or GET /sandboxes/${sandbox}/fs?path=${path}`,
+  list_images: () => 'list the built images with GET /images',
+  create_volume: () => 'create it with POST /volumes',
+  store_execute: ({ store }) => `use POST /stores/${store ?? '{id}'}/execute`,
+  store_ops: ({ store, ops }) => `it answers ${ops.map((op) => `POST /stores/${store}/${op}`).join(' and ')}`,
+  register_class: () => 'register it first with POST /objects/classes',
+  delete_proxy_hook: ({ hook }) => `delete it first with DELETE /proxy/hooks/${hook}`,
+  set_llm_key: ({ provider }) => `store the key with PUT /llm/keys/${provider ?? '{provider}'}`,
+  mint_terminal_token: ({ sandbox }) => `open the terminal again with \`sandboxd shell ${sandbox}\`, which mints a new token`,
 };
 
 /** Whether escape codes may go to a stream: a terminal, and NO_COLOR unset or empty (https://no-color.org). */

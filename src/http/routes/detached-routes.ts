@@ -27,7 +27,8 @@ export async function detachedRoutes(app: App, { services }: RouteContext): Prom
         response: { 200: envelope(detachedCommand), ...errors(400, 403, 404, 409, 422) },
       },
     },
-    async (request) => ok(await services.detached.start(request.params.name, request.body)),
+    // The policy hook gated the request (registerPolicy).
+    async (request) => ok(await services.detached.start(request.params.name, request.body, { gated: true })),
   );
 
   app.get(

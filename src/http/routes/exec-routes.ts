@@ -24,7 +24,8 @@ export async function execRoutes(app: App, { services, heartbeatMs }: ExecRouteO
         response: { 200: envelope(execResult), ...errors(400, 403, 404, 409) },
       },
     },
-    async (request, reply) => ok(await services.exec.exec(request.params.name, request.body, { signal: clientGone(reply) })),
+    // The policy hook gated the request (registerPolicy).
+    async (request, reply) => ok(await services.exec.exec(request.params.name, request.body, { signal: clientGone(reply), gated: true })),
   );
 
   app.post(
@@ -44,12 +45,12 @@ export async function execRoutes(app: App, { services, heartbeatMs }: ExecRouteO
     },
     async (request, reply) => {
       const { name } = request.params;
-      // A request the sandbox would refuse (missing, stopped, sudo off) is an HTTP error, before the stream opens.
-      services.exec.check(request.body);
+      // A request the sandbox would refuse (missing, stopped) is an HTTP error, before the stream opens;
+      // the schema and the policy hook's gate refused the others.
       await services.sandboxes.requireRunning(name);
       await streamCommand(reply, request.log, { heartbeatMs, what: 'exec' }, async ({ signal, send, onOutput }) => {
         send('started', { sandbox: name });
-        return services.exec.exec(name, request.body, { signal, onOutput });
+        return services.exec.exec(name, request.body, { signal, onOutput, gated: true });
       });
     },
   );

@@ -23,7 +23,8 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
         response: { 200: envelope(execResult), ...errors(400, 403, 422, 429, 503) },
       },
     },
-    async (request, reply) => ok(await services.runs.run(request.body, { signal: clientGone(reply) })),
+    // The policy hook gated the request (registerPolicy).
+    async (request, reply) => ok(await services.runs.run(request.body, { signal: clientGone(reply), gated: true })),
   );
 
   app.post(
@@ -43,13 +44,13 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
       },
     },
     async (request, reply) => {
-      // A request no sandbox would accept is an HTTP error, before the stream opens.
-      services.runs.check(request.body);
+      // The schema and the policy hook's gate refused a request no sandbox would accept, before the stream opens.
       // `data` repeats `content` for clients that read that name (the agentkernel SDKs).
       await streamCommand(reply, request.log, { heartbeatMs, what: 'run', outputExtra: (content) => ({ data: content }) }, ({ signal, send, onOutput }) =>
         services.runs.run(request.body, {
           signal,
           onOutput,
+          gated: true,
           onStarted: (sandbox) => send('started', { sandbox }),
           onStage: (stage) => send('progress', { stage }),
         }),
@@ -67,7 +68,8 @@ export async function runRoutes(app: App, { services, heartbeatMs }: RunRouteOpt
         response: { 200: envelope(batchResult), ...errors(400) },
       },
     },
-    async (request, reply) => ok({ results: await services.runs.batch(request.body.commands, clientGone(reply)) }),
+    // The policy hook gated each command (registerPolicy).
+    async (request, reply) => ok({ results: await services.runs.batch(request.body.commands, clientGone(reply), true) }),
   );
 }
 

@@ -52,15 +52,15 @@ export class DetachedService {
     ctx.sandboxes.onRemoved((sandbox) => this.repo.deleteForSandbox(sandbox.uuid));
   }
 
-  /** Starts a command in a running sandbox and returns at once. */
-  async start(name: string, input: ExecInput): Promise<DetachedCommandBody> {
+  /** Starts a command in a running sandbox and returns at once; `gated`: the request passed the gate where it entered. */
+  async start(name: string, input: ExecInput, { gated = false }: { gated?: boolean } = {}): Promise<DetachedCommandBody> {
     // Stdin and a timeout have no meaning for a command that outlives its request: refused, not ignored.
     const refused = (['stdin', 'timeout_ms'] as const).filter((field) => input[field] !== undefined);
     if (refused.length > 0) {
       throw badRequest(`${refused.join(', ')}: not taken by a detached command, which outlives its request (kill it with DELETE)`);
     }
     const sandbox = await this.sandboxes.requireRunning(name);
-    this.exec.check(input);
+    if (!gated) this.exec.gate(input);
     const { stdin: _stdin, timeout_ms: _timeout, ...request } = backendRequest(input, await this.exec.envOf(sandbox));
     const process = await this.detached().startDetached(sandbox.backend_id, request);
     const record: DetachedRecord = {

@@ -1,5 +1,5 @@
 import type { Backend, ExecOptions, ExecRequest } from '../../backends/backend.js';
-import { badRequest, forbidden, isServiceError } from '../../errors.js';
+import { forbidden, isServiceError } from '../../errors.js';
 import { execResult, type ExecInput, type ExecResultBody } from '../../schemas/exec-schemas.js';
 import { view } from '../../schemas/view.js';
 import type { AuditApi } from '../events/api.js';
@@ -12,6 +12,12 @@ import type { Config } from '../../config/config-schema.js';
 export type SandboxEnvSource = (sandbox: Pick<SandboxRecord, 'uuid' | 'profile'> & Partial<Pick<SandboxRecord, 'network'>>) => Promise<Record<string, string>>;
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
+
+/** How a service runs a command: the backend's options, and whether the request passed the gate already. */
+export interface CommandOptions extends ExecOptions {
+  /** The request passed `ExecService.gate` where it entered (the HTTP policy hook): not checked again. */
+  gated?: boolean;
+}
 
 /** Runs commands in persistent sandboxes. */
 export class ExecService {
@@ -29,17 +35,15 @@ export class ExecService {
     this.allowSudoExec = ctx.config.allowSudoExec;
   }
 
-  /** Refuses a request no sandbox would accept: sudo while it is disabled, a relative workdir. */
-  check(input: ExecInput): void {
-    this.checkSudo(input.sudo);
-    if (input.workdir !== undefined && !input.workdir.startsWith('/')) {
-      throw badRequest(`workdir: '${input.workdir}' must be an absolute path`);
-    }
-  }
-
-  /** Refuses sudo while it is disabled: a hard gate, checked before the policy too. */
-  checkSudo(sudo: boolean | undefined): void {
-    if (sudo && !this.allowSudoExec) {
+  /**
+   * The one service gate of a command request (exec, run, detached, pty): refuses sudo while it
+   * is disabled (the schema refused the rest, such as a relative workdir, at the edge). It runs
+   * once per request, where the request enters: the HTTP policy hook (before the policy, so that
+   * rules only narrow it; the route then passes `gated`), a schedule's create and fire, an
+   * orchestration's activity, or the service function called without `gated`.
+   */
+  gate(request: { sudo?: boolean | undefined }): void {
+    if (request.sudo && !this.allowSudoExec) {
       throw forbidden(
         'sudo exec is disabled: start the server with --allow-sudo-exec (or SERVICE_ALLOW_SUDO_EXEC=true, or allow_sudo_exec = true in the [api] section of the config file)',
       );
@@ -64,9 +68,9 @@ export class ExecService {
    * kills the process tree and returns the partial output with exit code 124. The sandbox's
    * env is under the request's (a sandbox made from a pool instance has it from here alone).
    */
-  async exec(name: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
+  async exec(name: string, input: ExecInput, { gated, ...options }: CommandOptions = {}): Promise<ExecResultBody> {
     const sandbox = await this.sandboxes.require(name);
-    this.check(input);
+    if (!gated) this.gate(input);
     const running = this.sandboxes.assertRunning(sandbox);
     let result;
     try {
@@ -90,9 +94,8 @@ export class ExecService {
     return view(execResult, result);
   }
 
-  /** Runs one command in an instance that is no sandbox (a pool instance of a fast run). */
+  /** Runs one command in an instance that is no sandbox (a pool instance of a fast run, whose request the run gated). */
   async execInstance(backendId: string, input: ExecInput, options: ExecOptions = {}): Promise<ExecResultBody> {
-    this.check(input);
     return view(execResult, await this.backend.exec(backendId, backendRequest(input), options));
   }
 }

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import type { ExecOptions } from '../../backends/backend.js';
 import { DEFAULT_IMAGE_DETECTION, detectImage } from '../../images/image-detection.js';
 import { isServiceError } from '../../errors.js';
 import type { ExecInput, ExecResultBody } from '../../schemas/exec-schemas.js';
 import type { BatchResultItem, RunInput } from '../../schemas/run-schemas.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { ExecService } from './exec-service.js';
+import type { CommandOptions, ExecService } from './exec-service.js';
 import { DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
 import type { SandboxesApi } from '../sandboxes/api.js';
 import type { PoolKey, PooledInstance, TakenInstance } from '../pools/index.js';
@@ -19,7 +18,7 @@ const RUN_LABEL = 'sandboxd.run';
 /** What a run is doing: its sandbox is being made, it is up, the command runs. */
 export type RunStage = 'creating' | 'starting' | 'executing';
 
-export interface RunOptions extends ExecOptions {
+export interface RunOptions extends CommandOptions {
   /** The run's sandbox name, once chosen (before anything is made). */
   onStarted?: (sandbox: string) => void;
   /** Each stage, in order. */
@@ -67,14 +66,10 @@ export class RunService {
     };
   }
 
-  /** Refuses a request that exec would refuse, before anything is paid for. */
-  check(input: RunInput): void {
-    this.exec.check(input);
-  }
-
-  async run(input: RunInput, options: RunOptions = {}): Promise<ExecResultBody> {
+  /** Runs one command in a fresh sandbox; the request is gated (unless `gated`) before anything is paid for. */
+  async run(input: RunInput, { gated, ...options }: RunOptions = {}): Promise<ExecResultBody> {
     const { image, profile, fast, ...request } = input;
-    this.check(input);
+    if (!gated) this.exec.gate(input);
     const key: PoolKey = {
       image: image ?? detectImage(request.command, this.settings.imageDetection) ?? this.settings.defaultImage,
       profile: profile ?? DEFAULT_PROFILE,
@@ -124,7 +119,7 @@ export class RunService {
     try {
       options.onStage?.('starting');
       options.onStage?.('executing');
-      return await this.exec.exec(name, request, options);
+      return await this.exec.exec(name, request, { ...options, gated: true });
     } finally {
       await this.sandboxes.remove(name).catch((err: Error) => this.logger.warn({ sandbox: name, err }, 'run sandbox not removed'));
     }
@@ -132,16 +127,17 @@ export class RunService {
 
   /**
    * Runs each command in its own sandbox, at most `batchConcurrency` at once; results keep the
-   * input order, and a command that cannot run fails alone (`error` says why).
+   * input order, and a command that cannot run fails alone (`error` says why). `gated`: each
+   * command passed the gate where the batch entered.
    */
-  async batch(inputs: RunInput[], signal?: AbortSignal): Promise<BatchResultItem[]> {
+  async batch(inputs: RunInput[], signal?: AbortSignal, gated = false): Promise<BatchResultItem[]> {
     const results: BatchResultItem[] = new Array(inputs.length);
     // One iterator shared by the workers: each takes the next input in order.
     const queue = inputs.entries();
     const worker = async () => {
       for (const [index, input] of queue) {
         try {
-          const result = await this.run(input, signal ? { signal } : {});
+          const result = await this.run(input, { ...(signal ? { signal } : {}), gated });
           results[index] = {
             output: result.output,
             error: null,

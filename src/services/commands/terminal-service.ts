@@ -117,7 +117,7 @@ export class TerminalService {
   redeem(token: string, name: string): Principal {
     const entry = this.tokens.get(token);
     this.tokens.delete(token);
-    if (!entry) throw new ServiceError('UNAUTHORIZED', 'invalid terminal token: it is unknown or was used already (mint one with POST /sandboxes/{name}/pty/token)');
+    if (!entry) throw new ServiceError('UNAUTHORIZED', 'invalid terminal token: it is unknown or was used already', { hint: { action: 'mint_terminal_token', sandbox: name } });
     if (entry.expiresAt <= this.clock().getTime()) throw new ServiceError('UNAUTHORIZED', 'terminal token expired: tokens are valid for 60 s');
     if (entry.sandbox !== name) throw new ServiceError('UNAUTHORIZED', `terminal token was minted for sandbox '${entry.sandbox}', not '${name}'`);
     return entry.principal;

@@ -73,7 +73,7 @@ export class LlmGateway {
       const sandbox = await this.input.sandboxes.byUuid(sandboxUuid);
       if (!sandbox) throw new GatewayRefusal(401, 'authentication_error', 'the sandbox this token was made for no longer exists');
       if (!resolved.key) {
-        throw new GatewayRefusal(503, 'api_error', `the gateway has no key for ${resolved.provider.name}: an administrator sets one with PUT /llm/keys/${resolved.provider.name}`);
+        throw new GatewayRefusal(503, 'api_error', `the gateway has no key for ${resolved.provider.name}: an administrator of sandboxd sets one (its LLM key /llm/keys/${resolved.provider.name})`);
       }
       await this.checkBudget(sandbox);
       const body = await readBody(request);

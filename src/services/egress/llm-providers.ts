@@ -113,7 +113,7 @@ export function checkBaseUrl(value: string, field: string): string {
     throw badRequest(`${field}: '${value}' is not a URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw badRequest(`${field}: must be an http or https URL`);
-  if (url.username || url.password) throw badRequest(`${field}: must not carry credentials (store the key with PUT /llm/keys/{provider})`);
+  if (url.username || url.password) throw badRequest(`${field}: must not carry credentials`, { hint: { action: 'set_llm_key' } });
   if (url.search || url.hash) throw badRequest(`${field}: must not have a query or a fragment`);
   return url.href.replace(/\/+$/, '');
 }

@@ -75,7 +75,7 @@ export class ProxyHooks {
   create(body: CreateProxyHookInput): ProxyHook {
     const hook: ProxyHook = { name: body.name, event: body.event, match: body.match ?? {}, target: body.target, created_at: isoNow(this.input.clock) };
     const inserted = this.input.repo.insertHook({ name: hook.name, event: hook.event, match: JSON.stringify(hook.match), target: JSON.stringify(hook.target), created_at: hook.created_at });
-    if (!inserted) throw conflict(`proxy hook '${hook.name}' already exists: delete it first (DELETE /proxy/hooks/${hook.name})`);
+    if (!inserted) throw conflict(`proxy hook '${hook.name}' already exists`, { hint: { action: 'delete_proxy_hook', hook: hook.name } });
     this.compiled = undefined;
     this.input.audit.resourceEvent('proxy.hook.created', { kind: 'proxy-hook', id: hook.name, name: hook.name }, { event: hook.event, target: hook.target.type });
     return hook;

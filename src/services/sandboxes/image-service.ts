@@ -101,7 +101,7 @@ export class ImageService {
   async remove(name: string): Promise<{ deleted: true; name: string; tag: string }> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
     const tag = userImageTag(name);
-    if (!(await builds.inspect(tag))) throw notFound(`image '${name}' not found (no ${tag}); GET /images lists the built images`);
+    if (!(await builds.inspect(tag))) throw notFound(`image '${name}' not found (no ${tag})`, { hint: { action: 'list_images' } });
     const users = (await this.ctx.repos.sandboxes.all()).filter((sandbox) => sandbox.image === tag).map((sandbox) => sandbox.name);
     if (users.length > 0) throw conflict(`image '${name}' is used by sandbox${users.length > 1 ? 'es' : ''} ${users.join(', ')}: delete ${users.length > 1 ? 'them' : 'it'} first`);
     await Promise.all([this.ctx.pool.forgetImage(tag), this.ctx.runPool.forgetImage(tag)]);

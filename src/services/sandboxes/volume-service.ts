@@ -92,7 +92,7 @@ export async function checkMounts(backend: Backend, mounts: readonly VolumeMount
     checked.push({ name: mount.name, path, ...(mount.read_only ? { read_only: true } : {}) });
   }
   for (const [index, mount] of checked.entries()) {
-    if (!(await volumes.inspectVolume(mount.name))) throw notFound(`volumes[${index}].name: volume '${mount.name}' not found: create it with POST /volumes`);
+    if (!(await volumes.inspectVolume(mount.name))) throw notFound(`volumes[${index}].name: volume '${mount.name}' not found`, { hint: { action: 'create_volume', volume: mount.name } });
   }
   return checked;
 }

@@ -107,7 +107,7 @@ export class ObjectClasses {
   /** The class's record; NOT_FOUND saying how to register it. */
   async require(name: string): Promise<ObjectClassRecord> {
     const record = await this.repo.getClass(name);
-    if (!record) throw notFound(`class '${name}' is not registered: POST /objects/classes first`);
+    if (!record) throw notFound(`class '${name}' is not registered`, { hint: { action: 'register_class', class: name } });
     return record;
   }
 

@@ -33,8 +33,8 @@ export interface TargetFields {
 /** The parts targets run through. */
 export interface TargetPorts {
   sandboxes: Pick<SandboxesApi, 'require'>;
-  exec: Pick<ExecService, 'exec' | 'check'>;
-  runs: Pick<RunService, 'run' | 'check'>;
+  exec: Pick<ExecService, 'exec' | 'gate'>;
+  runs: Pick<RunService, 'run'>;
   objects: ObjectCaller;
   orchestrations: OrchestrationStarter;
 }
@@ -77,17 +77,18 @@ export function targetOf(fields: TargetFields): Target {
 
 /**
  * Checks what can be checked without the store: one target, the method it needs, args the
- * target accepts (an exec or /run body), their size. Throws BAD_REQUEST naming the field.
+ * target accepts (an exec or /run body, through its schema and the gate), their size. Throws
+ * BAD_REQUEST naming the field (FORBIDDEN from the gate).
  */
-export function checkTarget(fields: TargetFields, ports: Pick<TargetPorts, 'exec' | 'runs'>): TargetKind {
+export function checkTarget(fields: TargetFields, ports: Pick<TargetPorts, 'exec'>): TargetKind {
   const kind = targetKind(fields);
   if (kind !== 'object' && fields.method !== METHOD_OF[kind]) {
     const why = { orchestration: 'with target_orchestration', sandbox: 'with target_sandbox', run: 'without a target (a /run)' }[kind];
     throw badRequest(`method: must be '${METHOD_OF[kind]}' ${why}, not '${fields.method}'`);
   }
   if (JSON.stringify(fields.args).length > MAX_ARGS_BYTES) throw badRequest(`args: at most ${MAX_ARGS_BYTES} bytes of JSON`);
-  if (kind === 'sandbox') ports.exec.check(parseArgs(execBody, fields.args, 'an exec body'));
-  if (kind === 'run') ports.runs.check(parseArgs(runBody, fields.args, 'a /run body'));
+  if (kind === 'sandbox') ports.exec.gate(parseArgs(execBody, fields.args, 'an exec body'));
+  if (kind === 'run') ports.exec.gate(parseArgs(runBody, fields.args, 'a /run body'));
   return kind;
 }
 

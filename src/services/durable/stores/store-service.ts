@@ -452,8 +452,8 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => type
 
 /** 422 naming the route the store's kind answers. */
 function wrongOp(record: StoreRecord, op: StoreOp, engine: StoreEngine): ServiceError {
-  const routes = engine.ops.filter((answered) => answered !== op).map((answered) => `POST /stores/${record.name}/${answered}`);
-  return new ServiceError('UNSUPPORTED', `${op}: store '${record.name}' is a ${record.kind} store, which answers ${routes.join(' and ')}`);
+  const ops = engine.ops.filter((answered) => answered !== op);
+  return new ServiceError('UNSUPPORTED', `${op}: store '${record.name}' is a ${record.kind} store`, { hint: { action: 'store_ops', store: record.name, ops } });
 }
 
 /** The handle's method for an op its engine declares, bound to it; a handle without it is a bug of its engine. */

@@ -55,7 +55,8 @@ export function engineError(
 
 /** 400 READ_ONLY: `/query` ran a statement the engine refused in its read-only transaction. */
 export function readOnlyError(engineCode: unknown): ServiceError {
-  return new ServiceError('READ_ONLY', 'query: statement writes; use POST /stores/{id}/execute', {
+  return new ServiceError('READ_ONLY', 'query: statement writes', {
+    hint: { action: 'store_execute' },
     details: { engine_code: engineCode },
   });
 }

@@ -301,7 +301,7 @@ async function refuseWithoutRows(connection: PoolConnection, sql: string): Promi
     connection.prepare(sql, (err, statement) => (err ? reject(err) : resolve((statement as unknown as { columns: unknown[] }).columns.length))),
   );
   if (columns === 0) {
-    throw new ServiceError('READ_ONLY', 'query: the statement returns no rows; use POST /stores/{id}/execute');
+    throw new ServiceError('READ_ONLY', 'query: the statement returns no rows', { hint: { action: 'store_execute' } });
   }
 }
 

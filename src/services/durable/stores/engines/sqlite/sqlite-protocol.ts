@@ -67,7 +67,7 @@ export function storeError(error: WireError, name: string): ServiceError {
     ...(error.statement !== undefined ? { statement: error.statement } : {}),
   };
   const extras = Object.keys(details).length > 0 ? { details } : {};
-  if (error.code === 'READ_ONLY') return new ServiceError('READ_ONLY', `query: statement writes; use POST /stores/${name}/execute`, extras);
+  if (error.code === 'READ_ONLY') return new ServiceError('READ_ONLY', 'query: statement writes', { ...extras, hint: { action: 'store_execute', store: name } });
   if (error.code === 'TIMEOUT') return new ServiceError('TIMEOUT', `sqlite store '${name}': ${error.message}`);
   if (error.code === 'PAYLOAD_TOO_LARGE') {
     return new ServiceError('PAYLOAD_TOO_LARGE', `sqlite store '${name}' is full (config.max_bytes): ${error.message}`, extras);
