@@ -18,6 +18,7 @@ import type { Store } from '../state/store.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { DurableTimers } from './durable/durable-timers.js';
+import type { ExecApi, RunsApi } from './commands/api.js';
 import type { AuditApi } from './events/api.js';
 import type { EventBus } from './events/event-bus.js';
 import type { Observability } from './events/observability.js';
@@ -119,6 +120,8 @@ export interface DomainApis {
   audit: AuditApi;
   pool: WarmPoolApi;
   runPool: RunPoolApi;
+  exec: ExecApi;
+  runs: RunsApi;
 }
 
 /** What a domain's `wire` receives: the context as far as it has been built. */

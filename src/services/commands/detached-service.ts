@@ -40,7 +40,7 @@ export class DetachedService {
   private readonly clock: Clock;
   private readonly logger: Logger;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'exec' | 'backend' | 'audit' | 'clock' | 'logger'>) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'sandboxes' | 'backend' | 'audit' | 'clock' | 'logger'> & { exec: ExecService }) {
     this.repo = ctx.repos.detached;
     this.sandboxes = ctx.sandboxes;
     this.exec = ctx.exec;

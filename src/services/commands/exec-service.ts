@@ -1,4 +1,7 @@
 import type { Backend, ExecOptions, ExecRequest } from '../../backends/backend.js';
+import type { CommandOptions, ExecApi } from './api.js';
+
+export type { CommandOptions } from './api.js';
 import { forbidden, isServiceError } from '../../errors.js';
 import { execResult, type ExecInput, type ExecResultBody } from '../../schemas/exec-schemas.js';
 import { view } from '../../schemas/view.js';
@@ -13,14 +16,9 @@ export type SandboxEnvSource = (sandbox: Pick<SandboxRecord, 'uuid' | 'profile'>
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 300_000;
 
-/** How a service runs a command: the backend's options, and whether the request passed the gate already. */
-export interface CommandOptions extends ExecOptions {
-  /** The request passed `ExecService.gate` where it entered (the HTTP policy hook): not checked again. */
-  gated?: boolean;
-}
 
 /** Runs commands in persistent sandboxes. */
-export class ExecService {
+export class ExecService implements ExecApi {
   private readonly sandboxes: SandboxesApi;
   private readonly backend: Backend;
   private readonly audit: AuditApi;

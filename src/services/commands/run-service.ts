@@ -4,7 +4,10 @@ import { isServiceError } from '../../errors.js';
 import type { ExecInput, ExecResultBody } from '../../schemas/exec-schemas.js';
 import type { BatchResultItem, RunInput } from '../../schemas/run-schemas.js';
 import type { Logger } from '../../telemetry/logger.js';
-import type { CommandOptions, ExecService } from './exec-service.js';
+import type { ExecService } from './exec-service.js';
+import type { RunOptions, RunsApi, RunStage } from './api.js';
+
+export type { RunOptions, RunStage } from './api.js';
 import { DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
 import type { SandboxesApi } from '../sandboxes/api.js';
 import type { PoolKey, PooledInstance, TakenInstance } from '../pools/index.js';
@@ -15,15 +18,7 @@ import type { Config, ConfigSection } from '../../config/config-schema.js';
 /** Label that marks the short-lived sandbox of a one-shot run. */
 const RUN_LABEL = 'sandboxd.run';
 
-/** What a run is doing: its sandbox is being made, it is up, the command runs. */
-export type RunStage = 'creating' | 'starting' | 'executing';
 
-export interface RunOptions extends CommandOptions {
-  /** The run's sandbox name, once chosen (before anything is made). */
-  onStarted?: (sandbox: string) => void;
-  /** Each stage, in order. */
-  onStage?: (stage: RunStage) => void;
-}
 
 export interface RunSettings {
   /** Most commands of one batch that run at once. */
@@ -45,7 +40,7 @@ const POOL_ATTEMPTS = 3;
  * creates a sandbox, runs the command and removes the sandbox. Whatever the command's outcome
  * (or a client that went away), nothing leaks from one run to the next.
  */
-export class RunService {
+export class RunService implements RunsApi {
   private readonly sandboxes: SandboxesApi;
   private readonly exec: ExecService;
   private readonly pool: WarmPoolApi;
@@ -53,7 +48,7 @@ export class RunService {
   private readonly logger: Logger;
   private readonly settings: RunSettings;
 
-  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'exec' | 'pool' | 'runPool' | 'logger'> & { config: ConfigSection<'runs'> & Pick<Config, 'defaultImage'> }) {
+  constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'pool' | 'runPool' | 'logger'> & { exec: ExecService } & { config: ConfigSection<'runs'> & Pick<Config, 'defaultImage'> }) {
     this.sandboxes = ctx.sandboxes;
     this.exec = ctx.exec;
     this.pool = ctx.pool;

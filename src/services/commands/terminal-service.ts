@@ -57,7 +57,7 @@ export class TerminalService {
   private readonly tokens = new Map<string, TerminalToken>();
   private readonly running = new Map<string, Set<Terminal>>();
 
-  constructor(ctx: Pick<ServiceContext, 'backend' | 'sandboxes' | 'exec' | 'audit' | 'clock'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'sandboxes' | 'audit' | 'clock'> & { exec: ExecService }) {
     this.backend = ctx.backend;
     this.sandboxes = ctx.sandboxes;
     this.exec = ctx.exec;

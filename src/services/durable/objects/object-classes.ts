@@ -10,7 +10,7 @@ import {
 } from '../../../schemas/object-schemas.js';
 import { view } from '../../../schemas/view.js';
 import type { ObjectClassRecord, ObjectRepository, ObjectRuntime } from '../../../state/object-repository.js';
-import type { RunService } from '../../commands/run-service.js';
+import type { RunsApi } from '../../commands/api.js';
 import type { ServiceContext } from '../../context.js';
 import { isoNow, type Clock } from '../../support/index.js';
 
@@ -39,7 +39,7 @@ export interface DefinedClass {
 /** Registered durable-object classes: versioned module sources and their sandboxes' settings. */
 export class ObjectClasses {
   private readonly repo: ObjectRepository;
-  private readonly runs: RunService;
+  private readonly runs: RunsApi;
   private readonly clock: Clock;
   private readonly maxStorageBytes: number;
 
@@ -48,7 +48,7 @@ export class ObjectClasses {
     return this.maxStorageBytes;
   }
 
-  constructor(ctx: Pick<ServiceContext, 'clock'> & { repo: ObjectRepository; runs: RunService; maxStorageBytes: number }) {
+  constructor(ctx: Pick<ServiceContext, 'clock'> & { repo: ObjectRepository; runs: RunsApi; maxStorageBytes: number }) {
     this.repo = ctx.repo;
     this.runs = ctx.runs;
     this.clock = ctx.clock;

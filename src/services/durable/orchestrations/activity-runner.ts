@@ -1,7 +1,7 @@
 /**
  * Carries out one activity attempt against the engines and reports how it went, as the input
- * `decide()` takes: `run` through RunService (a fresh warm-pool container), `exec` through
- * ExecService in an existing sandbox, `call` through the ObjectCaller with the step's
+ * `decide()` takes: `run` through RunsApi (a fresh warm-pool container), `exec` through
+ * ExecApi in an existing sandbox, `call` through the ObjectCaller with the step's
  * Idempotency-Key. The body was resolved and checked by the interpreter; nothing here decides
  * what a result means (a non-zero exit code, output that is not JSON): decide() does.
  */
@@ -9,14 +9,14 @@ import { isServiceError } from '../../../errors.js';
 import { z } from 'zod';
 import { execBody, type ExecResultBody } from '../../../schemas/exec-schemas.js';
 import { runBody } from '../../../schemas/run-schemas.js';
-import type { ExecService } from '../../commands/exec-service.js';
-import type { RunService } from '../../commands/run-service.js';
+import type { ExecApi } from '../../commands/api.js';
+import type { RunsApi } from '../../commands/api.js';
 import type { ObjectCaller } from '../object-caller.js';
 import type { ActivityCommand, DecideInput, JsonValue } from './interpreter/index.js';
 
 export interface ActivityEngines {
-  runs: Pick<RunService, 'run'>;
-  exec: Pick<ExecService, 'exec'>;
+  runs: Pick<RunsApi, 'run'>;
+  exec: Pick<ExecApi, 'exec'>;
   objects: Pick<ObjectCaller, 'callObject'>;
 }
 
@@ -28,7 +28,7 @@ export type ActivityOutcome = Extract<DecideInput, { type: 'activity_completed' 
 
 /**
  * Runs `command`; aborting `signal` kills a run's or an exec's command (the run's container is
- * discarded by RunService). Never throws: an engine's refusal is a failed attempt.
+ * discarded by RunsApi). Never throws: an engine's refusal is a failed attempt.
  */
 export async function runActivity(engines: ActivityEngines, command: ActivityCommand, signal: AbortSignal): Promise<ActivityOutcome> {
   const { step, attempt } = command;

@@ -3,8 +3,8 @@ import { badRequest, isServiceError } from '../../../errors.js';
 import { execBody, type ExecInput, type ExecResultBody } from '../../../schemas/exec-schemas.js';
 import { runBody, type RunInput } from '../../../schemas/run-schemas.js';
 import type { RunRecord, ScheduleRecord } from '../../../state/schedule-repository.js';
-import type { ExecService } from '../../commands/exec-service.js';
-import type { RunService } from '../../commands/run-service.js';
+import type { ExecApi } from '../../commands/api.js';
+import type { RunsApi } from '../../commands/api.js';
 import type { SandboxesApi } from '../../sandboxes/api.js';
 import type { ObjectCaller } from '../object-caller.js';
 import type { OrchestrationStarter } from '../orchestration-starter.js';
@@ -33,8 +33,8 @@ export interface TargetFields {
 /** The parts targets run through. */
 export interface TargetPorts {
   sandboxes: Pick<SandboxesApi, 'require'>;
-  exec: Pick<ExecService, 'exec' | 'gate'>;
-  runs: Pick<RunService, 'run'>;
+  exec: Pick<ExecApi, 'exec' | 'gate'>;
+  runs: Pick<RunsApi, 'run'>;
   objects: ObjectCaller;
   orchestrations: OrchestrationStarter;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '../../../telemetry/logger.js';
-import type { ExecService } from '../../commands/exec-service.js';
+import type { ExecApi } from '../../commands/api.js';
 import type { Clock } from '../../support/clock.js';
 import { KvStoreEngine } from './engines/kv/kv-engine.js';
 import { MysqlEngine } from './engines/mysql/mysql-engine.js';
@@ -13,7 +13,7 @@ export interface StoreEnginesInput {
   /** Child processes for host SQLite SQL (`--store-workers`). */
   workers: number;
   /** Runs an in-sandbox sqlite store's python (a store bound to a sandbox with `config.path`). */
-  exec: Pick<ExecService, 'exec'>;
+  exec: Pick<ExecApi, 'exec'>;
   logger: Logger;
   /** Expiries, visibility timeouts and retention of kv and queue stores. */
   clock: Clock;
