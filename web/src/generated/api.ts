@@ -72,6 +72,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream of sandbox lifecycle events (Server-Sent Events); resumable with Last-Event-ID
+         * @description Each event is sent as `id: <id>`, `event: <type>`, `data: <SandboxEvent JSON>` and a blank line; a `: heartbeat` comment comes every 15 s (--events-heartbeat). On when the server runs with --events, --webhook-url or --otel-endpoint; otherwise 503. A client that falls more than 1 MiB behind is disconnected.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandboxes": {
         parameters: {
             query?: never;
@@ -171,152 +191,6 @@ export interface paths {
         get: operations["getSandboxLogs"];
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/exec": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Run a command and wait for it; a non-zero exit is still a success (see exit_code) */
-        post: operations["execCommand"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/exec/stream": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Run a command and stream its output as it prints (Server-Sent Events)
-         * @description Events: `started` {sandbox}, `output` {content, stream: stdout|stderr} as the command prints, then `done` {exit_code, timed_out, truncated, duration_ms, oom_killed when true} or `error` {message}; a `: heartbeat` comment every 15 s. A client that disconnects has the command killed (its whole process tree).
-         */
-        post: operations["execCommandStream"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/exec/detach": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Start a command and return at once; it runs on after the request (and a server restart) */
-        post: operations["startDetachedCommand"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/exec/detached": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The sandbox's detached commands, oldest first */
-        get: operations["listDetachedCommands"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/exec/detached/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Status of a detached command */
-        get: operations["getDetachedCommand"];
-        put?: never;
-        post?: never;
-        /** Kill a detached command's process tree; returns its status after */
-        delete: operations["killDetachedCommand"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/exec/detached/{id}/logs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * One output stream of a detached command from a byte offset (the last 4 MiB are kept), or followed
-         * @description Kept on the host once the command ends, so it outlives a stop of the sandbox. With `follow=true` the answer is Server-Sent Events: `output` {data, stream, offset} as the command prints, then `done` {status, exit_code, finished_at, next_offset} when it ends; a `: heartbeat` comment every 15 s.
-         */
-        get: operations["getDetachedCommandLogs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/pty": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * A terminal: the sandbox's shell over a WebSocket
-         * @description Upgrade to a WebSocket (`Connection: Upgrade`, `Upgrade: websocket`), with the API key in the `Authorization` header, or `?token=` from POST /sandboxes/{name}/pty/token. The shell (bash, else sh) runs as the sandbox's default user in its working directory, on a terminal of `cols` x `rows`. Frames: what the terminal prints comes as binary frames; the client sends keystrokes as binary or text frames; a text frame that is JSON `{"type":"resize","cols":N,"rows":N}` resizes the terminal. When the shell exits the server sends the text frame `{"type":"exit","exit_code":N}` and closes with 1000; stopping or deleting the sandbox closes its terminals (1001). A stopped sandbox answers 409 before any upgrade.
-         */
-        get: operations["openTerminal"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandboxes/{name}/pty/token": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** A one-use token that opens one terminal on the sandbox within 60 s (for browsers) */
-        post: operations["mintTerminalToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -450,80 +324,6 @@ export interface paths {
         post?: never;
         /** Delete a volume and its contents (409 while a sandbox, running or not, mounts it) */
         delete: operations["deleteVolume"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/run": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Run one command in a fresh sandbox that is removed afterwards; a non-zero exit is still a success */
-        post: operations["runCommand"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/run/stream": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Run one command in a fresh sandbox and stream its progress and output (Server-Sent Events)
-         * @description Events: `started` {sandbox}, `progress` {stage: creating|starting|executing}, `output` {content, stream, data} (data repeats content) as the command prints, then `done` {exit_code, duration_ms, timed_out, truncated, oom_killed when true} or `error` {message}; a `: heartbeat` comment every 15 s. A client that disconnects has its command killed and its sandbox removed.
-         */
-        post: operations["runCommandStream"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/batch/run": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Run each command in its own fresh sandbox, in parallel (bounded); results in input order */
-        post: operations["runBatch"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Stream of sandbox lifecycle events (Server-Sent Events); resumable with Last-Event-ID
-         * @description Each event is sent as `id: <id>`, `event: <type>`, `data: <SandboxEvent JSON>` and a blank line; a `: heartbeat` comment comes every 15 s (--events-heartbeat). On when the server runs with --events, --webhook-url or --otel-endpoint; otherwise 503. A client that falls more than 1 MiB behind is disconnected.
-         */
-        get: operations["streamEvents"];
-        put?: never;
-        post?: never;
-        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -700,6 +500,337 @@ export interface paths {
         post?: never;
         /** Delete an image built from a Dockerfile (409 while a sandbox uses it; the warm pools let go of it) */
         delete: operations["deleteImage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/llm/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List LLM providers and whether the gateway has a key for each (never the key) */
+        get: operations["listLlmKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/llm/keys/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a provider's key: the value (kept encrypted, write-only), or a server environment variable's name
+         * @description Exactly one of value, env, vault_key_name; base_url sends the provider elsewhere (required for a provider sandboxd does not know, which is then an OpenAI-compatible API). Sandboxes never see the key: they get a placeholder the gateway swaps.
+         */
+        put: operations["setLlmKey"];
+        post?: never;
+        /** Remove a provider's key */
+        delete: operations["deleteLlmKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/llm/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Token usage through the gateway: totals, per sandbox and per model, over whole UTC days
+         * @description Counted from each provider's own usage report (no tokenizer); kept in the state store across restarts.
+         */
+        get: operations["getLlmUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/llm/usage/{sandbox}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One sandbox's token usage of all time, per model and per day (also after the sandbox was deleted) */
+        get: operations["getSandboxLlmUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the proxy hooks, in the order on_request hooks run (creation order) */
+        get: operations["listProxyHooks"];
+        put?: never;
+        /**
+         * Add a proxy hook, applied at once to every sandbox (persisted)
+         * @description on_request hooks run in creation order before a request is forwarded: block denies; webhook is POSTed the request ({timestamp, sandbox, sandbox_uuid, method, url, host, port, path, headers} with Authorization and cookies redacted) and answers {action: allow|deny, reason?} within timeout_ms, else its fail (open: allow, closed: deny) applies; audit publishes proxy.audited. on_response hooks are told after the request (status, bytes_in, bytes_out, latency_ms, decision), never delaying it. CONNECT tunnels show only host and port (method CONNECT, url https://host:port, path "").
+         */
+        post: operations["createProxyHook"];
+        /** Delete a proxy hook named by ?name= */
+        delete: operations["deleteProxyHookByName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/hooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a proxy hook */
+        delete: operations["deleteProxyHook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory) */
+        get: operations["getProxyLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a command and wait for it; a non-zero exit is still a success (see exit_code) */
+        post: operations["execCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/exec/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a command and stream its output as it prints (Server-Sent Events)
+         * @description Events: `started` {sandbox}, `output` {content, stream: stdout|stderr} as the command prints, then `done` {exit_code, timed_out, truncated, duration_ms, oom_killed when true} or `error` {message}; a `: heartbeat` comment every 15 s. A client that disconnects has the command killed (its whole process tree).
+         */
+        post: operations["execCommandStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/exec/detach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a command and return at once; it runs on after the request (and a server restart) */
+        post: operations["startDetachedCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/exec/detached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sandbox's detached commands, oldest first */
+        get: operations["listDetachedCommands"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/exec/detached/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Status of a detached command */
+        get: operations["getDetachedCommand"];
+        put?: never;
+        post?: never;
+        /** Kill a detached command's process tree; returns its status after */
+        delete: operations["killDetachedCommand"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/exec/detached/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One output stream of a detached command from a byte offset (the last 4 MiB are kept), or followed
+         * @description Kept on the host once the command ends, so it outlives a stop of the sandbox. With `follow=true` the answer is Server-Sent Events: `output` {data, stream, offset} as the command prints, then `done` {status, exit_code, finished_at, next_offset} when it ends; a `: heartbeat` comment every 15 s.
+         */
+        get: operations["getDetachedCommandLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/pty": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A terminal: the sandbox's shell over a WebSocket
+         * @description Upgrade to a WebSocket (`Connection: Upgrade`, `Upgrade: websocket`), with the API key in the `Authorization` header, or `?token=` from POST /sandboxes/{name}/pty/token. The shell (bash, else sh) runs as the sandbox's default user in its working directory, on a terminal of `cols` x `rows`. Frames: what the terminal prints comes as binary frames; the client sends keystrokes as binary or text frames; a text frame that is JSON `{"type":"resize","cols":N,"rows":N}` resizes the terminal. When the shell exits the server sends the text frame `{"type":"exit","exit_code":N}` and closes with 1000; stopping or deleting the sandbox closes its terminals (1001). A stopped sandbox answers 409 before any upgrade.
+         */
+        get: operations["openTerminal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{name}/pty/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A one-use token that opens one terminal on the sandbox within 60 s (for browsers) */
+        post: operations["mintTerminalToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run one command in a fresh sandbox that is removed afterwards; a non-zero exit is still a success */
+        post: operations["runCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/run/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run one command in a fresh sandbox and stream its progress and output (Server-Sent Events)
+         * @description Events: `started` {sandbox}, `progress` {stage: creating|starting|executing}, `output` {content, stream, data} (data repeats content) as the command prints, then `done` {exit_code, duration_ms, timed_out, truncated, oom_killed when true} or `error` {message}; a `: heartbeat` comment every 15 s. A client that disconnects has its command killed and its sandbox removed.
+         */
+        post: operations["runCommandStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batch/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run each command in its own fresh sandbox, in parallel (bounded); results in input order */
+        post: operations["runBatch"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1080,97 +1211,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/schedules": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List schedules, in name order */
-        get: operations["listSchedules"];
-        put?: never;
-        /**
-         * Create a schedule: cron or fire_at, and one target (object method, orchestration, sandbox exec, or a /run)
-         * @description Fires at most once per occurrence, also across a kill -9 (the claim commits before the target runs; a run in flight at a crash is recorded interrupted and not fired again, except an object method, retried once with the same Idempotency-Key). Unknown class, definition or sandbox: 404; duplicate name: 409.
-         */
-        post: operations["createSchedule"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/schedules/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a schedule by id or name */
-        get: operations["getSchedule"];
-        put?: never;
-        post?: never;
-        /** Delete a schedule and its runs (a run in flight finishes) */
-        delete: operations["deleteSchedule"];
-        options?: never;
-        head?: never;
-        /** Pause, resume (from now) or change a schedule; next_fire_at is recomputed */
-        patch: operations["updateSchedule"];
-        trace?: never;
-    };
-    "/schedules/{id}/status": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a schedule by id or name (alias of GET /schedules/{id}) */
-        get: operations["getScheduleStatus"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/schedules/{id}/trigger": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Fire now and wait for the target (up to its own timeout); next_fire_at does not move; allowed while paused */
-        post: operations["triggerSchedule"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/schedules/{id}/runs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A schedule's runs, newest first (the last 100 are kept) */
-        get: operations["listScheduleRuns"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/orchestrations/definitions": {
         parameters: {
             query?: never;
@@ -1283,6 +1323,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List schedules, in name order */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Create a schedule: cron or fire_at, and one target (object method, orchestration, sandbox exec, or a /run)
+         * @description Fires at most once per occurrence, also across a kill -9 (the claim commits before the target runs; a run in flight at a crash is recorded interrupted and not fired again, except an object method, retried once with the same Idempotency-Key). Unknown class, definition or sandbox: 404; duplicate name: 409.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a schedule by id or name */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule and its runs (a run in flight finishes) */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        /** Pause, resume (from now) or change a schedule; next_fire_at is recomputed */
+        patch: operations["updateSchedule"];
+        trace?: never;
+    };
+    "/schedules/{id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a schedule by id or name (alias of GET /schedules/{id}) */
+        get: operations["getScheduleStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{id}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fire now and wait for the target (up to its own timeout); next_fire_at does not move; allowed while paused */
+        post: operations["triggerSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule's runs, newest first (the last 100 are kept) */
+        get: operations["listScheduleRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/stores": {
         parameters: {
             query?: never;
@@ -1371,137 +1502,6 @@ export interface paths {
         put?: never;
         /** Run a command of a kv, queue or redis store, e.g. ["SET", "k", "v"] */
         post: operations["sendStoreCommand"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/llm/keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List LLM providers and whether the gateway has a key for each (never the key) */
-        get: operations["listLlmKeys"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/llm/keys/{provider}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Set a provider's key: the value (kept encrypted, write-only), or a server environment variable's name
-         * @description Exactly one of value, env, vault_key_name; base_url sends the provider elsewhere (required for a provider sandboxd does not know, which is then an OpenAI-compatible API). Sandboxes never see the key: they get a placeholder the gateway swaps.
-         */
-        put: operations["setLlmKey"];
-        post?: never;
-        /** Remove a provider's key */
-        delete: operations["deleteLlmKey"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/llm/usage": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Token usage through the gateway: totals, per sandbox and per model, over whole UTC days
-         * @description Counted from each provider's own usage report (no tokenizer); kept in the state store across restarts.
-         */
-        get: operations["getLlmUsage"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/llm/usage/{sandbox}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One sandbox's token usage of all time, per model and per day (also after the sandbox was deleted) */
-        get: operations["getSandboxLlmUsage"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/proxy/hooks": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the proxy hooks, in the order on_request hooks run (creation order) */
-        get: operations["listProxyHooks"];
-        put?: never;
-        /**
-         * Add a proxy hook, applied at once to every sandbox (persisted)
-         * @description on_request hooks run in creation order before a request is forwarded: block denies; webhook is POSTed the request ({timestamp, sandbox, sandbox_uuid, method, url, host, port, path, headers} with Authorization and cookies redacted) and answers {action: allow|deny, reason?} within timeout_ms, else its fail (open: allow, closed: deny) applies; audit publishes proxy.audited. on_response hooks are told after the request (status, bytes_in, bytes_out, latency_ms, decision), never delaying it. CONNECT tunnels show only host and port (method CONNECT, url https://host:port, path "").
-         */
-        post: operations["createProxyHook"];
-        /** Delete a proxy hook named by ?name= */
-        delete: operations["deleteProxyHookByName"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/proxy/hooks/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Delete a proxy hook */
-        delete: operations["deleteProxyHook"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/proxy/log": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory) */
-        get: operations["getProxyLog"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1734,195 +1734,6 @@ export interface components {
             encoding: "utf8" | "base64";
             size: number;
         };
-        PreviewUrlRequest: {
-            /** @description How long the URL works; default 1h, at most 30d */
-            expires_in?: string;
-        } | null;
-        PreviewUrl: {
-            /** @description Host form: http(s)://<port>-<name>.<preview domain>:<server port>/?exp=..&sig=.. */
-            url: string;
-            /** @description Path form on the host the request came to: .../sandboxes/<name>/ports/<port>/?exp=..&sig=.. */
-            path_url: string;
-            /** @description RFC 3339 */
-            expires_at: string;
-        };
-        /** @description What to do next, as data; `error` already says it in the words of this API (a route). Other faces (the MCP tools, the command line) say it in theirs after `problem`. */
-        NextStep: {
-            /** @constant */
-            action: "start";
-            /** @description Sandbox name */
-            sandbox: string;
-        } | {
-            /** @constant */
-            action: "recover";
-            /** @description Sandbox name */
-            sandbox: string;
-            /**
-             * @description 'start': start it after recovering; absent: recover, then repeat the call
-             * @constant
-             */
-            then?: "start";
-        } | {
-            /** @constant */
-            action: "browser_open";
-            /** @description Sandbox name */
-            sandbox: string;
-            /** @description Browser page name */
-            page: string;
-        } | {
-            /** @constant */
-            action: "browser_snapshot";
-            /** @description Sandbox name */
-            sandbox: string;
-            /** @description Browser page name */
-            page: string;
-            /** @description Use the new snapshot's refs in the next click or fill */
-            use_refs?: boolean;
-        } | {
-            /** @constant */
-            action: "list_directory";
-            /** @description Sandbox name */
-            sandbox: string;
-            /** @description The directory, absolute */
-            path: string;
-        };
-        Error: {
-            /** @constant */
-            success: false;
-            /** @description What is wrong and, with a `hint`, what to do next (naming the route) */
-            error: string;
-            /** @description Machine-readable code from the error table, e.g. NOT_FOUND, CONFLICT */
-            code: string;
-            /** @description With `hint`: what is wrong, without the next step */
-            problem?: string;
-            hint?: components["schemas"]["NextStep"];
-            /** @description Structured facts about the failure, e.g. the engine code of a SQL_ERROR */
-            details?: {
-                [key: string]: unknown;
-            };
-        };
-        PolicyStatus: {
-            /** @description Whether a rule file is loaded (without one every request is allowed) */
-            enabled: boolean;
-            /** @enum {string} */
-            mode: "enforce" | "audit";
-            /** @enum {string} */
-            default: "allow" | "deny";
-            /** @description The rule file */
-            source: string | null;
-            /** @description First 12 hex digits of the SHA-256 of the rule file */
-            version: string | null;
-            rule_count: number;
-            /** @description RFC 3339 timestamp in UTC */
-            loaded_at: string;
-            /** @description Why the last reload failed; null after a good one */
-            last_error: string | null;
-        };
-        PolicyCheckRequest: {
-            action: string;
-            /** @description Default * */
-            resource?: string;
-            /** @description The context the rules see: sudo, profile, image, command0 and the resource labels */
-            context?: {
-                sudo?: boolean;
-                profile?: string;
-                image?: string;
-                command0?: string;
-                /** @description The resource's labels */
-                labels?: {
-                    [key: string]: string;
-                };
-            };
-            /** @description Default the caller; another principal is admin-only */
-            principal?: string;
-        };
-        PolicyDecision: {
-            /** @enum {string} */
-            decision: "allow" | "deny";
-            allowed: boolean;
-            reason: string;
-            /** @description Ids of every rule that matched, in file order */
-            matched_rules: string[];
-            /** @enum {string} */
-            via: "rule" | "grant" | "default";
-            /** @description Microseconds the decision took */
-            evaluation_time_us: number;
-        };
-        PolicyReload: {
-            /** @constant */
-            reloaded: true;
-            version: string | null;
-            rule_count: number;
-        };
-        PolicyAuditEntry: {
-            /** @description RFC 3339 timestamp in UTC */
-            timestamp: string;
-            principal: string;
-            action: string;
-            resource: string;
-            /** @enum {string} */
-            decision: "allow" | "deny";
-            rule: string | null;
-            reason: string;
-            /**
-             * @description audit: a deny that was let through
-             * @enum {string}
-             */
-            mode: "enforce" | "audit";
-        };
-        GrantRequest: {
-            principal: string;
-            action?: string;
-            /**
-             * @description agentkernel permission kind, instead of action: sudo_exec, sandbox_remove, sandbox_create, file_delete, network_access
-             * @enum {string}
-             */
-            kind?: "sudo_exec" | "sandbox_remove" | "sandbox_create" | "file_delete" | "network_access";
-            /** @description Glob of resources, default * */
-            resource?: string;
-            /**
-             * @description once (the first request it lets through spends it; default), session (until the server stops), always (kept)
-             * @enum {string}
-             */
-            scope?: "once" | "session" | "always";
-            /** @description A duration: <integer><s|m|h|d>, at most 365d */
-            expires_in?: string;
-        };
-        Grant: {
-            /** @description Random UUID */
-            id: string;
-            principal: string;
-            action: string;
-            resource: string;
-            /** @enum {string} */
-            scope: "once" | "session" | "always";
-            /** @description Context the request must have (sudo: true for sudo_exec) */
-            when: {
-                [key: string]: string | boolean;
-            };
-            expires_at: string | null;
-            uses: number;
-            granted_by: string;
-            /** @description RFC 3339 timestamp in UTC */
-            granted_at: string;
-        };
-        PermissionCheckRequest: {
-            action?: string;
-            /**
-             * @description agentkernel permission kind, instead of action: sudo_exec, sandbox_remove, sandbox_create, file_delete, network_access
-             * @enum {string}
-             */
-            kind?: "sudo_exec" | "sandbox_remove" | "sandbox_create" | "file_delete" | "network_access";
-            /** @description kind:name, e.g. sandbox:build-1; in a grant a glob (sandbox:build-*, *) */
-            resource?: string;
-            /** @description Default the caller; another principal is admin-only */
-            principal?: string;
-        };
-        PermissionCheck: {
-            permitted: boolean;
-            /** @enum {string} */
-            via: "rule" | "grant" | "default";
-        };
         BrowserGoto: {
             /** Format: uri */
             url: string;
@@ -1996,6 +1807,101 @@ export interface components {
             page: string;
             /** @description RFC 3339 timestamp in UTC */
             ts: string;
+        };
+        /** @description What to do next, as data; `error` already says it in the words of this API (a route). Other faces (the MCP tools, the command line) say it in theirs after `problem`. */
+        NextStep: {
+            /** @constant */
+            action: "start";
+            /** @description Sandbox name */
+            sandbox: string;
+        } | {
+            /** @constant */
+            action: "recover";
+            /** @description Sandbox name */
+            sandbox: string;
+            /**
+             * @description 'start': start it after recovering; absent: recover, then repeat the call
+             * @constant
+             */
+            then?: "start";
+        } | {
+            /** @constant */
+            action: "browser_open";
+            /** @description Sandbox name */
+            sandbox: string;
+            /** @description Browser page name */
+            page: string;
+        } | {
+            /** @constant */
+            action: "browser_snapshot";
+            /** @description Sandbox name */
+            sandbox: string;
+            /** @description Browser page name */
+            page: string;
+            /** @description Use the new snapshot's refs in the next click or fill */
+            use_refs?: boolean;
+        } | {
+            /** @constant */
+            action: "list_directory";
+            /** @description Sandbox name */
+            sandbox: string;
+            /** @description The directory, absolute */
+            path: string;
+        } | {
+            /** @constant */
+            action: "list_images";
+        } | {
+            /** @constant */
+            action: "create_volume";
+            /** @description Volume name */
+            volume: string;
+        } | {
+            /** @constant */
+            action: "store_execute";
+            /** @description Store name */
+            store?: string;
+        } | {
+            /** @constant */
+            action: "store_ops";
+            /** @description Store name */
+            store: string;
+            /** @description The ops the store's kind answers: query, execute, command */
+            ops: string[];
+        } | {
+            /** @constant */
+            action: "register_class";
+            /** @description Object class name */
+            class: string;
+        } | {
+            /** @constant */
+            action: "delete_proxy_hook";
+            /** @description Proxy hook name */
+            hook: string;
+        } | {
+            /** @constant */
+            action: "set_llm_key";
+            /** @description LLM provider name */
+            provider?: string;
+        } | {
+            /** @constant */
+            action: "mint_terminal_token";
+            /** @description Sandbox name */
+            sandbox: string;
+        };
+        Error: {
+            /** @constant */
+            success: false;
+            /** @description What is wrong and, with a `hint`, what to do next (naming the route) */
+            error: string;
+            /** @description Machine-readable code from the error table, e.g. NOT_FOUND, CONFLICT */
+            code: string;
+            /** @description With `hint`: what is wrong, without the next step */
+            problem?: string;
+            hint?: components["schemas"]["NextStep"];
+            /** @description Structured facts about the failure, e.g. the engine code of a SQL_ERROR */
+            details?: {
+                [key: string]: unknown;
+            };
         };
         CreateProxyHook: {
             name: string;
@@ -2348,226 +2254,57 @@ export interface components {
              */
             oom_killed?: true;
         };
-        /** @description Present only on events not about a sandbox, whose `sandbox` and `sandbox_uuid` are "" */
-        EventResource: {
-            /** @description The kind of resource, e.g. object, schedule, store, orchestration */
-            kind: string;
-            id: string;
-            name: string;
-        };
-        SandboxEvent: {
-            /** @description Grows by one per event, also across restarts; the SSE `id:` */
-            id: number;
-            /**
-             * @description The same value as `event`, for clients that read `type`
-             * @enum {string}
-             */
-            type: "sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted";
-            /**
-             * @description The kind of event; also the SSE `event:` line and the X-Sandboxd-Event header
-             * @enum {string}
-             */
-            event: "sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted";
-            /** @description RFC 3339 timestamp in UTC */
-            timestamp: string;
-            /** @description Sandbox name; "" for an event not about a sandbox */
-            sandbox: string;
-            /** @description Sandbox uuid; "" for an event not about a sandbox */
-            sandbox_uuid: string;
-            resource?: components["schemas"]["EventResource"];
-            labels: {
+        RunRequest: {
+            /** @description argv; no shell is involved unless you run one, e.g. ["sh","-c","echo hi"] */
+            command: string[];
+            /** @description Working directory, absolute; default the image's (/workspace) */
+            workdir?: string;
+            /** @description Extra environment variables: {"NAME": "value"} or ["NAME=value"] */
+            env?: {
                 [key: string]: string;
             };
-            /** @description sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, at most 4096 characters), duration_ms, success, exit_code, timed_out; object.*: class, object_id, and object.woken cold_start_ms, object.deleted status, object.alarm.failed method, fire_at, attempts, error; schedule.run.failed: run_id, scheduled_for, status (failed or interrupted), error; llm.budget_exceeded: budget_tokens, used_tokens; proxy.denied: method, url, host, port, reason; proxy.audited: hook, method, url, host, port (and on_response status, bytes_in, bytes_out, latency_ms, decision); proxy.hook.*: event, target; other types: empty */
-            metadata: {
-                [key: string]: unknown;
-            };
-        };
-        CreateSnapshot: {
-            /** @description Source sandbox */
-            sandbox: string;
-            /** @description Snapshot name */
-            name: string;
-        };
-        RestoreSnapshot: {
-            /** @description Name of the new sandbox, default <sandbox>-restored */
-            as_name?: string;
-        };
-        Snapshot: {
-            name: string;
-            /** @description Source sandbox name */
-            sandbox: string;
-            /** @description <prefix>:<name> */
-            image_tag: string;
-            backend: string;
-            base_image: string;
-            vcpus: number;
-            memory_mb: number;
-            /** @description The sandbox's disk_mb, which a restore gives back */
-            disk_mb?: number;
-            /** @enum {string} */
-            profile: "permissive" | "moderate" | "restrictive";
-            /** @description RFC 3339 timestamp in UTC */
-            created_at: string;
-            /** @description What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes) */
-            note?: string;
-        };
-        FsEntry: {
-            name: string;
-            /** @enum {string} */
-            type: "file" | "dir" | "symlink" | "other";
-            size: number;
-            /** @description Permission bits in octal, e.g. 0644 */
-            mode: string;
-            /** @description Last modification, RFC 3339 */
-            mtime: string;
-        };
-        FsStat: {
-            name: string;
-            /** @enum {string} */
-            type: "file" | "dir" | "symlink" | "other";
-            size: number;
-            /** @description Permission bits in octal, e.g. 0644 */
-            mode: string;
-            /** @description Last modification, RFC 3339 */
-            mtime: string;
-            path: string;
-        };
-        FsListing: {
-            path: string;
-            /** @description Sorted by name */
-            entries: components["schemas"]["FsEntry"][];
-            /** @description The directory holds more than 10,000 entries: these are the first by name */
-            truncated: boolean;
-        };
-        BuildImage: {
-            /** @description Built as sandboxd-user/<name>:latest (a rebuild replaces it) */
-            name: string;
-            /** @description The Dockerfile; FROM only images present on the engine (nothing is pulled). Required unless `context` holds a Dockerfile */
-            dockerfile?: string;
-            /** @description Files of the build context: relative path -> base64 content */
-            files?: {
-                [key: string]: string;
-            };
-            /** @description A build context as a base64 tar archive; `dockerfile` and `files` are added to it */
-            context?: string;
-        };
-        Image: {
-            name: string;
-            /** @description What sandbox create takes as `image` */
-            tag: string;
+            /** @description Run as root; needs [api].allow_sudo_exec */
+            sudo?: boolean;
+            /** @description Milliseconds, default 300000 (5 min); on timeout the process tree is killed */
+            timeout_ms?: number;
+            /** @description Text fed to the command on standard input */
+            stdin?: string;
+            /** @description Container image; when omitted, chosen from the command (python3 -> the Python image, node -> the Node image, ...) or the server default */
+            image?: string;
             /**
-             * @description catalog: built by `sandboxd images build`; built: from a Dockerfile through POST /images
+             * @description Security profile, default moderate
              * @enum {string}
              */
-            kind: "catalog" | "built";
-            present: boolean;
-            id: string | null;
-            size_bytes: number | null;
-            created_at: string | null;
-            description: string | null;
+            profile?: "permissive" | "moderate" | "restrictive";
+            /** @description Default true: a pristine pre-started container (read-only root; /workspace, /tmp, /var/tmp and HOME writable), reset and checked between runs; false: a sandbox created, run and removed */
+            fast?: boolean;
         };
-        BuiltImage: {
-            name: string;
-            tag: string;
-            id: string;
-            size_bytes: number;
+        BatchRunRequest: {
+            commands: components["schemas"]["RunRequest"][];
         };
-        /** @description Exactly one of value, env, vault_key_name */
-        PutLlmKey: {
-            /** @description The key itself: kept encrypted (SecretBox), never shown again (views show its last 4 characters) */
-            value?: string;
-            /** @description Name of a server environment variable holding the key, read at each request */
-            env?: string;
-            /** @description Alias of env */
-            vault_key_name?: string;
-            /** @description Upstream to forward to instead of the provider's (required for a provider sandboxd does not know: an OpenAI-compatible API) */
-            base_url?: string;
-        };
-        LlmKey: {
-            provider: string;
-            /** @description The host the key is sent to */
-            domain: string;
-            /** @description Whether the gateway has a key to send (a stored one, or a set environment variable) */
-            configured: boolean;
-            /** @description stored (encrypted in the state store), env (a server variable), null without a key */
-            source: ("stored" | "env") | null;
-            /** @description Last 4 characters of a stored key, to tell keys apart */
-            last4: string | null;
-            base_url: string;
-            updated_at: string | null;
-        };
-        LlmUsage: {
-            /** @description A UTC day, YYYY-MM-DD */
-            since: string;
-            /** @description A UTC day, YYYY-MM-DD */
-            until: string;
-            totals: {
-                requests: number;
-                input_tokens: number;
-                output_tokens: number;
-                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
-                errors: number;
-                /** @description Successful requests whose answer reported no usage the gateway could read */
-                unmetered_requests: number;
-            };
-            by_sandbox: {
-                sandbox: string;
-                requests: number;
-                input_tokens: number;
-                output_tokens: number;
-                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
-                errors: number;
-                /** @description Successful requests whose answer reported no usage the gateway could read */
-                unmetered_requests: number;
-            }[];
-            by_model: {
-                provider: string;
-                /** @description As the provider named it; "" when unknown */
-                model: string;
-                requests: number;
-                input_tokens: number;
-                output_tokens: number;
-                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
-                errors: number;
-                /** @description Successful requests whose answer reported no usage the gateway could read */
-                unmetered_requests: number;
+        BatchRunResult: {
+            results: {
+                /** @description stdout and stderr interleaved in arrival order */
+                output: string;
+                /** @description null when the command ran (whatever its exit code); why it could not run otherwise */
+                error: string | null;
+                exit_code: number | null;
+                /** @description The command was killed at its timeout (exit_code 124) */
+                timed_out: boolean;
+                /** @description Output past the cap was cut */
+                truncated: boolean;
+                /**
+                 * @description Present when the kernel's OOM killer ended the command
+                 * @constant
+                 */
+                oom_killed?: true;
             }[];
         };
-        LlmSandboxUsage: {
-            sandbox: string;
-            totals: {
-                requests: number;
-                input_tokens: number;
-                output_tokens: number;
-                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
-                errors: number;
-                /** @description Successful requests whose answer reported no usage the gateway could read */
-                unmetered_requests: number;
-            };
-            by_model: {
-                provider: string;
-                /** @description As the provider named it; "" when unknown */
-                model: string;
-                requests: number;
-                input_tokens: number;
-                output_tokens: number;
-                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
-                errors: number;
-                /** @description Successful requests whose answer reported no usage the gateway could read */
-                unmetered_requests: number;
-            }[];
-            by_day: {
-                /** @description A UTC day, YYYY-MM-DD */
-                day: string;
-                requests: number;
-                input_tokens: number;
-                output_tokens: number;
-                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
-                errors: number;
-                /** @description Successful requests whose answer reported no usage the gateway could read */
-                unmetered_requests: number;
-            }[];
+        TerminalToken: {
+            /** @description Pass as ?token= on GET /sandboxes/{name}/pty; valid once */
+            token: string;
+            /** @description RFC 3339; 60 s after minting */
+            expires_at: string;
         };
         DefineObjectClass: {
             name: string;
@@ -2747,118 +2484,6 @@ export interface components {
             error?: string;
             cold_start: boolean;
             idempotency_key?: string;
-        };
-        RunRequest: {
-            /** @description argv; no shell is involved unless you run one, e.g. ["sh","-c","echo hi"] */
-            command: string[];
-            /** @description Working directory, absolute; default the image's (/workspace) */
-            workdir?: string;
-            /** @description Extra environment variables: {"NAME": "value"} or ["NAME=value"] */
-            env?: {
-                [key: string]: string;
-            };
-            /** @description Run as root; needs [api].allow_sudo_exec */
-            sudo?: boolean;
-            /** @description Milliseconds, default 300000 (5 min); on timeout the process tree is killed */
-            timeout_ms?: number;
-            /** @description Text fed to the command on standard input */
-            stdin?: string;
-            /** @description Container image; when omitted, chosen from the command (python3 -> the Python image, node -> the Node image, ...) or the server default */
-            image?: string;
-            /**
-             * @description Security profile, default moderate
-             * @enum {string}
-             */
-            profile?: "permissive" | "moderate" | "restrictive";
-            /** @description Default true: a pristine pre-started container (read-only root; /workspace, /tmp, /var/tmp and HOME writable), reset and checked between runs; false: a sandbox created, run and removed */
-            fast?: boolean;
-        };
-        BatchRunRequest: {
-            commands: components["schemas"]["RunRequest"][];
-        };
-        BatchRunResult: {
-            results: {
-                /** @description stdout and stderr interleaved in arrival order */
-                output: string;
-                /** @description null when the command ran (whatever its exit code); why it could not run otherwise */
-                error: string | null;
-                exit_code: number | null;
-                /** @description The command was killed at its timeout (exit_code 124) */
-                timed_out: boolean;
-                /** @description Output past the cap was cut */
-                truncated: boolean;
-                /**
-                 * @description Present when the kernel's OOM killer ended the command
-                 * @constant
-                 */
-                oom_killed?: true;
-            }[];
-        };
-        ResizeSandbox: {
-            /** @description CPU cores */
-            vcpus?: number;
-            /** @description Memory limit in MiB */
-            memory_mb?: number;
-        };
-        ExtendSandbox: {
-            /** @description How much longer, default 1h (30m, 2h, 1d) */
-            by?: string;
-        };
-        ExtendResult: {
-            /** @description The new expiry; null for a sandbox without one, which extend leaves without one */
-            expires_at: string | null;
-        };
-        /** @description Sandboxes removed because their expires_at passed */
-        GcResult: {
-            removed: string[];
-            count: number;
-        };
-        Reconcile: {
-            /** @description Only preview the actions */
-            dry_run?: boolean;
-        };
-        ReconcileResult: {
-            dry_run: boolean;
-            actions: {
-                sandbox: string;
-                /** @enum {string} */
-                action: "stop" | "archive" | "delete";
-                /** @description Which threshold was passed, and by how much */
-                reason: string;
-            }[];
-            stopped: string[];
-            archived: string[];
-            removed: string[];
-        };
-        ServerStatus: {
-            version: string;
-            backend: string;
-            api_key_configured: boolean;
-            /** @description The optional features of the server's backend */
-            capabilities: ("snapshots" | "archive" | "resize" | "pool_claim" | "detached" | "browser_relay" | "reuse" | "workers" | "disk_quota" | "gateway" | "terminal" | "egress" | "file_views" | "volumes" | "ports" | "image_build")[];
-        };
-        ServerStats: {
-            sandbox_count: number;
-            /** @description Most sandboxes that may exist at once; 0 = unlimited */
-            sandbox_limit: number;
-            backend: string;
-            uptime_seconds: number;
-            version: string;
-            resource_usage: {
-                cpu_percent: number;
-                memory_used_mb: number;
-                memory_total_mb: number;
-                disk_used_mb: number;
-                disk_total_mb: number;
-            };
-        };
-        AuditEntry: {
-            /** @description RFC 3339 timestamp in UTC */
-            timestamp: string;
-            event: string;
-            sandbox: string;
-        } & {
-            [key: string]: unknown;
         };
         /** @description {name, description?, defaults?: {image, profile, timeout_ms, retry_policy}, steps: [...], output?}; step types activity (run | exec | call), timer, wait_for_event, parallel, map, set; expressions ${input.x}, ${steps.<id>.output}, ${item} */
         OrchestrationDefinitionRequest: {
@@ -3228,11 +2853,426 @@ export interface components {
         StoreCommandResult: {
             result: unknown;
         };
-        TerminalToken: {
-            /** @description Pass as ?token= on GET /sandboxes/{name}/pty; valid once */
-            token: string;
-            /** @description RFC 3339; 60 s after minting */
+        /** @description Exactly one of value, env, vault_key_name */
+        PutLlmKey: {
+            /** @description The key itself: kept encrypted (SecretBox), never shown again (views show its last 4 characters) */
+            value?: string;
+            /** @description Name of a server environment variable holding the key, read at each request */
+            env?: string;
+            /** @description Alias of env */
+            vault_key_name?: string;
+            /** @description Upstream to forward to instead of the provider's (required for a provider sandboxd does not know: an OpenAI-compatible API) */
+            base_url?: string;
+        };
+        LlmKey: {
+            provider: string;
+            /** @description The host the key is sent to */
+            domain: string;
+            /** @description Whether the gateway has a key to send (a stored one, or a set environment variable) */
+            configured: boolean;
+            /** @description stored (encrypted in the state store), env (a server variable), null without a key */
+            source: ("stored" | "env") | null;
+            /** @description Last 4 characters of a stored key, to tell keys apart */
+            last4: string | null;
+            base_url: string;
+            updated_at: string | null;
+        };
+        LlmUsage: {
+            /** @description A UTC day, YYYY-MM-DD */
+            since: string;
+            /** @description A UTC day, YYYY-MM-DD */
+            until: string;
+            totals: {
+                requests: number;
+                input_tokens: number;
+                output_tokens: number;
+                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
+                errors: number;
+                /** @description Successful requests whose answer reported no usage the gateway could read */
+                unmetered_requests: number;
+            };
+            by_sandbox: {
+                sandbox: string;
+                requests: number;
+                input_tokens: number;
+                output_tokens: number;
+                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
+                errors: number;
+                /** @description Successful requests whose answer reported no usage the gateway could read */
+                unmetered_requests: number;
+            }[];
+            by_model: {
+                provider: string;
+                /** @description As the provider named it; "" when unknown */
+                model: string;
+                requests: number;
+                input_tokens: number;
+                output_tokens: number;
+                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
+                errors: number;
+                /** @description Successful requests whose answer reported no usage the gateway could read */
+                unmetered_requests: number;
+            }[];
+        };
+        LlmSandboxUsage: {
+            sandbox: string;
+            totals: {
+                requests: number;
+                input_tokens: number;
+                output_tokens: number;
+                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
+                errors: number;
+                /** @description Successful requests whose answer reported no usage the gateway could read */
+                unmetered_requests: number;
+            };
+            by_model: {
+                provider: string;
+                /** @description As the provider named it; "" when unknown */
+                model: string;
+                requests: number;
+                input_tokens: number;
+                output_tokens: number;
+                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
+                errors: number;
+                /** @description Successful requests whose answer reported no usage the gateway could read */
+                unmetered_requests: number;
+            }[];
+            by_day: {
+                /** @description A UTC day, YYYY-MM-DD */
+                day: string;
+                requests: number;
+                input_tokens: number;
+                output_tokens: number;
+                /** @description Requests answered with an error (by the provider, or 502 when it could not be reached) */
+                errors: number;
+                /** @description Successful requests whose answer reported no usage the gateway could read */
+                unmetered_requests: number;
+            }[];
+        };
+        /** @description Present only on events not about a sandbox, whose `sandbox` and `sandbox_uuid` are "" */
+        EventResource: {
+            /** @description The kind of resource, e.g. object, schedule, store, orchestration */
+            kind: string;
+            id: string;
+            name: string;
+        };
+        SandboxEvent: {
+            /** @description Grows by one per event, also across restarts; the SSE `id:` */
+            id: number;
+            /**
+             * @description The same value as `event`, for clients that read `type`
+             * @enum {string}
+             */
+            type: "sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted";
+            /**
+             * @description The kind of event; also the SSE `event:` line and the X-Sandboxd-Event header
+             * @enum {string}
+             */
+            event: "sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted";
+            /** @description RFC 3339 timestamp in UTC */
+            timestamp: string;
+            /** @description Sandbox name; "" for an event not about a sandbox */
+            sandbox: string;
+            /** @description Sandbox uuid; "" for an event not about a sandbox */
+            sandbox_uuid: string;
+            resource?: components["schemas"]["EventResource"];
+            labels: {
+                [key: string]: string;
+            };
+            /** @description sandbox.created: image, backend, profile, vcpus, memory_mb, duration_ms; sandbox.exec.completed: command (shell-quoted, at most 4096 characters), duration_ms, success, exit_code, timed_out; object.*: class, object_id, and object.woken cold_start_ms, object.deleted status, object.alarm.failed method, fire_at, attempts, error; schedule.run.failed: run_id, scheduled_for, status (failed or interrupted), error; llm.budget_exceeded: budget_tokens, used_tokens; proxy.denied: method, url, host, port, reason; proxy.audited: hook, method, url, host, port (and on_response status, bytes_in, bytes_out, latency_ms, decision); proxy.hook.*: event, target; other types: empty */
+            metadata: {
+                [key: string]: unknown;
+            };
+        };
+        PolicyStatus: {
+            /** @description Whether a rule file is loaded (without one every request is allowed) */
+            enabled: boolean;
+            /** @enum {string} */
+            mode: "enforce" | "audit";
+            /** @enum {string} */
+            default: "allow" | "deny";
+            /** @description The rule file */
+            source: string | null;
+            /** @description First 12 hex digits of the SHA-256 of the rule file */
+            version: string | null;
+            rule_count: number;
+            /** @description RFC 3339 timestamp in UTC */
+            loaded_at: string;
+            /** @description Why the last reload failed; null after a good one */
+            last_error: string | null;
+        };
+        PolicyCheckRequest: {
+            action: string;
+            /** @description Default * */
+            resource?: string;
+            /** @description The context the rules see: sudo, profile, image, command0 and the resource labels */
+            context?: {
+                sudo?: boolean;
+                profile?: string;
+                image?: string;
+                command0?: string;
+                /** @description The resource's labels */
+                labels?: {
+                    [key: string]: string;
+                };
+            };
+            /** @description Default the caller; another principal is admin-only */
+            principal?: string;
+        };
+        PolicyDecision: {
+            /** @enum {string} */
+            decision: "allow" | "deny";
+            allowed: boolean;
+            reason: string;
+            /** @description Ids of every rule that matched, in file order */
+            matched_rules: string[];
+            /** @enum {string} */
+            via: "rule" | "grant" | "default";
+            /** @description Microseconds the decision took */
+            evaluation_time_us: number;
+        };
+        PolicyReload: {
+            /** @constant */
+            reloaded: true;
+            version: string | null;
+            rule_count: number;
+        };
+        PolicyAuditEntry: {
+            /** @description RFC 3339 timestamp in UTC */
+            timestamp: string;
+            principal: string;
+            action: string;
+            resource: string;
+            /** @enum {string} */
+            decision: "allow" | "deny";
+            rule: string | null;
+            reason: string;
+            /**
+             * @description audit: a deny that was let through
+             * @enum {string}
+             */
+            mode: "enforce" | "audit";
+        };
+        GrantRequest: {
+            principal: string;
+            action?: string;
+            /**
+             * @description agentkernel permission kind, instead of action: sudo_exec, sandbox_remove, sandbox_create, file_delete, network_access
+             * @enum {string}
+             */
+            kind?: "sudo_exec" | "sandbox_remove" | "sandbox_create" | "file_delete" | "network_access";
+            /** @description Glob of resources, default * */
+            resource?: string;
+            /**
+             * @description once (the first request it lets through spends it; default), session (until the server stops), always (kept)
+             * @enum {string}
+             */
+            scope?: "once" | "session" | "always";
+            /** @description A duration: <integer><s|m|h|d>, at most 365d */
+            expires_in?: string;
+        };
+        Grant: {
+            /** @description Random UUID */
+            id: string;
+            principal: string;
+            action: string;
+            resource: string;
+            /** @enum {string} */
+            scope: "once" | "session" | "always";
+            /** @description Context the request must have (sudo: true for sudo_exec) */
+            when: {
+                [key: string]: string | boolean;
+            };
+            expires_at: string | null;
+            uses: number;
+            granted_by: string;
+            /** @description RFC 3339 timestamp in UTC */
+            granted_at: string;
+        };
+        PermissionCheckRequest: {
+            action?: string;
+            /**
+             * @description agentkernel permission kind, instead of action: sudo_exec, sandbox_remove, sandbox_create, file_delete, network_access
+             * @enum {string}
+             */
+            kind?: "sudo_exec" | "sandbox_remove" | "sandbox_create" | "file_delete" | "network_access";
+            /** @description kind:name, e.g. sandbox:build-1; in a grant a glob (sandbox:build-*, *) */
+            resource?: string;
+            /** @description Default the caller; another principal is admin-only */
+            principal?: string;
+        };
+        PermissionCheck: {
+            permitted: boolean;
+            /** @enum {string} */
+            via: "rule" | "grant" | "default";
+        };
+        PreviewUrlRequest: {
+            /** @description How long the URL works; default 1h, at most 30d */
+            expires_in?: string;
+        } | null;
+        PreviewUrl: {
+            /** @description Host form: http(s)://<port>-<name>.<preview domain>:<server port>/?exp=..&sig=.. */
+            url: string;
+            /** @description Path form on the host the request came to: .../sandboxes/<name>/ports/<port>/?exp=..&sig=.. */
+            path_url: string;
+            /** @description RFC 3339 */
             expires_at: string;
+        };
+        CreateSnapshot: {
+            /** @description Source sandbox */
+            sandbox: string;
+            /** @description Snapshot name */
+            name: string;
+        };
+        RestoreSnapshot: {
+            /** @description Name of the new sandbox, default <sandbox>-restored */
+            as_name?: string;
+        };
+        Snapshot: {
+            name: string;
+            /** @description Source sandbox name */
+            sandbox: string;
+            /** @description <prefix>:<name> */
+            image_tag: string;
+            backend: string;
+            base_image: string;
+            vcpus: number;
+            memory_mb: number;
+            /** @description The sandbox's disk_mb, which a restore gives back */
+            disk_mb?: number;
+            /** @enum {string} */
+            profile: "permissive" | "moderate" | "restrictive";
+            /** @description RFC 3339 timestamp in UTC */
+            created_at: string;
+            /** @description What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes) */
+            note?: string;
+        };
+        FsEntry: {
+            name: string;
+            /** @enum {string} */
+            type: "file" | "dir" | "symlink" | "other";
+            size: number;
+            /** @description Permission bits in octal, e.g. 0644 */
+            mode: string;
+            /** @description Last modification, RFC 3339 */
+            mtime: string;
+        };
+        FsStat: {
+            name: string;
+            /** @enum {string} */
+            type: "file" | "dir" | "symlink" | "other";
+            size: number;
+            /** @description Permission bits in octal, e.g. 0644 */
+            mode: string;
+            /** @description Last modification, RFC 3339 */
+            mtime: string;
+            path: string;
+        };
+        FsListing: {
+            path: string;
+            /** @description Sorted by name */
+            entries: components["schemas"]["FsEntry"][];
+            /** @description The directory holds more than 10,000 entries: these are the first by name */
+            truncated: boolean;
+        };
+        BuildImage: {
+            /** @description Built as sandboxd-user/<name>:latest (a rebuild replaces it) */
+            name: string;
+            /** @description The Dockerfile; FROM only images present on the engine (nothing is pulled). Required unless `context` holds a Dockerfile */
+            dockerfile?: string;
+            /** @description Files of the build context: relative path -> base64 content */
+            files?: {
+                [key: string]: string;
+            };
+            /** @description A build context as a base64 tar archive; `dockerfile` and `files` are added to it */
+            context?: string;
+        };
+        Image: {
+            name: string;
+            /** @description What sandbox create takes as `image` */
+            tag: string;
+            /**
+             * @description catalog: built by `sandboxd images build`; built: from a Dockerfile through POST /images
+             * @enum {string}
+             */
+            kind: "catalog" | "built";
+            present: boolean;
+            id: string | null;
+            size_bytes: number | null;
+            created_at: string | null;
+            description: string | null;
+        };
+        BuiltImage: {
+            name: string;
+            tag: string;
+            id: string;
+            size_bytes: number;
+        };
+        ResizeSandbox: {
+            /** @description CPU cores */
+            vcpus?: number;
+            /** @description Memory limit in MiB */
+            memory_mb?: number;
+        };
+        ExtendSandbox: {
+            /** @description How much longer, default 1h (30m, 2h, 1d) */
+            by?: string;
+        };
+        ExtendResult: {
+            /** @description The new expiry; null for a sandbox without one, which extend leaves without one */
+            expires_at: string | null;
+        };
+        /** @description Sandboxes removed because their expires_at passed */
+        GcResult: {
+            removed: string[];
+            count: number;
+        };
+        Reconcile: {
+            /** @description Only preview the actions */
+            dry_run?: boolean;
+        };
+        ReconcileResult: {
+            dry_run: boolean;
+            actions: {
+                sandbox: string;
+                /** @enum {string} */
+                action: "stop" | "archive" | "delete";
+                /** @description Which threshold was passed, and by how much */
+                reason: string;
+            }[];
+            stopped: string[];
+            archived: string[];
+            removed: string[];
+        };
+        ServerStatus: {
+            version: string;
+            backend: string;
+            api_key_configured: boolean;
+            /** @description The optional features of the server's backend */
+            capabilities: ("snapshots" | "archive" | "resize" | "pool_claim" | "detached" | "browser_relay" | "reuse" | "workers" | "disk_quota" | "gateway" | "terminal" | "egress" | "file_views" | "volumes" | "ports" | "image_build")[];
+        };
+        ServerStats: {
+            sandbox_count: number;
+            /** @description Most sandboxes that may exist at once; 0 = unlimited */
+            sandbox_limit: number;
+            backend: string;
+            uptime_seconds: number;
+            version: string;
+            resource_usage: {
+                cpu_percent: number;
+                memory_used_mb: number;
+                memory_total_mb: number;
+                disk_used_mb: number;
+                disk_total_mb: number;
+            };
+        };
+        AuditEntry: {
+            /** @description RFC 3339 timestamp in UTC */
+            timestamp: string;
+            event: string;
+            sandbox: string;
+        } & {
+            [key: string]: unknown;
         };
     };
     responses: never;
@@ -3362,6 +3402,70 @@ export interface operations {
             };
             /** @description Default Response */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this sandbox (it need not exist yet); events not about a sandbox are left out */
+                sandbox?: string;
+                /** @description Only events of these types; repeatable */
+                type?: ("sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted") | ("sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted")[];
+            };
+            header?: {
+                /** @description Resume after this event: the events after it that the backlog still holds come first */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream; each `data:` line is a SandboxEvent (components/schemas/SandboxEvent) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3929,728 +4033,6 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    execCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ExecRequest"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ExecResult"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    execCommandStream: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ExecRequest"];
-            };
-        };
-        responses: {
-            /** @description The command as Server-Sent Events */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": string;
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    startDetachedCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ExecRequest"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["DetachedCommand"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listDetachedCommands: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["DetachedCommand"][];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getDetachedCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["DetachedCommand"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    killDetachedCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["DetachedCommand"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getDetachedCommandLogs: {
-        parameters: {
-            query?: {
-                stream?: "stdout" | "stderr";
-                /** @description Byte position in the stream to read from (a previous answer's next_offset); default 0 */
-                offset?: number;
-                /** @description true: stream the output as Server-Sent Events until the command ends */
-                follow?: "true" | "false";
-            };
-            header?: never;
-            path: {
-                name: string;
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["DetachedLogs"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    openTerminal: {
-        parameters: {
-            query?: {
-                /** @description The terminal's columns at start (1-1000) */
-                cols?: number;
-                /** @description The terminal's rows at start (1-1000) */
-                rows?: number;
-                /** @description A one-use token from POST /sandboxes/{name}/pty/token, for clients that cannot send the Authorization header (browsers) */
-                token?: string;
-            };
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Switching Protocols: the WebSocket carrying the terminal */
-            101: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    mintTerminalToken: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["TerminalToken"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5601,276 +4983,6 @@ export interface operations {
             };
         };
     };
-    runCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RunRequest"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ExecResult"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    runCommandStream: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RunRequest"];
-            };
-        };
-        responses: {
-            /** @description The run as Server-Sent Events */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": string;
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    runBatch: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["BatchRunRequest"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["BatchRunResult"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    streamEvents: {
-        parameters: {
-            query?: {
-                /** @description Only events of this sandbox (it need not exist yet); events not about a sandbox are left out */
-                sandbox?: string;
-                /** @description Only events of these types; repeatable */
-                type?: ("sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted") | ("sandbox.created" | "sandbox.started" | "sandbox.exec.completed" | "sandbox.stopped" | "sandbox.resized" | "sandbox.extended" | "sandbox.archived" | "sandbox.recovered" | "sandbox.expired" | "sandbox.deleted" | "snapshot.created" | "snapshot.restored" | "snapshot.deleted" | "object.created" | "object.woken" | "object.hibernated" | "object.deleted" | "object.alarm.failed" | "schedule.run.failed" | "orchestration.started" | "orchestration.completed" | "orchestration.failed" | "orchestration.terminated" | "store.created" | "store.deleted" | "llm.budget_exceeded" | "policy.denied" | "proxy.denied" | "proxy.audited" | "proxy.hook.created" | "proxy.hook.deleted")[];
-            };
-            header?: {
-                /** @description Resume after this event: the events after it that the backlog still holds come first */
-                "last-event-id"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The event stream; each `data:` line is a SandboxEvent (components/schemas/SandboxEvent) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": string;
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     recoverSandbox: {
         parameters: {
             query?: never;
@@ -6712,6 +5824,1468 @@ export interface operations {
             };
             /** @description Default Response */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listLlmKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LlmKey"][];
+                    };
+                };
+            };
+        };
+    };
+    setLlmKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description openai, anthropic, google (aliases gemini, claude), or an OpenAI-compatible provider of [llm.providers] or added with a base_url */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutLlmKey"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LlmKey"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteLlmKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description openai, anthropic, google (aliases gemini, claude), or an OpenAI-compatible provider of [llm.providers] or added with a base_url */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            removed: string;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLlmUsage: {
+        parameters: {
+            query?: {
+                /** @description First day, included; default 29 days before until */
+                since?: string;
+                /** @description Last day, included; default today (UTC) */
+                until?: string;
+                /** @description openai, anthropic, google (aliases gemini, claude), or an OpenAI-compatible provider of [llm.providers] or added with a base_url */
+                provider?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LlmUsage"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSandboxLlmUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sandbox: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LlmSandboxUsage"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listProxyHooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ProxyHook"][];
+                    };
+                };
+            };
+        };
+    };
+    createProxyHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProxyHook"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ProxyHook"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteProxyHookByName: {
+        parameters: {
+            query: {
+                name: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteProxyHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getProxyLog: {
+        parameters: {
+            query?: {
+                sandbox?: string;
+                /** @description At most this many, newest first; default 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ProxyLogEntry"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    execCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ExecResult"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    execCommandStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecRequest"];
+            };
+        };
+        responses: {
+            /** @description The command as Server-Sent Events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startDetachedCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DetachedCommand"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDetachedCommands: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DetachedCommand"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDetachedCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DetachedCommand"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    killDetachedCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DetachedCommand"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDetachedCommandLogs: {
+        parameters: {
+            query?: {
+                stream?: "stdout" | "stderr";
+                /** @description Byte position in the stream to read from (a previous answer's next_offset); default 0 */
+                offset?: number;
+                /** @description true: stream the output as Server-Sent Events until the command ends */
+                follow?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                name: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DetachedLogs"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openTerminal: {
+        parameters: {
+            query?: {
+                /** @description The terminal's columns at start (1-1000) */
+                cols?: number;
+                /** @description The terminal's rows at start (1-1000) */
+                rows?: number;
+                /** @description A one-use token from POST /sandboxes/{name}/pty/token, for clients that cannot send the Authorization header (browsers) */
+                token?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the WebSocket carrying the terminal */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mintTerminalToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["TerminalToken"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ExecResult"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runCommandStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunRequest"];
+            };
+        };
+        responses: {
+            /** @description The run as Server-Sent Events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["BatchRunResult"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9993,557 +10567,6 @@ export interface operations {
             };
         };
     };
-    listSchedules: {
-        parameters: {
-            query?: {
-                status?: "active" | "paused" | "completed" | "failed";
-                target_class?: string;
-                /** @description At most this many, in name order; default 100 */
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["Schedule"][];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createSchedule: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateSchedule"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["Schedule"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getSchedule: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Schedule id or name */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["Schedule"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteSchedule: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Schedule id or name */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    updateSchedule: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Schedule id or name */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PatchSchedule"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["Schedule"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getScheduleStatus: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Schedule id or name */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["Schedule"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    triggerSchedule: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Schedule id or name */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ScheduleRun"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listScheduleRuns: {
-        parameters: {
-            query?: {
-                status?: "running" | "succeeded" | "failed" | "skipped" | "missed" | "interrupted";
-                /** @description At most this many, newest first; default 50 (100 are kept) */
-                limit?: number;
-            };
-            header?: never;
-            path: {
-                /** @description Schedule id or name */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ScheduleRun"][];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     listOrchestrationsDefinitions: {
         parameters: {
             query?: never;
@@ -11239,6 +11262,557 @@ export interface operations {
             };
         };
     };
+    listSchedules: {
+        parameters: {
+            query?: {
+                status?: "active" | "paused" | "completed" | "failed";
+                target_class?: string;
+                /** @description At most this many, in name order; default 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSchedule"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id or name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id or name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id or name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchSchedule"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getScheduleStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id or name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    triggerSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id or name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ScheduleRun"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listScheduleRuns: {
+        parameters: {
+            query?: {
+                status?: "running" | "succeeded" | "failed" | "skipped" | "missed" | "interrupted";
+                /** @description At most this many, newest first; default 50 (100 are kept) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Schedule id or name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ScheduleRun"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listStores: {
         parameters: {
             query?: {
@@ -11915,540 +12489,6 @@ export interface operations {
             };
             /** @description Default Response */
             504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listLlmKeys: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["LlmKey"][];
-                    };
-                };
-            };
-        };
-    };
-    setLlmKey: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description openai, anthropic, google (aliases gemini, claude), or an OpenAI-compatible provider of [llm.providers] or added with a base_url */
-                provider: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PutLlmKey"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["LlmKey"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteLlmKey: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description openai, anthropic, google (aliases gemini, claude), or an OpenAI-compatible provider of [llm.providers] or added with a base_url */
-                provider: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            removed: string;
-                        };
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getLlmUsage: {
-        parameters: {
-            query?: {
-                /** @description First day, included; default 29 days before until */
-                since?: string;
-                /** @description Last day, included; default today (UTC) */
-                until?: string;
-                /** @description openai, anthropic, google (aliases gemini, claude), or an OpenAI-compatible provider of [llm.providers] or added with a base_url */
-                provider?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["LlmUsage"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getSandboxLlmUsage: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sandbox: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["LlmSandboxUsage"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listProxyHooks: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ProxyHook"][];
-                    };
-                };
-            };
-        };
-    };
-    createProxyHook: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateProxyHook"];
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ProxyHook"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteProxyHookByName: {
-        parameters: {
-            query: {
-                name: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteProxyHook: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getProxyLog: {
-        parameters: {
-            query?: {
-                sandbox?: string;
-                /** @description At most this many, newest first; default 100 */
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: components["schemas"]["ProxyLogEntry"][];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            500: {
                 headers: {
                     [name: string]: unknown;
                 };
