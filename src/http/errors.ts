@@ -20,7 +20,7 @@ const FASTIFY_CODES: Record<string, [ErrorCode, string?]> = {
 };
 
 /** The next steps in the words of this API: the route that does it. */
-const HTTP_NEXT_STEPS: NextStepRenderers = {
+export const HTTP_NEXT_STEPS: NextStepRenderers = {
   start: ({ sandbox }) => `start it with POST /sandboxes/${sandbox}/start`,
   recover: ({ sandbox, then }) =>
     then === 'start'

@@ -1,5 +1,6 @@
 import { withNextStep, type NextStepRenderers } from '../../errors.js';
 import { ServiceError } from '../../errors.js';
+import { HTTP_NEXT_STEPS } from '../../http/errors.js';
 
 /** The next steps in the words of the command line: the sandboxd command that does it (the API route where no command does). */
 export const CLI_NEXT_STEPS: NextStepRenderers = {
@@ -8,16 +9,17 @@ export const CLI_NEXT_STEPS: NextStepRenderers = {
     then === 'start'
       ? `recover it with \`sandboxd sandbox recover ${sandbox}\`, then start it with \`sandboxd sandbox start ${sandbox}\``
       : `recover it first with \`sandboxd sandbox recover ${sandbox}\``,
-  browser_open: ({ sandbox, page }) => `open it with POST /sandboxes/${sandbox}/browser/pages/${page}/goto`,
-  browser_snapshot: ({ sandbox, page, use_refs }) => `take a new snapshot (GET /sandboxes/${sandbox}/browser/pages/${page})${use_refs ? ' and use its refs' : ''}`,
+  // No command does these yet: the API's words.
+  browser_open: HTTP_NEXT_STEPS.browser_open,
+  browser_snapshot: HTTP_NEXT_STEPS.browser_snapshot,
   list_directory: ({ sandbox, path }) => `list it with \`sandboxd exec ${sandbox} -- ls -la ${path}\` or GET /sandboxes/${sandbox}/fs?path=${path}`,
-  list_images: () => 'list the built images with GET /images',
-  create_volume: () => 'create it with POST /volumes',
-  store_execute: ({ store }) => `use POST /stores/${store ?? '{id}'}/execute`,
-  store_ops: ({ store, ops }) => `it answers ${ops.map((op) => `POST /stores/${store}/${op}`).join(' and ')}`,
-  register_class: () => 'register it first with POST /objects/classes',
-  delete_proxy_hook: ({ hook }) => `delete it first with DELETE /proxy/hooks/${hook}`,
-  set_llm_key: ({ provider }) => `store the key with PUT /llm/keys/${provider ?? '{provider}'}`,
+  list_images: HTTP_NEXT_STEPS.list_images,
+  create_volume: HTTP_NEXT_STEPS.create_volume,
+  store_execute: HTTP_NEXT_STEPS.store_execute,
+  store_ops: HTTP_NEXT_STEPS.store_ops,
+  register_class: HTTP_NEXT_STEPS.register_class,
+  delete_proxy_hook: HTTP_NEXT_STEPS.delete_proxy_hook,
+  set_llm_key: HTTP_NEXT_STEPS.set_llm_key,
   mint_terminal_token: ({ sandbox }) => `open the terminal again with \`sandboxd shell ${sandbox}\`, which mints a new token`,
 };
 
