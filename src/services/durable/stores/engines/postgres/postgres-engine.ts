@@ -285,6 +285,7 @@ class PostgresHandle implements StoreHandle {
 /** The backend process id the server gave the connection (what pg_cancel_backend takes). */
 function backendPid(client: pg.PoolClient): number | undefined {
   // pg keeps it from the BackendKeyData message; its typings do not declare it.
+  // pg sets processID on a connected client (the backend's pid) but its types do not declare it.
   const pid = (client as unknown as { processID?: unknown }).processID;
   return typeof pid === 'number' ? pid : undefined;
 }

@@ -57,6 +57,8 @@ export class QueueStoreEngine implements StoreEngine {
 
   async open(target: StoreTarget): Promise<StoreHandle> {
     const db = openStoreFile(target, QUEUE_SCHEMA, false);
+    // checkConfigFields checked every field of QUEUE_CONFIG_FIELDS and filled its default; its
+    // result is typed by that generic field table, not by QueueConfig, which the table describes.
     const config = this.checkConfig(target.config) as unknown as QueueConfig;
     const onClose = (handle: QueueHandle) => this.handles.delete(handle);
     return this.handles.add(new QueueHandle({ db, target, config, clock: this.clock, wakeups: this.wakeups, onClose }));
