@@ -11,7 +11,7 @@ import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The most non-null assertions src/ may hold; lower it when some go, never raise it. */
-export const BUDGET = 20;
+export const BUDGET = 11;
 
 /** TypeScript files below `dir`. */
 function* sources(dir) {

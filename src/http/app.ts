@@ -63,16 +63,18 @@ function documentRawBytes(schema: DocumentedSchema): void {
   const binary = { schema: { type: 'string', format: 'binary' } };
   const split = (json: JsonSchema) => {
     // Identifiers of the whole schema, which the plugin drops where it places the schema itself.
-    const { $id: _id, $schema: _schema, ...rest } = json.anyOf?.length === 1 ? json.anyOf[0]! : json;
+    const only = json.anyOf?.length === 1 ? json.anyOf[0] : undefined;
+    const { $id: _id, $schema: _schema, ...rest } = only ?? json;
     return { 'application/json': { schema: rest }, [RAW_BYTES_TYPE]: binary };
   };
   if (schema.body && schema.consumes?.includes(RAW_BYTES_TYPE)) {
     schema.body = { content: split(schema.body) };
     delete schema.consumes;
   }
-  const ok = schema.response?.['200'];
-  if (ok && schema.produces?.includes(RAW_BYTES_TYPE)) {
-    schema.response!['200'] = { description: 'Success', content: split(ok) };
+  const responses = schema.response;
+  const ok = responses?.['200'];
+  if (responses && ok && schema.produces?.includes(RAW_BYTES_TYPE)) {
+    responses['200'] = { description: 'Success', content: split(ok) };
     delete schema.produces;
   }
 }
@@ -184,7 +186,7 @@ export async function buildApp({
       });
       schema.response = { ...(schema.response as object), ...Object.fromEntries(responses.filter(([, s]) => !isZod(s))) };
       documentRawBytes(schema as DocumentedSchema);
-      const method = [input.route.method].flat()[0]!;
+      const [method = 'GET'] = [input.route.method].flat();
       (schema as { operationId?: string }).operationId ??= operationIdFor(method, input.url);
       // The wildcard of the file routes is the file path.
       if (!url.includes('*')) return { schema, url };

@@ -78,7 +78,7 @@ function tokenize(sql: string): Token[] {
     return text;
   };
   while (i < sql.length) {
-    const c = sql[i]!;
+    const c = sql.charAt(i);
     if (isSpace(c)) {
       i += 1;
     } else if (c === '-' && sql[i + 1] === '-') {
@@ -98,16 +98,16 @@ function tokenize(sql: string): Token[] {
       tokens.push({ kind: 'ident', text: quoted(']') });
     } else if (isIdStart(c)) {
       const start = i;
-      while (i < sql.length && isIdChar(sql[i]!)) i += 1;
+      while (i < sql.length && isIdChar(sql.charAt(i))) i += 1;
       tokens.push({ kind: 'word', text: sql.slice(start, i) });
     } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(sql[i + 1] ?? ''))) {
       const start = i;
-      while (i < sql.length && /[0-9A-Za-z_.]/.test(sql[i]!)) i += 1;
+      while (i < sql.length && /[0-9A-Za-z_.]/.test(sql.charAt(i))) i += 1;
       tokens.push({ kind: 'other', text: sql.slice(start, i) });
     } else if (c === '?' || c === ':' || c === '@' || c === '$') {
       const start = i;
       i += 1;
-      while (i < sql.length && isIdChar(sql[i]!)) i += 1;
+      while (i < sql.length && isIdChar(sql.charAt(i))) i += 1;
       tokens.push({ kind: 'other', text: sql.slice(start, i) });
     } else {
       tokens.push({ kind: 'other', text: c });
@@ -119,12 +119,17 @@ function tokenize(sql: string): Token[] {
 
 /** Splits at every `;` (also those inside a trigger's body, which only makes more parts to judge). */
 function statements(tokens: Token[]): Token[][] {
-  const parts: Token[][] = [[]];
+  const parts: Token[][] = [];
+  let part: Token[] = [];
   for (const token of tokens) {
-    if (token.kind === 'other' && token.text === ';') parts.push([]);
-    else parts[parts.length - 1]!.push(token);
+    if (token.kind !== 'other' || token.text !== ';') part.push(token);
+    else {
+      parts.push(part);
+      part = [];
+    }
   }
-  return parts.filter((part) => part.length > 0);
+  parts.push(part);
+  return parts.filter((each) => each.length > 0);
 }
 
 const isWord = (token: Token | undefined, word: string) => token?.kind === 'word' && token.text.toUpperCase() === word;
@@ -144,7 +149,7 @@ function skipGroup(tokens: Token[], at: number): number {
 function verbIndex(tokens: Token[]): number {
   let i = 0;
   const skipPunct = () => {
-    while (i < tokens.length && tokens[i]!.kind === 'other') i += 1;
+    while (tokens[i]?.kind === 'other') i += 1;
   };
   skipPunct();
   if (isWord(tokens[i], 'EXPLAIN')) {
