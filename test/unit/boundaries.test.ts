@@ -73,6 +73,33 @@ describe('import boundaries (dependency-cruiser, .dependency-cruiser.cjs)', () =
     );
   });
 
+  it('fails a domain that imports one the domain graph does not give it, a type-only cycle, and a module read outside DOMAINS', async () => {
+    const tree = join(scratch, 'domain-case');
+    const put = (path: string, text: string) => {
+      mkdirSync(dirname(join(tree, path)), { recursive: true });
+      writeFileSync(join(tree, path), text);
+    };
+    // sandboxes may not use commands (commands uses sandboxes): a type-only import counts too.
+    put('src/services/commands/exec-service.ts', "export class ExecService { run(): void {} }\n");
+    put('src/services/sandboxes/sandbox-service.ts', "import type { ExecService } from '../commands/exec-service.js';\nexport type Uses = ExecService;\n");
+    // commands may use sandboxes: allowed.
+    put('src/services/commands/run-service.ts', "import type { Uses } from '../sandboxes/sandbox-service.js';\nexport type Runs = Uses;\n");
+    put('src/services/events/a.ts', "import type { B } from './b.js';\nexport interface A { b: B }\n");
+    put('src/services/events/b.ts', "import type { A } from './a.js';\nexport interface B { a: A }\n");
+    put('src/services/events/module.ts', "export const eventsModule = { name: 'events' };\n");
+    put('src/services/egress/egress-service.ts', "import { eventsModule } from '../events/module.js';\nexport const egress = eventsModule;\n");
+    put('src/services/domains.ts', "import { eventsModule } from './events/module.js';\nexport const DOMAINS = [eventsModule];\n");
+    const found = await violations(tree, ['src']);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'domain-sandboxes-uses-only-its-graph: src/services/sandboxes/sandbox-service.ts -> src/services/commands/exec-service.ts',
+        'no-circular: src/services/events/a.ts -> src/services/events/b.ts',
+        'only-domains-imports-modules: src/services/egress/egress-service.ts -> src/services/events/module.ts',
+      ]),
+    );
+    expect(found.filter((v) => v.startsWith('domain-commands-') || v.includes('src/services/domains.ts ->'))).toEqual([]);
+  });
+
   it('fails an orchestration interpreter file that imports its service, a repository or a backend, types included', async () => {
     const interpreter = 'src/services/durable/orchestrations/interpreter';
     write('src/services/durable/orchestrations/orchestration-service.ts', "export class OrchestrationService {}\n");
