@@ -37,7 +37,7 @@ export interface DomainModule<Parts extends Partial<ServiceParts> = Partial<Serv
   readonly routeActions?: Readonly<Record<string, RouteAction | 'open'>>;
   /** Sources of work due at a time that the one timers driver runs. */
   timers?(ctx: ServiceContext): TimerSource[];
-  /** The event kinds the domain publishes (test/unit/schemas/domain-modules.test.ts: each kind has one owner). */
+  /** The event kinds the domain publishes (test/unit/services/domain-modules.test.ts: each kind has one owner). */
   readonly eventKinds?: readonly EventType[];
   /** The Prometheus series the domain keeps (telemetry/metrics.ts; each series has one owner). */
   readonly metrics?: readonly string[];

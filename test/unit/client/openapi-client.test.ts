@@ -15,7 +15,7 @@ const run = promisify(execFile);
  * document: paths, bodies and replies come from `operations[operationId]`.
  */
 const CLIENT = `
-import type { operations } from '../api';
+import type { operations } from './api';
 type Body<O extends keyof operations> = operations[O] extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined;
 type Reply<O extends keyof operations, S extends keyof operations[O]['responses']> =
   operations[O]['responses'][S] extends { content: { 'application/json': infer R } } ? R : never;
@@ -28,7 +28,7 @@ export async function call<O extends keyof operations, S extends keyof operation
 `;
 
 const GOOD = `
-import { call } from '.';
+import { call } from './client';
 export async function demo(): Promise<string> {
   const created = await call('createSandbox', 201, 'POST', '/sandboxes', { name: 'demo', image: 'sandboxd/base:bookworm', labels: { team: 'ml' } });
   const name: string = created.data.name;
@@ -43,9 +43,9 @@ export async function demo(): Promise<string> {
 
 /** Mistakes the generated types must catch: a string command, a field that does not exist, a missing name. */
 const BAD = {
-  stringCommand: `import { call } from '.';\nvoid call('execCommand', 200, 'POST', '/sandboxes/x/exec', { command: 'echo hi' });\n`,
-  unknownField: `import { call } from '.';\nexport const f = async () => (await call('execCommand', 200, 'POST', '/sandboxes/x/exec', { command: ['true'] })).data.exitCode;\n`,
-  missingName: `import { call } from '.';\nvoid call('createSandbox', 201, 'POST', '/sandboxes', { image: 'x' });\n`,
+  stringCommand: `import { call } from './client';\nvoid call('execCommand', 200, 'POST', '/sandboxes/x/exec', { command: 'echo hi' });\n`,
+  unknownField: `import { call } from './client';\nexport const f = async () => (await call('execCommand', 200, 'POST', '/sandboxes/x/exec', { command: ['true'] })).data.exitCode;\n`,
+  missingName: `import { call } from './client';\nvoid call('createSandbox', 201, 'POST', '/sandboxes', { image: 'x' });\n`,
 };
 
 let dir: string;

@@ -2,14 +2,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ServiceError } from '../../../src/errors.js';
-import type { ApiClient } from '../../../src/client/api-client.js';
-import { injectClient } from '../../../src/client/inject-client.js';
-import { domainTools } from '../../../src/services/domains.js';
-import { createMcpServer, type SandboxdMcpServer } from '../../../src/mcp/server.js';
-import { silentLogger } from '../../../src/telemetry/logger.js';
-import { fakeHarness, type FakeHarness } from '../../helpers/fake-app.js';
-import { texts } from '../../helpers/mcp-process.js';
+import { ServiceError } from '../../../../src/errors.js';
+import type { ApiClient } from '../../../../src/client/api-client.js';
+import { injectClient } from '../../../../src/client/inject-client.js';
+import { domainTools } from '../../../../src/services/domains.js';
+import { createMcpServer, type SandboxdMcpServer } from '../../../../src/mcp/server.js';
+import { silentLogger } from '../../../../src/telemetry/logger.js';
+import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
+import { texts } from '../../../helpers/mcp-process.js';
 
 /** The MCP server over the fake backend, in-process through app.inject, with the SDK's client in memory. */
 describe('MCP tools over the in-process API (fake backend)', () => {

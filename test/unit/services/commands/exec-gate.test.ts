@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi, type MockInstance } from 'vitest';
-import { execBody } from '../../../src/schemas/exec-schemas.js';
-import { runBody } from '../../../src/schemas/run-schemas.js';
-import { fakeHarness, type FakeHarness } from '../../helpers/fake-app.js';
+import { execBody } from '../../../../src/schemas/exec-schemas.js';
+import { runBody } from '../../../../src/schemas/run-schemas.js';
+import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 
 /** Each command request passes the service's gate exactly once, whichever way it enters. */
 describe('the gate of a command request', () => {

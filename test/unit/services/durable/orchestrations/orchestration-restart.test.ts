@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeBackend } from '../../../../src/backends/fake/fake-backend.js';
-import { defaultConfig } from '../../../../src/config/config-schema.js';
-import { Services } from '../../../../src/services/services.js';
-import { openStore, type Store } from '../../../../src/state/store.js';
-import { silentLogger } from '../../../../src/telemetry/logger.js';
-import { manualClock } from '../../../helpers/manual-clock.js';
+import { FakeBackend } from '../../../../../src/backends/fake/fake-backend.js';
+import { defaultConfig } from '../../../../../src/config/config-schema.js';
+import { Services } from '../../../../../src/services/services.js';
+import { openStore, type Store } from '../../../../../src/state/store.js';
+import { silentLogger } from '../../../../../src/telemetry/logger.js';
+import { manualClock } from '../../../../helpers/manual-clock.js';
 
 /**
  * Restart safety at the service level: the services are closed in the

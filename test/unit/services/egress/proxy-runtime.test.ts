@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config/load-config.js';
-import { startRuntime } from '../../../src/runtime.js';
-import { ProxyStartError } from '../../../src/services/egress/index.js';
-import { silentLogger } from '../../../src/telemetry/logger.js';
+import { loadConfig } from '../../../../src/config/load-config.js';
+import { startRuntime } from '../../../../src/runtime.js';
+import { ProxyStartError } from '../../../../src/services/egress/index.js';
+import { silentLogger } from '../../../../src/telemetry/logger.js';
 
 const dirs: string[] = [];
 const tempDir = () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fakeHarness, type FakeHarness } from '../../helpers/fake-app.js';
-import { volumePathProblem } from '../../../src/domain/volumes.js';
+import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
+import { volumePathProblem } from '../../../../src/domain/volumes.js';
 
 let h: FakeHarness;
 beforeEach(async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BrowserEventRepository } from '../../../src/state/browser-event-repository.js';
-import { fakeHarness, type FakeHarness } from '../../helpers/fake-app.js';
+import { BrowserEventRepository } from '../../../../src/state/browser-event-repository.js';
+import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 
 let h: FakeHarness;
 afterEach(async () => h?.close());

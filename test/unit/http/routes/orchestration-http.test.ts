@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ExecRequest } from '../../../src/backends/backend.js';
-import { fakeHarness, type FakeHarness } from '../../helpers/fake-app.js';
-import { manualClock } from '../../helpers/manual-clock.js';
+import type { ExecRequest } from '../../../../src/backends/backend.js';
+import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
+import { manualClock } from '../../../helpers/manual-clock.js';
 
 /**
  * The orchestration routes and service over the fake backend: activities run as fake execs

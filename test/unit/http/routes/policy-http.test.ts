@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApiKey } from '../../../src/domain/principals.js';
-import type { SandboxEvent } from '../../../src/services/events/event-bus.js';
-import { fakeHarness, type FakeHarness } from '../../helpers/fake-app.js';
-import { manualClock } from '../../helpers/manual-clock.js';
+import type { ApiKey } from '../../../../src/domain/principals.js';
+import type { SandboxEvent } from '../../../../src/services/events/event-bus.js';
+import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
+import { manualClock } from '../../../helpers/manual-clock.js';
 
 const KEYS: ApiKey[] = [
   { name: 'ops', key: 'ops-key-0001', admin: true, labels: {} },
