@@ -12,9 +12,12 @@ import { storesModule } from './durable/stores/module.js';
 import { egressModule } from './egress/module.js';
 import { eventsModule } from './events/module.js';
 import { governanceModule } from './governance/module.js';
+import { imagesModule } from './images/module.js';
 import { poolsModule } from './pools/module.js';
 import { previewModule } from './preview/module.js';
 import { sandboxesModule } from './sandboxes/module.js';
+import { terminalsModule } from './terminals/module.js';
+import { volumesModule } from './volumes/module.js';
 
 /**
  * Every domain of the service layer, in wiring order: a domain may use the parts of the
@@ -23,9 +26,12 @@ import { sandboxesModule } from './sandboxes/module.js';
 export const DOMAINS: readonly DomainModule[] = [
   eventsModule,
   poolsModule,
+  volumesModule,
   sandboxesModule,
+  imagesModule,
   egressModule,
   commandsModule,
+  terminalsModule,
   browserModule,
   previewModule,
   objectsModule,

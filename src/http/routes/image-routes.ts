@@ -1,6 +1,6 @@
 import { envelope } from '../../schemas/common.js';
 import { buildImageBody, imageBuilt, imageDeleted, imageNameParams, imageView } from '../../schemas/image-schemas.js';
-import { MAX_CONTEXT_BYTES } from '../../services/sandboxes/index.js';
+import { MAX_CONTEXT_BYTES } from '../../services/images/index.js';
 import { isServiceError } from '../../errors.js';
 import { httpMessage } from '../errors.js';
 import { openEventStream } from '../command-stream.js';

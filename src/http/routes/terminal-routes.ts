@@ -3,7 +3,7 @@ import { badRequest } from '../../errors.js';
 import { envelope } from '../../schemas/common.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { terminalQuery, terminalResize, terminalToken } from '../../schemas/terminal-schemas.js';
-import type { Terminal } from '../../services/commands/index.js';
+import type { Terminal } from '../../services/terminals/index.js';
 import { errors, ok, type App, type RouteContext } from '../route-types.js';
 import { acceptWebSocket, isUpgrade } from '../websocket-upgrade.js';
 import { onSandbox, type RouteAction } from '../route-actions.js';

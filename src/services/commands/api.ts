@@ -26,6 +26,8 @@ export interface ExecApi {
   gate(request: { sudo?: boolean | undefined }): void;
   /** Runs a command in a running sandbox and answers its result. */
   exec(name: string, input: ExecInput, options?: CommandOptions): Promise<ExecResultBody>;
+  /** The env of a sandbox's commands: its own, then the server's (the proxy, the LLM gateway). */
+  envOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile' | 'env'> & Partial<Pick<SandboxRecord, 'network'>>): Promise<Record<string, string>>;
   /** The server's variables alone (for processes that take no sandbox env, such as object workers). */
   serverEnvOf(sandbox: Pick<SandboxRecord, 'uuid' | 'profile'> & Partial<Pick<SandboxRecord, 'network'>>): Promise<Record<string, string>>;
 }

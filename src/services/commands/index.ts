@@ -5,5 +5,4 @@
  */
 export { DetachedService } from './detached-service.js';
 export { ExecService } from './exec-service.js';
-export { TerminalService, type Terminal } from './terminal-service.js';
 export { RunService, type RunStage } from './run-service.js';

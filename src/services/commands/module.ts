@@ -1,25 +1,22 @@
 import { detachedRouteActions, detachedRoutes } from '../../http/routes/detached-routes.js';
 import { execRouteActions, execRoutes } from '../../http/routes/exec-routes.js';
 import { runRouteActions, runRoutes } from '../../http/routes/run-routes.js';
-import { terminalRouteActions, terminalRoutes } from '../../http/routes/terminal-routes.js';
 import { detachedTools } from '../../mcp/tools/detached-tools.js';
 import { execTools } from '../../mcp/tools/exec-tools.js';
 import type { DomainModule } from '../domain-module.js';
 import { DetachedService } from './detached-service.js';
 import { ExecService } from './exec-service.js';
 import { RunService } from './run-service.js';
-import { TerminalService } from './terminal-service.js';
 
 declare module '../context.js' {
   interface ServiceParts {
     exec: ExecService;
     detached: DetachedService;
-    terminals: TerminalService;
     runs: RunService;
   }
 }
 
-/** Commands: exec, detached commands, terminals, one-shot runs and batches. */
+/** Commands: exec, detached commands, one-shot runs and batches. */
 export const commandsModule = {
   name: 'commands',
   wire(ctx) {
@@ -28,14 +25,12 @@ export const commandsModule = {
     return {
       exec,
       detached: new DetachedService(withExec),
-      terminals: new TerminalService(withExec),
       runs: new RunService({ ...withExec, logger: ctx.logger.child({ part: 'runs' }) }),
     };
   },
-  routes: [execRoutes, detachedRoutes, terminalRoutes, runRoutes],
-  routeActions: { ...execRouteActions, ...detachedRouteActions, ...terminalRouteActions, ...runRouteActions },
+  routes: [execRoutes, detachedRoutes, runRoutes],
+  routeActions: { ...execRouteActions, ...detachedRouteActions, ...runRouteActions },
   tools: [...execTools, ...detachedTools],
-  close: ({ terminals }) => terminals.close(),
   eventKinds: ['sandbox.exec.completed'],
   metrics: ['sandboxd_commands_total', 'sandboxd_command_duration_seconds'],
 } satisfies DomainModule;

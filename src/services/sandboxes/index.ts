@@ -7,8 +7,6 @@
  */
 export { FileService, routePath } from './file-service.js';
 export { FsViewService } from './fs-view-service.js';
-export { ImageService, MAX_CONTEXT_BYTES } from './image-service.js';
-export { VolumeService } from './volume-service.js';
 export { LifecycleService } from './lifecycle-service.js';
 export { RecoveryService, type RecoveryReport } from './recovery-service.js';
 export { SandboxService } from './sandbox-service.js';

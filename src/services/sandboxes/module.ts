@@ -1,10 +1,8 @@
 import { fileRouteActions, fileRoutes } from '../../http/routes/file-routes.js';
 import { fsRouteActions, fsRoutes } from '../../http/routes/fs-routes.js';
-import { imageRouteActions, imageRoutes } from '../../http/routes/image-routes.js';
 import { lifecycleRouteActions, lifecycleRoutes } from '../../http/routes/lifecycle-routes.js';
 import { sandboxRouteActions, sandboxRoutes } from '../../http/routes/sandbox-routes.js';
 import { snapshotRouteActions, snapshotRoutes } from '../../http/routes/snapshot-routes.js';
-import { volumeRouteActions, volumeRoutes } from '../../http/routes/volume-routes.js';
 import { fileTools } from '../../mcp/tools/file-tools.js';
 import { lifecycleTools } from '../../mcp/tools/lifecycle-tools.js';
 import { sandboxTools } from '../../mcp/tools/sandbox-tools.js';
@@ -12,13 +10,11 @@ import { snapshotTools } from '../../mcp/tools/snapshot-tools.js';
 import type { DomainModule } from '../domain-module.js';
 import { FileService } from './file-service.js';
 import { FsViewService } from './fs-view-service.js';
-import { ImageService } from './image-service.js';
 import { LifecycleService } from './lifecycle-service.js';
 import { RecoveryService } from './recovery-service.js';
 import { hostLimits } from './host-limits.js';
 import { SandboxService } from './sandbox-service.js';
 import { SnapshotService } from './snapshot-service.js';
-import { VolumeService } from './volume-service.js';
 
 declare module '../context.js' {
   interface ServiceParts {
@@ -26,16 +22,13 @@ declare module '../context.js' {
     files: FileService;
     /** Listings, stat and watches of a sandbox's files. */
     fsViews: FsViewService;
-    /** Named volumes. */
-    volumes: VolumeService;
     snapshots: SnapshotService;
-    images: ImageService;
     lifecycle: LifecycleService;
     recovery: RecoveryService;
   }
 }
 
-/** Sandboxes: their records and lifecycle, files, volumes, snapshots, images and recovery. */
+/** Sandboxes: their records and lifecycle, files, snapshots and recovery. */
 export const sandboxesModule = {
   name: 'sandboxes',
   wire(ctx) {
@@ -46,15 +39,13 @@ export const sandboxesModule = {
       sandboxes,
       files: new FileService(withSandboxes),
       fsViews: new FsViewService(withSandboxes),
-      volumes: new VolumeService(ctx),
       snapshots: new SnapshotService({ ...part('snapshots'), sandboxes }),
-      images: new ImageService(ctx),
       lifecycle: new LifecycleService({ ...part('lifecycle'), sandboxes }),
       recovery: new RecoveryService(part('recovery')),
     };
   },
-  routes: [sandboxRoutes, fileRoutes, fsRoutes, volumeRoutes, lifecycleRoutes, snapshotRoutes, imageRoutes],
-  routeActions: { ...sandboxRouteActions, ...fileRouteActions, ...fsRouteActions, ...volumeRouteActions, ...lifecycleRouteActions, ...snapshotRouteActions, ...imageRouteActions },
+  routes: [sandboxRoutes, fileRoutes, fsRoutes, lifecycleRoutes, snapshotRoutes],
+  routeActions: { ...sandboxRouteActions, ...fileRouteActions, ...fsRouteActions, ...lifecycleRouteActions, ...snapshotRouteActions },
   tools: [...sandboxTools, ...fileTools, ...lifecycleTools, ...snapshotTools],
   eventKinds: ['sandbox.created', 'sandbox.started', 'sandbox.stopped', 'sandbox.resized', 'sandbox.extended', 'sandbox.archived', 'sandbox.recovered', 'sandbox.expired', 'sandbox.deleted', 'snapshot.created', 'snapshot.restored', 'snapshot.deleted'],
   metrics: ['sandboxd_sandbox_create_duration_seconds', 'sandboxd_sandboxes_active'],

@@ -12,7 +12,7 @@ import { addDuration } from '../support/durations.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from '../../domain/sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
-import { checkMounts } from './volume-service.js';
+import { checkMounts } from '../volumes/volume-service.js';
 import type { PooledInstance } from '../pools/index.js';
 import type { WarmPoolApi } from '../pools/api.js';
 import { archiveTag, assertTransition, lostReason, transition, VISIBLE_STATUSES } from './lifecycle.js';

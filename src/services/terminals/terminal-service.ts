@@ -8,7 +8,7 @@ import type { AuditApi } from '../events/api.js';
 import type { SandboxesApi } from '../sandboxes/api.js';
 import { requireCapability } from '../support/capabilities.js';
 import type { Clock } from '../support/clock.js';
-import type { ExecService } from './exec-service.js';
+import type { ExecApi } from '../commands/api.js';
 
 /** How long a terminal token may wait for its one use. */
 export const TERMINAL_TOKEN_TTL_MS = 60_000;
@@ -51,13 +51,13 @@ export interface Terminal {
 export class TerminalService {
   private readonly backend: Backend;
   private readonly sandboxes: SandboxesApi;
-  private readonly exec: ExecService;
+  private readonly exec: ExecApi;
   private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly tokens = new Map<string, TerminalToken>();
   private readonly running = new Map<string, Set<Terminal>>();
 
-  constructor(ctx: Pick<ServiceContext, 'backend' | 'sandboxes' | 'audit' | 'clock'> & { exec: ExecService }) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'sandboxes' | 'audit' | 'clock' | 'exec'>) {
     this.backend = ctx.backend;
     this.sandboxes = ctx.sandboxes;
     this.exec = ctx.exec;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Backend, BuiltImage, ImageBuildCapability } from '../../../src/backends/backend.js';
-import { readTar, tarArchive } from '../../../src/images/tar-archive.js';
-import { ImageService } from '../../../src/services/sandboxes/image-service.js';
+import type { Backend, BuiltImage, ImageBuildCapability } from '../../../../src/backends/backend.js';
+import { readTar, tarArchive } from '../../../../src/images/tar-archive.js';
+import { ImageService } from '../../../../src/services/images/image-service.js';
 
 /** An engine that has every FROM image and builds nothing: only the build context is under test. */
 const builds: ImageBuildCapability = {

@@ -1,0 +1,18 @@
+import { imageRouteActions, imageRoutes } from '../../http/routes/image-routes.js';
+import type { DomainModule } from '../domain-module.js';
+import { ImageService } from './image-service.js';
+
+declare module '../context.js' {
+  interface ServiceParts {
+    /** Images built from a Dockerfile. */
+    images: ImageService;
+  }
+}
+
+/** Images: built from a Dockerfile through the engine, listed and deleted. */
+export const imagesModule = {
+  name: 'images',
+  wire: (ctx) => ({ images: new ImageService(ctx) }),
+  routes: [imageRoutes],
+  routeActions: imageRouteActions,
+} satisfies DomainModule;

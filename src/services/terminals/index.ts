@@ -1,0 +1,2 @@
+/** Interactive terminals in sandboxes (`TerminalService`). */
+export { TerminalService, type Terminal } from './terminal-service.js';
