@@ -92,3 +92,35 @@ describe('file paths', () => {
     expect((await h.app.inject({ method: 'PUT', url: '/sandboxes/box/files/devices/x', payload: { content: 'x' } })).statusCode).toBe(200);
   });
 });
+
+describe('nesting', () => {
+  /** `{"a":{"a":...}}` and `[[...]]`, `depth` levels deep. */
+  const nested = (depth: number, array = false) => (array ? '['.repeat(depth) + ']'.repeat(depth) : '{"a":'.repeat(depth) + '1' + '}'.repeat(depth));
+
+  it('answers a body nested past 64 levels with a 400 naming the limit on every route that takes JSON, before any walk of it', async () => {
+    h = await fakeHarness();
+    const routes: [string, string, (inner: string) => string][] = [
+      ['POST', '/stores', (inner) => `{"name":"s","kind":"kv","config":${inner}}`],
+      ['POST', '/objects/classes', (inner) => `{"name":"C","runtime":"node","source":"x","sandbox":${inner}}`],
+      ['POST', '/schedules', (inner) => `{"name":"s","cron":"* * * * *","target":${inner}}`],
+      ['POST', '/orchestrations/definitions', (inner) => `{"name":"o","steps":${inner}}`],
+      ['POST', '/orchestrations', (inner) => `{"name":"o","input":${inner}}`],
+      ['POST', '/sandboxes', (inner) => `{"name":"x","labels":${inner}}`],
+    ];
+    for (const [method, url, body] of routes) {
+      for (const inner of [nested(10_000), nested(100_000, true), nested(65)]) {
+        const reply = await h.app.inject({ method, url, payload: body(inner), headers: { 'content-type': 'application/json' } });
+        expect([url, reply.statusCode, reply.json()]).toEqual([url, 400, { success: false, error: 'body: nested deeper than 64 levels of arrays and objects', code: 'BAD_REQUEST' }]);
+      }
+    }
+  });
+
+  it('lets 64 levels through to validation, and counts brackets inside strings as text', async () => {
+    h = await fakeHarness();
+    const deep = await h.app.inject({ method: 'POST', url: '/sandboxes', payload: `{"name":"x","labels":${nested(63)}}`, headers: { 'content-type': 'application/json' } });
+    expect(deep.statusCode).toBe(400);
+    expect(deep.json().error).not.toContain('nested deeper');
+    const text = await h.app.inject({ method: 'POST', url: '/sandboxes', payload: JSON.stringify({ name: 'x', description: '['.repeat(70) + '\\"{'.repeat(10) }) });
+    expect(text.statusCode).toBe(201);
+  });
+});
