@@ -20,7 +20,7 @@ export function registerImagesCommand(program: Command): void {
     .option('--tag <tag>', 'import under this tag instead of the catalog tag (one image only)')
     .option('-f, --file <Dockerfile>', 'build the directory with this Dockerfile on the server (POST /images)')
     .option('--name <name>', "with --file: the image's name (default: the directory's)")
-    .option('--server <url>', 'with --file: the server (default SERVICE_URL, the local server, http://127.0.0.1:18888)')
+    .option('--server <url>', 'with --file: the server (default SANDBOXD_URL or SERVICE_URL, the local server, http://127.0.0.1:18888)')
     .option('--api-key <key>', "with --file: the server's API key (default SERVICE_API_KEY)")
     .option('--json', 'with --file: print the result as JSON', false)
     .action(async (names: string[], opts: { force: boolean; tag?: string; file?: string; name?: string; server?: string; apiKey?: string; json: boolean }) => {

@@ -35,7 +35,7 @@ const program = new Command('sandboxd')
   .addHelpText(
     'after',
     '\nClient commands (sandbox, exec, run, shell, cp, logs, events, snapshot) take these anywhere before `--`:\n' +
-      '  --server <url>    the server (default SERVICE_URL, else the local server of <data-dir>/server.json, else http://127.0.0.1:18888)\n' +
+      '  --server <url>    the server (default SANDBOXD_URL or SERVICE_URL, else the local server of <data-dir>/server.json, else http://127.0.0.1:18888)\n' +
       '  --api-key <key>   its API key (default SERVICE_API_KEY)\n' +
       "  --json            print the API's data as JSON",
   );

@@ -13,7 +13,7 @@ export function mcpCommand(): Command {
     .description('serve the MCP tool server on stdio (JSON-RPC 2.0) for AI assistants')
     .option('--config <file>', 'TOML configuration file')
     .option('--data-dir <dir>', 'state directory (SERVICE_DATA_DIR)')
-    .addOption(new Option('--server <url>', 'work through this running sandboxd server instead of in-process').env('SERVICE_URL'))
+    .option('--server <url>', 'work through this running sandboxd server instead of in-process (SANDBOXD_URL, SERVICE_URL)')
     .option('--api-key <key>', "key for the server's API; repeatable (SERVICE_API_KEY)", collect)
     .option('--api-key-file <file>', 'file of keys, one per line, # comments')
     .option('--allow-sudo-exec', 'in-process: accept exec requests with sudo: true')
@@ -51,7 +51,7 @@ export function mcpCommand(): Command {
       const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let target: McpTarget;
       try {
-        target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : undefined);
+        target = await openMcpTarget(config, logger, typeof serverUrl === 'string' ? serverUrl : process.env.SANDBOXD_URL || process.env.SERVICE_URL || undefined);
       } catch (err) {
         if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError || err instanceof PolicyFileError) return fail(err.message);
         throw err;

@@ -58,7 +58,7 @@ export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: 
     }
     throw new McpTargetError(
       `cannot host sandboxd here (${unreachable}) and no sandboxd server answers at ${local}: ` +
-        'point this at a running server with --server URL (or SERVICE_URL), start one with `sandboxd serve`, ' +
+        'point this at a running server with --server URL (or SANDBOXD_URL), start one with `sandboxd serve`, ' +
         'or run this as a user who may use the Docker socket',
     );
   } catch (err) {

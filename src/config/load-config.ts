@@ -31,7 +31,7 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
- * Merges defaults < TOML file < SERVICE_* environment < flags into one validated Config.
+ * Merges defaults < TOML file < environment (SANDBOXD_*, else SERVICE_*) < flags into one validated Config.
  * API keys are the union of every source (any one authenticates), plus the keys in the
  * key file. Throws ConfigError naming the offending source and what to fix.
  */
@@ -60,7 +60,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     apply(toml.layer, (n) => `[${OPTIONS[n].toml.replace('.', '].')} in ${sources.configFile}`);
     namedKeys = readNamedKeys(toml.namedKeys, sources.configFile, env);
   }
-  apply(readEnvLayer(env), (n) => OPTIONS[n].env);
+  apply(readEnvLayer(env), (n) => envSource(OPTIONS[n], env));
   apply(sources.flags ?? {}, (n) => OPTIONS[n].flag);
 
   const keyFile = merged.apiKeyFile;
@@ -144,12 +144,22 @@ function readNamedKeys(tables: unknown, path: string, env: NodeJS.ProcessEnv): A
   return keys;
 }
 
+/**
+ * The environment variable an option is read from: its `SANDBOXD_*` name where that is set (it
+ * collides with no other tool's), else the specification's `SERVICE_*` name.
+ */
+export function envSource(option: { env: string }, env: NodeJS.ProcessEnv): string {
+  const own = option.env.replace(/^SERVICE_/, 'SANDBOXD_');
+  return env[own] !== undefined && env[own] !== '' ? own : option.env;
+}
+
 function readEnvLayer(env: NodeJS.ProcessEnv): Partial<Record<OptionName, unknown>> {
   const layer: Partial<Record<OptionName, unknown>> = {};
   for (const [name, option] of Object.entries(OPTIONS) as [OptionName, (typeof OPTIONS)[OptionName]][]) {
-    const raw = env[option.env];
+    const source = envSource(option, env);
+    const raw = env[source];
     if (raw === undefined || raw === '') continue;
-    if (BOOLEAN_OPTIONS.has(name)) layer[name] = parseBoolean(raw, option.env);
+    if (BOOLEAN_OPTIONS.has(name)) layer[name] = parseBoolean(raw, source);
     else if (name === 'webhookUrls') layer[name] = raw.split(',').map((s) => s.trim()).filter(Boolean);
     else if (LIST_OPTIONS.has(name)) layer[name] = [raw];
     else layer[name] = raw;

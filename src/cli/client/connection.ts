@@ -32,15 +32,15 @@ export interface Connection {
 const KEY_ADVICE = "give sandboxd the server's key with --api-key or SERVICE_API_KEY";
 
 /**
- * The server of the client commands: `--server`, else SERVICE_URL, else the URL in the local
+ * The server of the client commands: `--server`, else SANDBOXD_URL or SERVICE_URL, else the URL in the local
  * server's `<data-dir>/server.json` (while the process that wrote it lives), else this host's
  * configured port (http://127.0.0.1:18888 by default). The key: `--api-key`, else the first
- * configured one (SERVICE_API_KEY, SERVICE_API_KEY_FILE).
+ * configured one (SANDBOXD_API_KEY or SERVICE_API_KEY, and the key file).
  */
 export function connect(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): Connection {
   const config = configFrom(env);
   const apiKey = flags.apiKey ?? config.apiKeys[0];
-  const base = (flags.server ?? (env.SERVICE_URL || undefined) ?? localServerUrl(config.dataDir) ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
+  const base = (flags.server ?? (env.SANDBOXD_URL || env.SERVICE_URL || undefined) ?? localServerUrl(config.dataDir) ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
   const { ca } = trustFor(base, config.dataDir);
   return {
     api: httpClient(base, { apiKey, ...(ca ? { ca } : {}), unauthorizedAdvice: KEY_ADVICE }),

@@ -202,3 +202,15 @@ describe('serve flags', () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('environment names', () => {
+  it('takes SANDBOXD_* for every setting, over SERVICE_*, and names the variable it read in an error', () => {
+    const config = loadConfig({ env: { SANDBOXD_PORT: '19000', SERVICE_PORT: '19001', SERVICE_POOL_SIZE: '3', SANDBOXD_API_KEY: 'sandboxd-key-1', SERVICE_API_KEY: 'service-key-1', SANDBOXD_EVENTS: 'true' } });
+    expect(config.port).toBe(19000);
+    expect(config.poolSize).toBe(3);
+    expect(config.apiKeys).toEqual(['sandboxd-key-1']);
+    expect(config.events).toBe(true);
+    expect(() => loadConfig({ env: { SANDBOXD_PORT: 'x' } })).toThrow(/SANDBOXD_PORT/);
+    expect(() => loadConfig({ env: { SANDBOXD_PROXY: 'maybe' } })).toThrow(/SANDBOXD_PROXY: 'maybe' is not a boolean/);
+  });
+});
