@@ -46,7 +46,7 @@ export class VolumeService {
     return this.locks.run(name, async () => {
       const volume = await this.get(name);
       if (volume.in_use_by.length > 0) {
-        throw conflict(`volume '${name}' is mounted by sandbox${volume.in_use_by.length > 1 ? 's' : ''} ${volume.in_use_by.map((s) => `'${s}'`).join(', ')}: delete ${volume.in_use_by.length > 1 ? 'them' : 'it'} first`);
+        throw conflict(`volume '${name}' is mounted by sandbox${volume.in_use_by.length > 1 ? 'es' : ''} ${volume.in_use_by.map((s) => `'${s}'`).join(', ')}: delete ${volume.in_use_by.length > 1 ? 'them' : 'it'} first`);
       }
       await this.capability().removeVolume(name);
       return `deleted volume ${name}`;

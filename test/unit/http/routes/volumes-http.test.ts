@@ -36,6 +36,9 @@ describe('volumes', () => {
     const refused = await call('DELETE', '/volumes/data');
     expect(refused.statusCode).toBe(409);
     expect(refused.json().error).toContain("'s'");
+    await call('POST', '/sandboxes', { name: 't', volumes: [{ name: 'data', path: '/workspace/data' }] });
+    expect((await call('DELETE', '/volumes/data')).json().error).toBe("volume 'data' is mounted by sandboxes 's', 't': delete them first");
+    await call('DELETE', '/sandboxes/t');
     await call('DELETE', '/sandboxes/s');
     expect((await call('DELETE', '/volumes/data')).statusCode).toBe(200);
   });
