@@ -24,9 +24,9 @@ const INTERRUPTED = 130;
 export function execCommands(ctx: ClientContext): Command[] {
   const exec = new Command('exec')
     .description("run a command in a sandbox; its output streams as it comes, and sandboxd exits with the command's exit code")
-    .usage('[options] <name> -- <command...>')
+    .usage('[options] <name> [--] <command...>')
     .argument('<name>', 'sandbox name')
-    .argument('<command...>', 'the command and its arguments, after --')
+    .argument('<command...>', "the command and its arguments; sandboxd's options end at its first word")
     .option('--workdir <dir>', "working directory, absolute (default the image's, /workspace)")
     .option('--env <K=V>', 'an environment variable; repeatable', collect)
     .option('--sudo', 'run as root (the server must allow it)')
@@ -41,8 +41,8 @@ export function execCommands(ctx: ClientContext): Command[] {
 
   const run = new Command('run')
     .description("run a command in a fresh sandbox that is removed afterwards; streamed, with the command's exit code")
-    .usage('[options] -- <command...>')
-    .argument('<command...>', 'the command and its arguments, after --')
+    .usage('[options] [--] <command...>')
+    .argument('<command...>', "the command and its arguments; sandboxd's options end at its first word")
     .option('--image <image>', 'container image (default: chosen from the command, else the server default)')
     .option('--profile <profile>', `security profile: ${profile.options.join(', ')}`)
     .option('--workdir <dir>', 'working directory, absolute')

@@ -13,9 +13,10 @@ const WITH_VALUE = new Set(['--server', '--api-key']);
  * other commands (`serve`, `mcp`, `images`: their `--api-key` means something else) and
  * everything after `--` (the command of `exec` and `run`) are left alone; `client` is false then.
  */
-export function extractGlobalFlags(args: string[]): { args: string[]; flags: GlobalFlags; client: boolean } {
+export function extractGlobalFlags(given: string[]): { args: string[]; flags: GlobalFlags; client: boolean } {
   const flags: GlobalFlags = { json: false };
-  if (!isClientCommand(args)) return { args, flags, client: false };
+  if (!isClientCommand(given)) return { args: given, flags, client: false };
+  const args = endOptionsAtCommand(given);
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -38,6 +39,42 @@ export function extractGlobalFlags(args: string[]): { args: string[]; flags: Glo
     }
   }
   return { args: rest, flags, client: true };
+}
+
+/**
+ * Where the command of `exec` and `run` starts, those commands' positional words before it, and
+ * their options that take a value (the word after such an option is its value, not a command).
+ */
+export const COMMAND_STARTS: Record<string, { after: number; withValue: ReadonlySet<string> }> = {
+  exec: { after: 1, withValue: new Set(['--workdir', '--env', '--timeout']) },
+  run: { after: 0, withValue: new Set(['--image', '--profile', '--workdir', '--env', '--timeout']) },
+};
+
+/**
+ * `sandboxd exec NAME ls -la` as `sandboxd exec NAME -- ls -la`, and `sandboxd run python3 -c x`
+ * as `sandboxd run -- python3 -c x`: options end at the command's first word, as in `docker
+ * exec` and `kubectl exec`, so the command's own options are never taken for sandboxd's. An
+ * explicit `--` is kept as it is.
+ */
+export function endOptionsAtCommand(args: string[]): string[] {
+  let subcommand: (typeof COMMAND_STARTS)[string] | undefined;
+  let positionals = 0;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === undefined || arg === '--') return args;
+    if (arg.startsWith('-') && arg !== '-') {
+      if ((WITH_VALUE.has(arg) || subcommand?.withValue.has(arg)) && !arg.includes('=')) i++;
+      continue;
+    }
+    if (!subcommand) {
+      subcommand = COMMAND_STARTS[arg];
+      if (!subcommand) return args;
+      continue;
+    }
+    if (positionals === subcommand.after) return [...args.slice(0, i), '--', ...args.slice(i)];
+    positionals++;
+  }
+  return args;
 }
 
 /** Whether the first command word (past any global flags) names a client command. */

@@ -92,3 +92,33 @@ describe('readable log lines', () => {
     expect(prettyLine(record({ msg: 'store', store: { password: '[Redacted]' } }), false)).toContain('store={"password":"[Redacted]"}');
   });
 });
+
+describe('the command of exec and run', () => {
+  it('starts at its first word, as in docker exec: its options are not sandboxd\'s', () => {
+    expect(extractGlobalFlags(['exec', 'box', 'ls', '-la']).args).toEqual(['exec', 'box', '--', 'ls', '-la']);
+    expect(extractGlobalFlags(['exec', '--workdir', '/tmp', '--sudo', 'box', 'ls', '--json']).args).toEqual(['exec', '--workdir', '/tmp', '--sudo', 'box', '--', 'ls', '--json']);
+    expect(extractGlobalFlags(['--json', 'exec', 'box', 'sh', '-c', 'echo $0', '--server', 'x'])).toEqual({
+      args: ['exec', 'box', '--', 'sh', '-c', 'echo $0', '--server', 'x'],
+      flags: { json: true },
+      client: true,
+    });
+    expect(extractGlobalFlags(['run', 'python3', '-c', 'print(1)']).args).toEqual(['run', '--', 'python3', '-c', 'print(1)']);
+    expect(extractGlobalFlags(['run', '--image', 'sandboxd/python:bookworm', '--env=A=1', 'python3', '-V']).args).toEqual(['run', '--image', 'sandboxd/python:bookworm', '--env=A=1', '--', 'python3', '-V']);
+  });
+
+  it('leaves an explicit -- and the other commands as they are', () => {
+    expect(extractGlobalFlags(['exec', 'box', '--', 'ls', '-la']).args).toEqual(['exec', 'box', '--', 'ls', '-la']);
+    expect(extractGlobalFlags(['run', '--', 'ls']).args).toEqual(['run', '--', 'ls']);
+    expect(extractGlobalFlags(['sandbox', 'ls', '--json']).args).toEqual(['sandbox', 'ls']);
+    expect(extractGlobalFlags(['exec', 'box']).args).toEqual(['exec', 'box']);
+  });
+
+  it('knows every option of exec and run that takes a value', async () => {
+    const { execCommands } = await import('../../../../src/cli/exec-command.js');
+    const { COMMAND_STARTS } = await import('../../../../src/cli/client/global-flags.js');
+    for (const command of execCommands({} as never)) {
+      const withValue = command.options.filter((option) => option.required || option.optional).map((option) => option.long);
+      expect([command.name(), [...(COMMAND_STARTS[command.name()]?.withValue ?? [])].sort()]).toEqual([command.name(), withValue.sort()]);
+    }
+  });
+});
