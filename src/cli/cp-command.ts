@@ -53,8 +53,9 @@ function remote(spec: string): Remote | undefined {
 }
 
 async function upload(connection: Connection, local: string, to: Remote): Promise<object> {
+  // A missing file is a failure of the copy (exit 1), not of how sandboxd was called (exit 2).
   const info = await stat(local).catch(() => {
-    throw new UsageError(`${local}: no such file or directory`);
+    throw new Error(`${local}: no such file or directory`);
   });
   const target = to.path.endsWith('/') ? posix.join(to.path, basename(local)) : to.path;
   if (!info.isDirectory()) {

@@ -1,11 +1,11 @@
 import { Command } from 'commander';
 import { apiPath } from '../client/api-client.js';
-import { sandboxDetail, type SandboxDetail, type SandboxSummary } from '../schemas/sandbox-schemas.js';
+import { sandboxDetail, sandboxStatusValue, type SandboxDetail, type SandboxSummary } from '../schemas/sandbox-schemas.js';
 import { profile } from '../schemas/common.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
 import { schemaFields, type FieldLayout } from './client/fields.js';
-import { age, integer, labelText, pairs, printFields, printJson, printTable, withProgress } from './client/output.js';
+import { age, integer, labelText, pairs, printFields, printJson, printTable, UsageError, withProgress } from './client/output.js';
 
 interface CreateOptions {
   image?: string;
@@ -58,6 +58,9 @@ export function sandboxCommand(ctx: ClientContext): Command {
     .option('--status <status>', 'only sandboxes in this status; repeatable, ORed', collect)
     .action(
       action(async (opts: { label?: string[]; status?: string[] }) => {
+        const statuses: readonly string[] = sandboxStatusValue.options;
+        const bad = opts.status?.find((status) => !statuses.includes(status));
+        if (bad !== undefined) throw new UsageError(`--status '${bad}': expected one of ${statuses.join(', ')}`);
         const labels = Object.entries(pairs(opts.label, '--label') ?? {}).map(([k, v]) => `${k}:${v}`);
         const query = { ...(labels.length ? { label: labels } : {}), ...(opts.status ? { status: opts.status } : {}) };
         const list = await api().request<SandboxSummary[]>({ method: 'GET', path: '/sandboxes', query });

@@ -102,7 +102,8 @@ export const patchSandboxBody = z
   .refine((body) => body.ttl === undefined || body.expires_at === undefined, { message: 'give ttl or expires_at: null, not both', path: ['ttl'] })
   .meta({ id: 'PatchSandbox' });
 
-const sandboxStatusValue = z.enum(['running', 'stopped', 'archiving', 'archived']);
+/** The statuses GET /sandboxes filters by. */
+export const sandboxStatusValue = z.enum(['running', 'stopped', 'archiving', 'archived']);
 
 export const listSandboxesQuery = z.strictObject({
   label: z

@@ -132,6 +132,7 @@ describe('sandboxd client commands (fake backend)', () => {
       [['snapshot', 'take', 'only-one'], /missing required argument 'name'/],
       [['completion', 'fish'], /unknown shell 'fish'/],
       [['sandbox', 'ls', '--bogus'], /unknown option '--bogus'/],
+      [['sandbox', 'ls', '--status', 'bogus'], /--status 'bogus': expected one of running, stopped, archiving, archived/],
     ];
     for (const [args, message] of cases) {
       const result = await cli(...args);
@@ -139,6 +140,8 @@ describe('sandboxd client commands (fake backend)', () => {
       expect(result.stdout, args.join(' ')).toBe('');
       expect(result.stderr, args.join(' ')).toMatch(message);
     }
+    // A local file that is not there is a failure of the copy, not of how sandboxd was called.
+    expect(await cli('cp', join(dataDir, 'missing.txt'), 'box:/workspace/x')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('missing.txt: no such file or directory') });
     const badSetting = await runCli(['sandbox', 'ls'], { ...env(), SERVICE_PORT: 'abc' });
     expect(badSetting).toMatchObject({ code: 2, stdout: '' });
     expect(badSetting.stderr).toContain('SERVICE_PORT');
