@@ -14,6 +14,7 @@ import { sandboxCommand } from './sandbox-command.js';
 import { serveCommand } from './serve-command.js';
 import { shellCommand } from './shell-command.js';
 import { snapshotCommand } from './snapshot-command.js';
+import { suggestionFor } from './suggestions.js';
 
 let parsed;
 try {
@@ -54,7 +55,17 @@ program.addCommand(complete, { hidden: true });
 
 // A usage error (unknown command or option, a missing argument) exits 2; help and --version exit 0.
 const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
-for (const command of everyCommand(program)) command.exitOverride();
+for (const command of everyCommand(program)) {
+  command.exitOverride();
+  // Usage errors say what to type instead: the closest command, sandboxd's name for a flag.
+  command.configureOutput({
+    outputError: (text, write) => {
+      const commands = command.commands.map((sub) => sub.name()).filter((name) => !name.startsWith('__'));
+      const hint = suggestionFor(text, commands);
+      write(hint ? `${text.trimEnd()}\n${hint}\n` : text);
+    },
+  });
+}
 try {
   await program.parseAsync(parsed.args, { from: 'user' });
 } catch (err) {

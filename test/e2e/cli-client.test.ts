@@ -133,6 +133,8 @@ describe('sandboxd client commands (fake backend)', () => {
       [['completion', 'fish'], /unknown shell 'fish'/],
       [['sandbox', 'ls', '--bogus'], /unknown option '--bogus'/],
       [['sandbox', 'ls', '--status', 'bogus'], /--status 'bogus': expected one of running, stopped, archiving, archived/],
+      [['frob'], /unknown command 'frob'\n\(the closest command is 'run'; see --help for all of them\)/],
+      [['sandbox', 'ls', '--url', 'http://x'], /unknown option '--url'\n\(did you mean --server\?\)/],
     ];
     for (const [args, message] of cases) {
       const result = await cli(...args);
