@@ -40,7 +40,10 @@ export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: 
   // The key given to this command (flag, environment, key file, [api].api_key), else the first
   // [[api.keys]] entry: in-process, every tool call is a request of that key's principal.
   const apiKey = config.apiKeys[0] ?? config.namedKeys[0]?.key;
-  if (serverUrl) return { api: httpClient(serverUrl, { apiKey }), close: async () => undefined };
+  if (serverUrl) {
+    if (!apiKey) await warnIfKeyNeeded(serverUrl, logger);
+    return { api: httpClient(serverUrl, { apiKey }), close: async () => undefined };
+  }
   try {
     const runtime = await startRuntime(config, logger, { listen: false });
     const unreachable = await runtime.services.backend.ping().then(
@@ -72,6 +75,23 @@ export async function openMcpTarget(config: Config, logger: Logger, serverUrl?: 
       );
     }
     return { api: httpClient(url, { apiKey, ...trustFor(url, config.dataDir) }), close: async () => undefined };
+  }
+}
+
+/**
+ * Says at start, not at every call, that the server at `base` wants a key this command was not
+ * given (GET /status, open without a key, tells). Says nothing when the server cannot be
+ * reached: each call then says so itself.
+ */
+async function warnIfKeyNeeded(base: string, logger: Logger): Promise<void> {
+  try {
+    const response = await fetch(`${base}/status`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const body = (await response.json()) as { data?: { api_key_configured?: unknown } };
+    if (body.data?.api_key_configured === true) {
+      logger.warn({ server: base }, "the server needs an API key and none was given: every tool call will be refused; give it with --api-key or SANDBOXD_API_KEY");
+    }
+  } catch {
+    // unreachable or not sandboxd: the calls say so
   }
 }
 

@@ -62,6 +62,7 @@ describe('sandboxd mcp through a running server', () => {
   it('says which key to give when the server refuses it, and what to check when it cannot be reached', async () => {
     const keyless = await startMcp(['--server', server.url]);
     try {
+      await expect.poll(() => keyless.stderr()).toContain('the server needs an API key and none was given');
       const refused = await keyless.call('sandbox_list');
       expect(refused.isError).toBe(true);
       expect(texts(refused)[0]).toContain('give sandboxd mcp the server\'s key with --api-key or SERVICE_API_KEY');
