@@ -55,8 +55,12 @@ function upgrade(transport: AgentTransport, body: Buffer): Promise<{ socket: Soc
       createConnection: (_options, done) => {
         transport.connect().then(
           (socket) => done(null, socket),
-          // A failed connect fails the request; `done` wants a socket even with an error.
-          (err: Error) => req.destroy(err),
+          // A failed connect fails the upgrade at once; the request, which never got a socket
+          // (`done` wants one even with an error), is let go without one.
+          (err: Error) => {
+            reject(err);
+            req.destroy();
+          },
         );
         return undefined;
       },
