@@ -24,6 +24,8 @@ const (
 	fileNotDir   = 5
 	fileFailed   = 6
 	fileSpecial  = 7
+	fileInUse    = 8
+	fileInvalid  = 9
 )
 
 var fileStatus = map[int]int{
@@ -33,6 +35,8 @@ var fileStatus = map[int]int{
 	fileNotDir:   http.StatusBadRequest,
 	fileSpecial:  http.StatusBadRequest,
 	fileFailed:   http.StatusInternalServerError,
+	fileInUse:    http.StatusConflict,
+	fileInvalid:  http.StatusBadRequest,
 }
 
 // handleFiles serves GET (read), PUT (write, parents created), DELETE (file or directory) and
@@ -383,8 +387,22 @@ func classify(err error) int {
 		return fileDenied
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EEXIST):
 		return fileNotDir
+	case errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.ETXTBSY):
+		return fileInUse
+	case errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EXDEV):
+		return fileInvalid
 	}
 	return fileFailed
+}
+
+// syscallMessage is the system's words for the error, without the operation and path that
+// os wraps around them.
+func syscallMessage(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
 }
 
 func describe(err error, path string) string {
@@ -407,6 +425,13 @@ func describe(err error, path string) string {
 		var special *notRegularError
 		errors.As(err, &special)
 		return fmt.Sprintf("'%s' is %s, not a regular file: only regular files can be read", path, special.kind)
+	case fileInUse:
+		if errors.Is(err, syscall.EBUSY) {
+			return fmt.Sprintf("'%s' is in use (a mount point, or a file the system holds): it cannot be removed", path)
+		}
+		return fmt.Sprintf("'%s' is in use: %s", path, syscallMessage(err))
+	case fileInvalid:
+		return fmt.Sprintf("'%s': %s", path, syscallMessage(err))
 	}
 	return err.Error()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -13,6 +14,16 @@ import (
 // host never sees; commands never hold it: a change of uid clears it, and root commands go
 // through --drop-caps), sets the name once, and then gives the capability up on every thread
 // unless its resets need it (an IPC namespace per command, reset.go).
+
+// hostname is the UTS name now, for $HOSTNAME of each command: the engine set the variable in the
+// agent's own environment to the name the container was made with, which a claim changes.
+func hostname() string {
+	name, err := os.Hostname()
+	if err != nil {
+		return os.Getenv("HOSTNAME")
+	}
+	return name
+}
 
 type hostnameRequest struct {
 	Name string `json:"name"`

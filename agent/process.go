@@ -63,7 +63,7 @@ func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, st
 		return nil, &startError{code: 126, msg: err.Error()}
 	}
 	tag := newTag()
-	env := mergeEnv(os.Environ(), []string{"HOME=" + id.home, "USER=" + id.name, "LOGNAME=" + id.name}, s.Env, []string{tagVar + "=" + tag})
+	env := mergeEnv(os.Environ(), []string{"HOME=" + id.home, "USER=" + id.name, "LOGNAME=" + id.name, "HOSTNAME=" + hostname()}, s.Env, []string{tagVar + "=" + tag})
 	path, err := lookPath(s.Argv[0], envValue(env, "PATH"))
 	if err != nil {
 		return nil, err

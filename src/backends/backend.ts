@@ -44,7 +44,12 @@ export interface Backend {
   ensureImage(image: string): Promise<void>;
   /** Creates and starts an instance; it is running when this resolves. */
   create(spec: SandboxSpec): Promise<InstanceState>;
-  start(id: string): Promise<InstanceState>;
+  /**
+   * Starts a stopped instance. `spec` names the sandbox it holds: its hostname is the
+   * sandbox's name again after the start (an engine may restore the one the instance was made
+   * with, a warm-pool instance's).
+   */
+  start(id: string, spec?: Pick<SandboxSpec, 'name'>): Promise<InstanceState>;
   stop(id: string): Promise<void>;
   /** Removes the instance and everything it holds; a missing instance is not an error. */
   remove(id: string): Promise<void>;

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 
 export const fsPathQuery = z.strictObject({
-  path: z.string({ error: 'must be a string' }).min(1, 'an absolute path is required, e.g. /workspace').meta({ description: 'Absolute path in the sandbox, e.g. /workspace' }),
+  path: z
+    .string({ error: 'must be a string' })
+    .min(1, 'a path is required, e.g. /workspace')
+    .meta({ description: 'Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume\'s mount point, else under /workspace)' }),
 });
 
 export const fsWatchQuery = fsPathQuery.extend({

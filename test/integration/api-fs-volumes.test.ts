@@ -83,7 +83,7 @@ describe('file system views', () => {
   it('answers 404 for a missing path, 400 for bad paths, 403 where the user may not look', async () => {
     expect((await api('GET', `/sandboxes/${name}/fs?path=/workspace/nope`)).status).toBe(404);
     expect((await api('GET', `/sandboxes/${name}/fs/stat?path=/workspace/nope`)).status).toBe(404);
-    expect((await api('GET', `/sandboxes/${name}/fs?path=workspace`)).status).toBe(400);
+    expect((await api('GET', `/sandboxes/${name}/fs?path=workspace`)).body.data.path).toBe('/workspace');
     expect((await api('GET', `/sandboxes/${name}/fs?path=/workspace/../etc`)).status).toBe(400);
     expect((await api('GET', `/sandboxes/${name}/fs?path=/etc/hostname`)).body.error).toContain('not a directory');
     expect((await api('GET', `/sandboxes/${name}/fs?path=/root`)).status).toBe(403);
@@ -180,6 +180,25 @@ describe('volumes', () => {
     expect(owner).toBe(user);
     expect((await api('DELETE', `/sandboxes/${strict}`)).status).toBe(200);
     expect((await api('DELETE', `/volumes/${shared}`)).status).toBe(200);
+  });
+
+  it('resolves data/v.txt to a volume at /data, and never removes the root, a top-level directory or a mount point', async () => {
+    const paths = `${volume}-paths`;
+    expect((await api('POST', '/volumes', { name: paths })).status).toBe(201);
+    const box = uniqueName('vol-paths');
+    expect((await api('POST', '/sandboxes', { name: box, volumes: [{ name: paths, path: '/data' }] })).status).toBe(201);
+    expect((await api('PUT', `/sandboxes/${box}/files/data/v.txt`, { content: 'in the volume' })).body.data).toBe('wrote 13 bytes to /data/v.txt');
+    expect(await exec(box, 'cat /data/v.txt; mkdir -p /tmp/dir/sub && touch /tmp/dir/sub/f /tmp/top')).toMatchObject({ exit_code: 0, stdout: 'in the volume' });
+    for (const path of ['tmp/.', 'tmp', '/workspace', 'data', 'data/.', '/']) {
+      const refused = await api('DELETE', `/sandboxes/${box}/files/${path}`);
+      expect(refused.status, `${path}: ${JSON.stringify(refused.body)}`).toBe(400);
+      expect(refused.body.error).toMatch(/is a top-level directory|is where volume|is the sandbox's root/);
+    }
+    expect(await exec(box, 'ls /tmp/dir/sub /data')).toMatchObject({ exit_code: 0, stdout: '/data:\nv.txt\n\n/tmp/dir/sub:\nf\n' });
+    expect((await api('DELETE', `/sandboxes/${box}/files/tmp/dir/.`)).body.data).toBe('deleted /tmp/dir');
+    expect((await exec(box, 'test -e /tmp/dir || echo gone')).stdout).toBe('gone\n');
+    expect((await api('DELETE', `/sandboxes/${box}`)).status).toBe(200);
+    expect((await api('DELETE', `/volumes/${paths}`)).status).toBe(200);
   });
 
   it('refuses bad mounts before anything is made', async () => {

@@ -20,7 +20,36 @@ afterAll(async () => {
 const containerOf = async (uuid: string) =>
   (await docker.listContainers({ all: true, filters: { label: [`sandboxd.uuid=${uuid}`] } }))[0];
 
+/**
+ * What a command in the sandbox sees as its host's name: `hostname`, $HOSTNAME, /etc/hostname,
+ * how many /etc/hosts lines name it, and how many name a pool instance.
+ */
+const hostNames = async (name: string) => {
+  const script = 'hostname; echo "$HOSTNAME"; cat /etc/hostname; grep -c -w "$(hostname)" /etc/hosts; grep -c pool- /etc/hosts';
+  const result = (await api('POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', script] })).body.data;
+  return result.output as string;
+};
+
 describe('hostname', () => {
+  // A sandbox on a network has a line for its name in /etc/hosts; the restrictive one has no network.
+  for (const [profile, lines] of [['moderate', 1], ['restrictive', 0]] as const) {
+    it(`is a pooled ${profile} sandbox's name in hostname, $HOSTNAME, /etc/hostname and /etc/hosts, also after stop and start`, async () => {
+      const names = [uniqueName('hn'), uniqueName('hn')];
+      for (const name of names) {
+        expect((await api('POST', '/sandboxes', { name, profile })).status).toBe(201);
+        await rt.services.pool.settled();
+      }
+      const pooled = names[1]!;
+      const uuid = (await api('GET', `/sandboxes/${pooled}`)).body.data.uuid as string;
+      expect((await containerOf(uuid))?.Labels['sandboxd.name']).toMatch(/^pool-/);
+      expect(await hostNames(pooled)).toBe(`${pooled}\n${pooled}\n${pooled}\n${lines}\n0\n`);
+      expect((await api('POST', `/sandboxes/${pooled}/stop`)).status).toBe(200);
+      expect((await api('POST', `/sandboxes/${pooled}/start`)).status).toBe(200);
+      expect(await hostNames(pooled)).toBe(`${pooled}\n${pooled}\n${pooled}\n${lines}\n0\n`);
+      for (const name of names) await api('DELETE', `/sandboxes/${name}`);
+    });
+  }
+
   it("is the sandbox's name, made directly or from a warm-pool instance (runc), not the container id", async () => {
     // The first create of a key is made directly and fills the pool; the next ones claim from it.
     const names = [uniqueName('host'), uniqueName('host'), uniqueName('host')];

@@ -510,6 +510,8 @@ async function agentError(response: IncomingMessage, path?: string, missing = `f
       return notFound(`${missing} not found`);
     case 403:
       return forbidden(`permission denied: ${path ?? message}`);
+    case 409:
+      return conflict(message);
     case 400:
       // The agent's messages name the path already ('/x' is a directory): not said twice.
       return badRequest(path && message.includes(`'${path}'`) ? message : `${subject}: ${message}`);

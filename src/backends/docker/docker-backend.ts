@@ -42,7 +42,7 @@ import {
 import { createDockerClient } from './docker-client.js';
 import { createError, dockerMessage, dockerStatus, ignoreStatus, isNotFound, unreachableOr } from './docker-errors.js';
 import { runExec } from './docker-exec.js';
-import { hostnameOf, setHostname } from './docker-hostname.js';
+import { hostnameOf, rewriteHostFiles, setHostname } from './docker-hostname.js';
 import type { ExecOutcome, FrameExec } from '../exec-frames.js';
 import * as files from './docker-files.js';
 import { DockerImageBuilds } from './docker-image-builds.js';
@@ -206,11 +206,8 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       await container.rename({ name: containerName(spec) });
       if (limitsChange) await container.update(limitsOf(spec));
-      // The instance was made under its pool name; the sandbox's hostname is its own name (set
-      // from the host under runc, by the agent under gVisor: docker-hostname.ts).
-      const info = await container.inspect();
-      const named = info.HostConfig.Runtime === 'runsc' ? await this.agents.of(id).setHostname(hostnameOf(spec.name)).then(() => true, () => false) : await setHostname(info, hostnameOf(spec.name));
-      if (!named) this.logger.debug({ container: id }, 'hostname of a claimed sandbox unchanged');
+      // The instance was made under its pool name; the sandbox's hostname is its own name.
+      await this.nameHost(id, await container.inspect(), spec.name);
     }, id);
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
@@ -219,7 +216,7 @@ export class DockerBackend
    * Starts a stopped container. Its socket directory is unsealed for the agent to make a new
    * socket, and sealed again once the agent answers (see AgentSockets).
    */
-  async start(id: string): Promise<InstanceState> {
+  async start(id: string, spec?: Pick<SandboxSpec, 'name'>): Promise<InstanceState> {
     return this.engine(async () => {
       const container = this.docker.getContainer(id);
       const before = await container.inspect();
@@ -229,9 +226,27 @@ export class DockerBackend
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();
       this.agents.disconnect(id);
-      if (hasAgent(info) && (await this.agents.waitForAgent(id))) await this.sockets.afterStart(info.HostConfig.Binds);
+      const agentUp = hasAgent(info) && (await this.agents.waitForAgent(id));
+      if (agentUp) await this.sockets.afterStart(info.HostConfig.Binds);
+      // The engine gives a started container the hostname it was made with: a claimed pool
+      // instance's is its pool name.
+      if (agentUp && spec && info.Config.Hostname !== hostnameOf(spec.name)) await this.nameHost(id, info, spec.name);
       return instanceFromInspect(info);
     }, id);
+  }
+
+  /**
+   * Makes the sandbox's name its hostname everywhere a program looks: the UTS name (`hostname`;
+   * set from the host under runc, by the agent under gVisor), the engine's /etc/hostname and
+   * /etc/hosts (files on the host that the container mounts; the engine writes them anew at
+   * each start), and with them $HOSTNAME, which the agent sets for each command from the UTS
+   * name (docker-hostname.ts).
+   */
+  private async nameHost(id: string, info: Docker.ContainerInspectInfo, name: string): Promise<void> {
+    const hostname = hostnameOf(name);
+    const named = info.HostConfig.Runtime === 'runsc' ? await this.agents.of(id).setHostname(hostname).then(() => true, () => false) : await setHostname(info, hostname);
+    const files = await rewriteHostFiles(info, hostname).then(() => true, () => false);
+    if (!named || !files) this.logger.debug({ container: id, uts: named, files }, "a sandbox's hostname is not its name everywhere");
   }
 
   async stop(id: string): Promise<void> {

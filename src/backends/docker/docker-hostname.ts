@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { agentBinary } from './agent-sockets.js';
@@ -26,5 +27,20 @@ export async function setHostname(info: Docker.ContainerInspectInfo, hostname: s
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Rewrites the engine's /etc/hostname and /etc/hosts of a container (files on the host that it
+ * bind-mounts read-only) to name `hostname`: the content changes in place, so the mounts inside
+ * see it. The engine wrote them with the hostname the container was made with.
+ */
+export async function rewriteHostFiles(info: Docker.ContainerInspectInfo, hostname: string): Promise<void> {
+  const old = info.Config.Hostname;
+  if (info.HostnamePath) await writeFile(info.HostnamePath, `${hostname}\n`);
+  if (info.HostsPath && old && old !== hostname) {
+    const hosts = await readFile(info.HostsPath, 'utf8');
+    const word = new RegExp(`(?<=\\s)${old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?=\\s|$)`, 'gm');
+    await writeFile(info.HostsPath, hosts.replace(word, hostname));
   }
 }

@@ -4,13 +4,12 @@ import { fileContent, RAW_BYTES_TYPE, writeFileRequest, writeFilesBody } from '.
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { BUFFERED_READS, STREAMED_READS } from '../../services/sandboxes/file-service.js';
 import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
-import { routePath } from '../../services/sandboxes/index.js';
 import { onSandbox, type RouteAction } from '../route-actions.js';
 
 const tags = ['files'];
 const fileParams = z.object({
   name: resourceName,
-  '*': z.string().meta({ description: 'Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py' }),
+  '*': z.string().meta({ description: 'Path inside the sandbox: absolute when its first name exists at the root or is a volume\'s mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute' }),
 });
 
 /**
@@ -95,7 +94,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request) => {
       const { name, '*': path } = request.params;
       const body = request.body;
-      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, routePath(path), body) : await files.write(name, routePath(path), body.content, body.encoding));
+      return ok(Buffer.isBuffer(body) ? await files.writeBytes(name, path, body) : await files.write(name, path, body.content, body.encoding));
     },
   );
 
@@ -116,11 +115,11 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request, reply) => {
       const { name, '*': path } = request.params;
       if (!prefersRawBytes(request.headers.accept)) {
-        const file = await files.read(name, routePath(path));
+        const file = await files.read(name, path);
         // Base64 needs no escaping: the reply is assembled as bytes, not serialised (see base64Reply).
         return file.encoding === 'base64' ? sendBytes(reply, 'application/json; charset=utf-8', base64Reply(file.content, file.size)) : ok(file);
       }
-      return sendBytes(reply, RAW_BYTES_TYPE, await files.readStream(name, routePath(path)));
+      return sendBytes(reply, RAW_BYTES_TYPE, await files.readStream(name, path));
     },
   );
 
@@ -129,7 +128,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     {
       schema: { tags, summary: 'Delete a file or directory', params: fileParams, response: { 200: message, ...errors(400, 403, 404, 409) } },
     },
-    async (request) => ok(await files.delete(request.params.name, routePath(request.params['*']))),
+    async (request) => ok(await files.delete(request.params.name, request.params['*'])),
   );
 
   app.post(
@@ -137,7 +136,7 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     {
       schema: {
         tags,
-        summary: 'Write several files; relative paths are taken from /workspace',
+        summary: 'Write several files; a path without a leading slash resolves as in the file route (docs/files-and-volumes.md, "Paths")',
         params: sandboxNameParams,
         body: writeFilesBody,
         response: { 200: envelope(z.object({ written: z.int() })), ...errors(400, 403, 404, 409, 413) },

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { encoding, writeFilesBody } from '../../schemas/file-schemas.js';
 import { apiPath, filePath } from '../../client/api-client.js';
 import { defineTool, text, type Tool } from '../tool.js';
-import { absolutePath, sandboxName } from './arguments.js';
+import { sandboxFilePath, sandboxName } from './arguments.js';
 
 /** GET /sandboxes/{name}/fs as the tool reads it. */
 interface FsListingBody {
@@ -22,7 +22,7 @@ export const fileTools: Tool[] = [
       'Read a file in a running sandbox. Returns its text as is when it is UTF-8 text; a binary file comes back as one line ' +
       'naming its size followed by its base64. Text over 16 KB shows its first and last 8 KB around a marker: read big ' +
       'files in parts with sandbox_exec (e.g. ["sed", "-n", "100,200p", "/workspace/log.txt"]).',
-    inputSchema: z.strictObject({ name: sandboxName, path: absolutePath }),
+    inputSchema: z.strictObject({ name: sandboxName, path: sandboxFilePath }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     handle: async ({ name, path }, { api, signal }) => {
       const file = await api.request<{ content: string; encoding: 'utf8' | 'base64'; size: number }>(
@@ -43,7 +43,7 @@ export const fileTools: Tool[] = [
       'sandbox_write_files.',
     inputSchema: z.strictObject({
       name: sandboxName,
-      path: absolutePath,
+      path: sandboxFilePath,
       content: z.string({ error: 'must be a string' }).meta({ description: 'The whole file content' }),
       encoding: ENCODING,
     }),
@@ -57,11 +57,11 @@ export const fileTools: Tool[] = [
     title: 'Write several files',
     description:
       'Write several files in a running sandbox in one call, e.g. a small project: {"files": {"main.py": "...", ' +
-      '"/etc/app.conf": "..."}}. Relative paths are taken from /workspace; parent directories are created; every path is ' +
+      '"/etc/app.conf": "..."}}. A path without a leading slash is absolute when its first name exists at the root or is a volume\'s mount point, else under /workspace; parent directories are created; every path is ' +
       'checked before the first file is written. Returns how many files were written.',
     inputSchema: z.strictObject({
       name: sandboxName,
-      files: writeFilesBody.shape.files.meta({ description: 'Map of path to content; relative paths are under /workspace' }),
+      files: writeFilesBody.shape.files.meta({ description: 'Map of path to content; main.py is /workspace/main.py' }),
       encoding: ENCODING.meta({ description: 'Encoding of every content: utf8 (default) or base64' }),
     }),
     annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
@@ -78,7 +78,7 @@ export const fileTools: Tool[] = [
       'List a directory in a running sandbox, e.g. /workspace: one line per entry, sorted by name, as "type size mode ' +
       'mtime name" (type file, dir, symlink or other; size in bytes; mode in octal). At most 10,000 entries; a last line ' +
       'says when there were more. Use sandbox_exec with find for a recursive search.',
-    inputSchema: z.strictObject({ name: sandboxName, path: absolutePath.meta({ description: 'Absolute path of the directory, e.g. /workspace' }) }),
+    inputSchema: z.strictObject({ name: sandboxName, path: sandboxFilePath.meta({ description: 'The directory, e.g. /workspace (a relative path resolves as for files)' }) }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     capability: 'file_views',
     handle: async ({ name, path }, { api, signal }) => {
@@ -93,7 +93,7 @@ export const fileTools: Tool[] = [
     name: 'sandbox_file_delete',
     title: 'Delete a file',
     description: 'Delete a file or a whole directory (recursively) in a running sandbox. Returns a confirmation such as "deleted /workspace/tmp".',
-    inputSchema: z.strictObject({ name: sandboxName, path: absolutePath }),
+    inputSchema: z.strictObject({ name: sandboxName, path: sandboxFilePath }),
     annotations: { destructiveHint: true, openWorldHint: false },
     handle: async ({ name, path }, { api, signal }) => text(await api.request<string>({ method: 'DELETE', path: filePath(name, path) }, signal)),
   }),

@@ -4,6 +4,8 @@ import { ServiceError, badRequest, isServiceError } from '../../errors.js';
 import { ConcurrencyLimit } from '../support/concurrency-limit.js';
 import type { AuditApi } from '../events/api.js';
 import type { SandboxService } from './sandbox-service.js';
+import type { SandboxRecord } from '../../state/sandbox-repository.js';
+import type { VolumeMount } from '../../domain/volumes.js';
 import type { ServiceContext } from '../context.js';
 
 export type Encoding = 'utf8' | 'base64';
@@ -46,28 +48,78 @@ export function sandboxPath(raw: string, field = 'path'): string {
 
 /** A sandboxPath that may be written or deleted: nothing under /dev, /proc or /sys (devices, kernel state). */
 export function writablePath(raw: string, field = 'path'): string {
-  const path = sandboxPath(raw, field);
+  return writable(sandboxPath(raw, field), field);
+}
+
+/** The absolute path, when it is not under /dev, /proc or /sys. */
+function writable(path: string, field: string): string {
   const system = SYSTEM_DIRS.find((dir) => path === dir || path.startsWith(`${dir}/`));
   if (system) throw badRequest(`${field}: '${path}' is under ${system}, which holds devices and kernel state; the files API writes and deletes regular files only`);
   return path;
 }
 
-/** The top-level directories of the Filesystem Hierarchy Standard, and /workspace. */
+/**
+ * Top-level directories that every image sandboxd runs has (those of the Filesystem Hierarchy
+ * Standard that Debian makes, and /workspace): a relative path that starts with one of them is
+ * absolute without asking the sandbox.
+ */
 const ROOT_DIRECTORIES = new Set([
-  'bin', 'boot', 'dev', 'etc', 'home', 'lib', 'lib32', 'lib64', 'libx32', 'media', 'mnt', 'opt', 'proc',
+  'bin', 'boot', 'dev', 'etc', 'home', 'lib', 'lib64', 'media', 'mnt', 'opt', 'proc',
   'root', 'run', 'sbin', 'srv', 'sys', 'tmp', 'usr', 'var', 'workspace',
 ]);
 
+/** The first name of a path, `data` for `data/v.txt` or `/data/v.txt`. */
+function firstSegment(raw: string): string {
+  return raw.split('/').find((segment) => segment !== '' && segment !== '.') ?? '';
+}
+
+/** What path resolution needs of a sandbox. */
+type Located = Pick<SandboxRecord, 'volumes'> & { backend_id: string };
+
 /**
- * The path a single-file route's `{path...}` names, for `sandboxPath`. It is absolute
- * (`files/workspace/a.py` is /workspace/a.py, `files/etc/hosts` is /etc/hosts) when its first
- * segment is a top-level directory of the Filesystem Hierarchy Standard or it starts with a
- * slash (`files//app/x` is /app/x); otherwise it is relative to /workspace
- * (`files/app/main.py` is /workspace/app/main.py), as clients that send a relative path expect.
+ * The absolute path that a client-given path names in this sandbox (docs/files-and-volumes.md,
+ * "Paths"): a path with a leading slash is absolute; one without is absolute when its first
+ * name exists at the sandbox's root or is where a volume is mounted (`data/v.txt` is
+ * /data/v.txt beside a volume at /data), else it is under /workspace (`app/main.py` is
+ * /workspace/app/main.py). The sandbox is asked only for a first name that is neither a
+ * directory every image has nor a volume's. The path's form was checked by `sandboxPath`.
  */
-export function routePath(wildcard: string): string {
-  const first = wildcard.split('/')[0] ?? '';
-  return wildcard.startsWith('/') || ROOT_DIRECTORIES.has(first) ? `/${wildcard.replace(/^\/+/, '')}` : wildcard;
+export async function resolvePath(backend: Backend, sandbox: Located, raw: string, field = 'path'): Promise<string> {
+  const underWorkspace = sandboxPath(raw, field);
+  if (raw.startsWith('/')) return underWorkspace;
+  return (await atRoot(backend, sandbox, firstSegment(raw))) ? sandboxPath(`/${raw}`, field) : underWorkspace;
+}
+
+/** Whether `/<name>` exists in the sandbox or is where one of its volumes is mounted. */
+async function atRoot(backend: Backend, sandbox: Located, name: string): Promise<boolean> {
+  if (ROOT_DIRECTORIES.has(name) || volumeAt(sandbox, `/${name}`, true)) return true;
+  if (!backend.capabilities.fileViews) return false;
+  return backend.capabilities.fileViews.stat(sandbox.backend_id, `/${name}`).then(
+    () => true,
+    (err: unknown) => {
+      if (isServiceError(err) && err.code === 'NOT_FOUND') return false;
+      throw err;
+    },
+  );
+}
+
+/** The volume mounted at `path` (or, with `below`, at `path` or under it). */
+function volumeAt(sandbox: Located, path: string, below = false): VolumeMount | undefined {
+  return sandbox.volumes?.find((volume) => volume.path === path || (below && volume.path.startsWith(`${path}/`)));
+}
+
+/**
+ * Refuses, before anything is touched, to delete what a files call must never remove: the
+ * root, a top-level directory (`/tmp`, `/workspace`, `/data`: removing one empties what it
+ * can of a tree the system or the sandbox's programs rely on, then fails), and a volume's
+ * mount point (its contents are the volume's; delete the volume instead).
+ */
+async function checkRemovable(backend: Backend, sandbox: Located, path: string): Promise<void> {
+  const volume = volumeAt(sandbox, path);
+  if (volume) throw badRequest(`path: '${path}' is where volume '${volume.name}' is mounted: delete files under it, or the volume itself`);
+  if (path.split('/').length !== 2) return;
+  const directory = ROOT_DIRECTORIES.has(path.slice(1)) || (backend.capabilities.fileViews && (await backend.capabilities.fileViews.stat(sandbox.backend_id, path).then((entry) => entry.type === 'dir', () => false)));
+  if (directory) throw badRequest(`path: '${path}' is a top-level directory: the files API removes files and directories below it, not it`);
 }
 
 /** Bytes of client content in the given encoding. */
@@ -110,14 +162,15 @@ export class FileService {
 
   /** Writes client content given as text in an encoding (the JSON form of PUT). */
   async write(name: string, rawPath: string, content: string, encoding?: Encoding): Promise<string> {
-    const path = writablePath(rawPath);
-    return this.writeBytes(name, path, decodeContent(content, encoding));
+    writablePath(rawPath);
+    return this.writeBytes(name, rawPath, decodeContent(content, encoding));
   }
 
   /** Writes the bytes as they are (the raw form of PUT, `application/octet-stream`). */
   async writeBytes(name: string, rawPath: string, bytes: Buffer): Promise<string> {
-    const path = writablePath(rawPath);
+    writablePath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
+    const path = writable(await resolvePath(this.backend, sandbox, rawPath), 'path');
     await this.backend.writeFile(sandbox.backend_id, path, bytes);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('file_written', sandbox, { path, bytes: bytes.length });
@@ -127,11 +180,14 @@ export class FileService {
   /** Writes several files; every path and content is checked before the first is written. */
   async writeMany(name: string, files: Record<string, string>, encoding?: Encoding): Promise<{ written: number }> {
     const prepared = Object.entries(files).map(([raw, content]) => ({
+      raw,
+      field: `files['${raw}']`,
       path: writablePath(raw, `files['${raw}']`),
       bytes: decodeContent(content, encoding, `files['${raw}']`),
     }));
     if (prepared.length === 0) throw badRequest('files: must name at least one file');
     const sandbox = await this.sandboxes.requireRunning(name);
+    for (const file of prepared) file.path = writable(await resolvePath(this.backend, sandbox, file.raw, file.field), file.field);
     for (const file of prepared) {
       await this.backend.writeFile(sandbox.backend_id, file.path, file.bytes);
       await this.audit.record('file_written', sandbox, { path: file.path, bytes: file.bytes.length });
@@ -146,8 +202,9 @@ export class FileService {
    * (64 MiB) and at most BUFFERED_READS such reads run at once; the others wait their turn.
    */
   async read(name: string, rawPath: string): Promise<{ content: string; encoding: Encoding; size: number }> {
-    const path = sandboxPath(rawPath);
+    sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
+    const path = await resolvePath(this.backend, sandbox, rawPath);
     const release = await this.bufferedReads.acquire();
     try {
       const bytes = await this.backend.readFile(sandbox.backend_id, path).catch(pointToListing(name, path));
@@ -170,8 +227,9 @@ export class FileService {
    * known only at the end), with `streamed: true`.
    */
   async readStream(name: string, rawPath: string): Promise<Readable> {
-    const path = sandboxPath(rawPath);
+    sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
+    const path = await resolvePath(this.backend, sandbox, rawPath);
     const release = this.streamedReads.tryAcquire();
     if (!release) throw new ServiceError('BUSY', `${STREAMED_READS} file reads are under way: retry when one has finished`);
     let stream: Readable | undefined;
@@ -189,9 +247,15 @@ export class FileService {
     }
   }
 
+  /** Deletes a file, or a directory with everything in it (never the root, a top-level directory or a volume's mount point). */
   async delete(name: string, rawPath: string): Promise<string> {
-    const path = writablePath(rawPath);
+    if (rawPath.split('/').every((segment) => segment === '' || segment === '.')) {
+      throw badRequest("path: '/' is the sandbox's root: the files API removes files and directories below it, not it");
+    }
+    writablePath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
+    const path = writable(await resolvePath(this.backend, sandbox, rawPath), 'path');
+    await checkRemovable(this.backend, sandbox, path);
     await this.backend.deleteFile(sandbox.backend_id, path);
     await this.sandboxes.touch(sandbox);
     await this.audit.record('file_deleted', sandbox, { path });

@@ -1,22 +1,25 @@
 import type { Backend, FsEntry, FsListing, FsWatchEvent } from '../../backends/backend.js';
-import { badRequest, ServiceError } from '../../errors.js';
+import { ServiceError } from '../../errors.js';
 import { requireCapability } from '../support/capabilities.js';
 import { ConcurrencyLimit } from '../support/concurrency-limit.js';
 import type { ServiceContext } from '../context.js';
-import { sandboxPath } from './file-service.js';
+import { resolvePath, sandboxPath } from './file-service.js';
+import type { SandboxRecord } from '../../state/sandbox-repository.js';
 import type { SandboxService } from './sandbox-service.js';
 
 /** Watches under way at once, server-wide: each holds a connection to a sandbox's agent. */
 export const MAX_WATCHES = 64;
 
 /**
- * The path of a view: absolute (a relative one is refused, not taken from /workspace as the
- * files routes do, since a listing names what it lists), `/` included, otherwise under the
- * files routes' rules (no `..`, no NUL, the kernel's length limits).
+ * The path of a view: `/`, or a path resolved as the files routes resolve it (a relative one
+ * under the rule of docs/files-and-volumes.md, "Paths"; no `..`, no NUL, the kernel's length
+ * limits). Its form is checked before the sandbox is looked up.
  */
-export function viewPath(raw: string): string {
-  if (!raw.startsWith('/')) throw badRequest(`path: '${raw}' must be absolute, e.g. /workspace`);
-  return raw.split('/').every((segment) => segment === '' || segment === '.') ? '/' : sandboxPath(raw);
+async function viewPath(backend: Backend, sandboxes: SandboxService, name: string, raw: string): Promise<{ sandbox: SandboxRecord & { backend_id: string }; path: string }> {
+  const root = raw.startsWith('/') && raw.split('/').every((segment) => segment === '' || segment === '.');
+  if (!root) sandboxPath(raw);
+  const sandbox = await sandboxes.requireRunning(name);
+  return { sandbox, path: root ? '/' : await resolvePath(backend, sandbox, raw) };
 }
 
 /** Listings, stat and watches of a running sandbox's files, as its default user sees them. */
@@ -31,16 +34,14 @@ export class FsViewService {
   }
 
   async list(name: string, rawPath: string): Promise<FsListing> {
-    const path = viewPath(rawPath);
-    const sandbox = await this.sandboxes.requireRunning(name);
+    const { sandbox, path } = await viewPath(this.backend, this.sandboxes, name, rawPath);
     const listing = await requireCapability(this.backend, 'fileViews').listDirectory(sandbox.backend_id, path);
     await this.sandboxes.touch(sandbox);
     return listing;
   }
 
   async stat(name: string, rawPath: string): Promise<FsEntry & { path: string }> {
-    const path = viewPath(rawPath);
-    const sandbox = await this.sandboxes.requireRunning(name);
+    const { sandbox, path } = await viewPath(this.backend, this.sandboxes, name, rawPath);
     const entry = await requireCapability(this.backend, 'fileViews').stat(sandbox.backend_id, path);
     await this.sandboxes.touch(sandbox);
     return { path, ...entry };
@@ -51,8 +52,7 @@ export class FsViewService {
    * events end when `signal` aborts, which also ends the watch inside the sandbox.
    */
   async watch(name: string, rawPath: string, options: { recursive: boolean; signal: AbortSignal }): Promise<{ path: string; events: AsyncIterable<FsWatchEvent> }> {
-    const path = viewPath(rawPath);
-    const sandbox = await this.sandboxes.requireRunning(name);
+    const { sandbox, path } = await viewPath(this.backend, this.sandboxes, name, rawPath);
     const views = requireCapability(this.backend, 'fileViews');
     const release = this.watches.tryAcquire();
     if (!release) throw new ServiceError('BUSY', `${MAX_WATCHES} watches are under way: retry when one has ended`);

@@ -5,7 +5,7 @@
  * reconciliation of the store with the backend (`RecoveryService`); file system views and
  * named volumes; images built from a Dockerfile (`ImageService`).
  */
-export { FileService, routePath } from './file-service.js';
+export { FileService } from './file-service.js';
 export { FsViewService } from './fs-view-service.js';
 export { LifecycleService } from './lifecycle-service.js';
 export { RecoveryService, type RecoveryReport } from './recovery-service.js';

@@ -304,7 +304,7 @@ export class SandboxService implements SandboxesApi {
       if (!state) {
         state = await this.backend.create(specOf(record));
       } else if (!wasRunning) {
-        state = await this.backend.start(state.id);
+        state = await this.backend.start(state.id, { name: record.name });
       }
       const now = isoNow(this.clock);
       const changes = { status: transition(record, 'start'), status_reason: null, backend_id: state.id, last_activity_at: now, updated_at: now };

@@ -267,7 +267,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Write several files; relative paths are taken from /workspace */
+        /** Write several files; a path without a leading slash resolves as in the file route (docs/files-and-volumes.md, "Paths") */
         post: operations["writeFiles"];
         delete?: never;
         options?: never;
@@ -3145,35 +3145,6 @@ export interface components {
             /** @description RFC 3339 */
             expires_at: string;
         };
-        CreateSnapshot: {
-            /** @description Source sandbox */
-            sandbox: string;
-            /** @description Snapshot name */
-            name: string;
-        };
-        RestoreSnapshot: {
-            /** @description Name of the new sandbox, default <sandbox>-restored */
-            as_name?: string;
-        };
-        Snapshot: {
-            name: string;
-            /** @description Source sandbox name */
-            sandbox: string;
-            /** @description <prefix>:<name> */
-            image_tag: string;
-            backend: string;
-            base_image: string;
-            vcpus: number;
-            memory_mb: number;
-            /** @description The sandbox's disk_mb, which a restore gives back */
-            disk_mb?: number;
-            /** @enum {string} */
-            profile: "permissive" | "moderate" | "restrictive";
-            /** @description RFC 3339 timestamp in UTC */
-            created_at: string;
-            /** @description What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes) */
-            note?: string;
-        };
         FsEntry: {
             name: string;
             /** @enum {string} */
@@ -3267,6 +3238,35 @@ export interface components {
             sandbox: string;
         } & {
             [key: string]: unknown;
+        };
+        CreateSnapshot: {
+            /** @description Source sandbox */
+            sandbox: string;
+            /** @description Snapshot name */
+            name: string;
+        };
+        RestoreSnapshot: {
+            /** @description Name of the new sandbox, default <sandbox>-restored */
+            as_name?: string;
+        };
+        Snapshot: {
+            name: string;
+            /** @description Source sandbox name */
+            sandbox: string;
+            /** @description <prefix>:<name> */
+            image_tag: string;
+            backend: string;
+            base_image: string;
+            vcpus: number;
+            memory_mb: number;
+            /** @description The sandbox's disk_mb, which a restore gives back */
+            disk_mb?: number;
+            /** @enum {string} */
+            profile: "permissive" | "moderate" | "restrictive";
+            /** @description RFC 3339 timestamp in UTC */
+            created_at: string;
+            /** @description What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes) */
+            note?: string;
         };
         TerminalToken: {
             /** @description Pass as ?token= on GET /sandboxes/{name}/pty; valid once */
@@ -4332,7 +4332,7 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-                /** @description Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py */
+                /** @description Path inside the sandbox: absolute when its first name exists at the root or is a volume's mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute */
                 path: string;
             };
             cookie?: never;
@@ -4433,7 +4433,7 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-                /** @description Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py */
+                /** @description Path inside the sandbox: absolute when its first name exists at the root or is a volume's mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute */
                 path: string;
             };
             cookie?: never;
@@ -4529,7 +4529,7 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-                /** @description Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py */
+                /** @description Path inside the sandbox: absolute when its first name exists at the root or is a volume's mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute */
                 path: string;
             };
             cookie?: never;
@@ -4703,7 +4703,7 @@ export interface operations {
     listDirectory: {
         parameters: {
             query: {
-                /** @description Absolute path in the sandbox, e.g. /workspace */
+                /** @description Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume's mount point, else under /workspace) */
                 path: string;
             };
             header?: never;
@@ -4795,7 +4795,7 @@ export interface operations {
     statPath: {
         parameters: {
             query: {
-                /** @description Absolute path in the sandbox, e.g. /workspace */
+                /** @description Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume's mount point, else under /workspace) */
                 path: string;
             };
             header?: never;
@@ -4887,7 +4887,7 @@ export interface operations {
     watchPath: {
         parameters: {
             query: {
-                /** @description Absolute path in the sandbox, e.g. /workspace */
+                /** @description Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume's mount point, else under /workspace) */
                 path: string;
                 /** @description Watch every directory below the path too (default true) */
                 recursive?: "true" | "false";

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
-import { viewPath } from '../../../../src/services/sandboxes/fs-view-service.js';
 
 let h: FakeHarness;
 beforeEach(async () => {
@@ -33,10 +32,10 @@ describe('GET /sandboxes/{name}/fs', () => {
     expect((await get('/sandboxes/s/fs?path=/workspace/nope')).statusCode).toBe(404);
   });
 
-  it('refuses relative and invalid paths, a listing of a file, a missing path query', async () => {
-    const relative = await get('/sandboxes/s/fs?path=workspace');
-    expect(relative.statusCode).toBe(400);
-    expect(relative.json().error).toContain('must be absolute');
+  it('resolves a relative path as the files routes do; refuses invalid paths, a listing of a file, a missing path query', async () => {
+    expect((await get('/sandboxes/s/fs?path=workspace')).json().data.path).toBe('/workspace');
+    expect((await get('/sandboxes/s/fs?path=/')).json().data.path).toBe('/');
+    expect((await get('/sandboxes/s/fs?path=//workspace/./')).json().data.path).toBe('/workspace');
     expect((await get('/sandboxes/s/fs?path=/workspace/../etc')).statusCode).toBe(400);
     expect((await get('/sandboxes/s/fs/stat?path=/a%00b')).statusCode).toBe(400);
     expect((await get('/sandboxes/s/fs?path=/workspace/b.txt')).json().error).toContain('not a directory');
@@ -59,11 +58,6 @@ describe('GET /sandboxes/{name}/fs', () => {
     const response = await get('/sandboxes/s/files/workspace/a');
     expect(response.statusCode).toBe(400);
     expect(response.json().error).toBe("'/workspace/a' is a directory: list it with GET /sandboxes/s/fs?path=/workspace/a");
-  });
-
-  it('takes / and normalises the rest as the files routes do', () => {
-    expect(viewPath('/')).toBe('/');
-    expect(viewPath('//workspace/./a/')).toBe('/workspace/a');
   });
 });
 

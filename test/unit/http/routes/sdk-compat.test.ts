@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { routePath, sandboxPath } from '../../../../src/services/sandboxes/file-service.js';
 import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 
 let h: FakeHarness;
@@ -41,15 +40,5 @@ describe('what the agentkernel SDK 0.18.1 reads', () => {
     // A leading slash keeps a path absolute whatever its first directory.
     const absolute = await h.app.inject({ method: 'PUT', url: '/sandboxes/sdk/files//app/main.py', payload: { content: 'x' } });
     expect(absolute.json().data).toBe('wrote 1 bytes to /app/main.py');
-  });
-
-  it('keeps the paths of SPEC.md absolute: a root directory, or a leading slash', () => {
-    const resolved = (wildcard: string) => sandboxPath(routePath(wildcard));
-    expect(resolved('workspace/a.py')).toBe('/workspace/a.py');
-    expect(resolved('tmp/x')).toBe('/tmp/x');
-    expect(resolved('etc/hosts')).toBe('/etc/hosts');
-    expect(resolved('/app/main.py')).toBe('/app/main.py');
-    expect(resolved('app/main.py')).toBe('/workspace/app/main.py');
-    expect(resolved('main.py')).toBe('/workspace/main.py');
   });
 });
