@@ -3,7 +3,7 @@ import { DEFAULT_DISK_MB, MAX_DISK_MB, MIN_DISK_MB } from '../domain/disk.js';
 import { sandboxSecrets } from './proxy-schemas.js';
 import { EGRESS_MODES, parseNetworkEntry } from '../domain/egress.js';
 import { duration, envObject, imageReference, labels, lifecycle, profile, resourceName, timestamp } from './common.js';
-import { volumeMounts } from './volume-schemas.js';
+import { volumeMounts, volumeMountsInput } from './volume-schemas.js';
 
 export const sandboxNameParams = z.object({ name: resourceName });
 export const sandboxUuidParams = z.object({ uuid: z.uuid({ error: 'must be a UUID' }) });
@@ -80,8 +80,8 @@ export const createSandboxBody = z
       .meta({ description: 'LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded' }),
     secrets: sandboxSecrets.optional(),
     network: networkInput.optional(),
-    volumes: volumeMounts.optional().meta({
-      description: 'Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots',
+    volumes: volumeMountsInput.optional().meta({
+      description: 'Named volumes (POST /volumes) mounted at absolute paths, each {name, path, read_only?} or "name:/path[:ro]"; their contents outlive the sandbox and are not in its snapshots',
     }),
   })
   .refine(({ secrets, env }) => !secrets || !env || Object.keys(secrets).every((name) => env[name] === undefined), {

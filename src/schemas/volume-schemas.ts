@@ -12,6 +12,31 @@ export const volumeMount = z
 
 export const volumeMounts = z.array(volumeMount).max(16, 'at most 16 volumes per sandbox');
 
+/**
+ * The agentkernel SDK's short form of a mount, `name:/path` or `name:/path:ro` (as `docker run
+ * -v` writes it), read as the object form.
+ */
+const volumeMountText = z
+  .string()
+  .transform((text, ctx) => {
+    const match = /^([^:]+):(\/[^:]*)(?::(ro|rw))?$/.exec(text);
+    if (!match) {
+      ctx.addIssue({ code: 'custom', message: `'${text}' must be name:/path or name:/path:ro` });
+      return z.NEVER;
+    }
+    const [, name = '', path = '', mode] = match;
+    const parsed = volumeMount.safeParse({ name, path, ...(mode === 'ro' ? { read_only: true } : {}) });
+    // An issue of a part (`name`, `path`) keeps its path, so that the answer names the part.
+    for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', path: issue.path, message: `${issue.message} (in '${text}')` });
+    return parsed.data ?? z.NEVER;
+  })
+  .meta({ description: 'name:/path, or name:/path:ro for a read-only mount' });
+
+/** A create's `volumes`: each entry the object form or its short string form. */
+export const volumeMountsInput = z
+  .array(z.union([volumeMount, volumeMountText], { error: 'must be an object {name, path, read_only?} or a string name:/path[:ro]' }))
+  .max(16, 'at most 16 volumes per sandbox');
+
 export const createVolumeBody = z.strictObject({ name: resourceName }).meta({ id: 'CreateVolume' });
 
 export const volumeNameParams = z.object({ name: resourceName });

@@ -153,13 +153,18 @@ describe('volumes', () => {
     expect((await api('POST', '/volumes', { name: volume })).status).toBe(409);
     const first = uniqueName('v1');
     expect((await api('POST', '/sandboxes', { name: first, volumes: [{ name: volume, path: '/data' }] })).status).toBe(201);
-    // The default user (not root) may write to a new volume.
+    // The default user (not root) may write to a new volume; a second later, so that a creation
+    // time read from the directory's modification time would move.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     expect(await exec(first, 'id -u; echo kept > /data/note && cat /data/note')).toMatchObject({ exit_code: 0, stdout: expect.stringContaining('kept') });
     expect((await api('GET', `/volumes/${volume}`)).body.data.in_use_by).toEqual([first]);
+    // Its creation time stays when files are made at its top (the engine's is the directory's mtime).
+    expect((await api('GET', `/volumes/${volume}`)).body.data.created_at).toBe(created.body.data.created_at);
     expect((await api('DELETE', `/volumes/${volume}`)).status).toBe(409);
     expect((await api('DELETE', `/sandboxes/${first}`)).status).toBe(200);
     const second = uniqueName('v2');
-    expect((await api('POST', '/sandboxes', { name: second, volumes: [{ name: volume, path: '/workspace/mnt', read_only: true }] })).status).toBe(201);
+    // The agentkernel SDK's short form, name:/path:ro.
+    expect((await api('POST', '/sandboxes', { name: second, volumes: [`${volume}:/workspace/mnt:ro`] })).status).toBe(201);
     expect(await exec(second, 'cat /workspace/mnt/note')).toMatchObject({ exit_code: 0, stdout: 'kept\n' });
     expect((await exec(second, 'echo x > /workspace/mnt/other')).exit_code).not.toBe(0);
     expect((await api('GET', `/sandboxes/${second}/fs?path=/workspace/mnt`)).body.data.entries.map((e: { name: string }) => e.name)).toEqual(['note']);

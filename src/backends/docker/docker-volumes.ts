@@ -8,6 +8,11 @@ import { dockerVolumeName, LABEL, type UserIds } from './container-spec.js';
 
 /** The label that names a volume as the service knows it. */
 const VOLUME_LABEL = 'sandboxd.volume';
+/**
+ * The label that keeps when the volume was made: the engine's `CreatedAt` of a `local` volume
+ * is its directory's modification time, which moves with every file made at its top.
+ */
+const CREATED_LABEL = 'sandboxd.created_at';
 
 /**
  * Named volumes as Docker named volumes (the `local` driver), labelled as this service's.
@@ -25,7 +30,7 @@ export class DockerVolumes implements VolumesCapability {
   async createVolume(name: string): Promise<VolumeInfo> {
     await this.docker.createVolume({
       Name: dockerVolumeName(this.instanceId, name),
-      Labels: { [LABEL.managed]: 'true', [LABEL.instance]: this.instanceId, [VOLUME_LABEL]: name },
+      Labels: { [LABEL.managed]: 'true', [LABEL.instance]: this.instanceId, [VOLUME_LABEL]: name, [CREATED_LABEL]: new Date().toISOString() },
     });
     const info = await this.inspectVolume(name);
     if (!info) throw notFound(`volume '${name}' vanished as it was made`);
@@ -81,8 +86,10 @@ export class DockerVolumes implements VolumesCapability {
   }
 }
 
+/** A volume as the service shows it; one made before the creation label has the engine's time. */
 function infoOf(volume: Docker.VolumeInspectInfo & { CreatedAt?: string }): VolumeInfo {
-  const created = volume.CreatedAt ? new Date(volume.CreatedAt) : new Date();
+  const stamp = volume.Labels?.[CREATED_LABEL] ?? volume.CreatedAt;
+  const created = stamp ? new Date(stamp) : new Date();
   return { name: volume.Labels?.[VOLUME_LABEL] ?? volume.Name, created_at: created.toISOString() };
 }
 

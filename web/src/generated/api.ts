@@ -2088,8 +2088,8 @@ export interface components {
                 };
             };
             network?: components["schemas"]["CreateSandboxNetwork"];
-            /** @description Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots */
-            volumes?: components["schemas"]["VolumeMount"][];
+            /** @description Named volumes (POST /volumes) mounted at absolute paths, each {name, path, read_only?} or "name:/path[:ro]"; their contents outlive the sandbox and are not in its snapshots */
+            volumes?: (components["schemas"]["VolumeMount"] | string)[];
         };
         PatchSandbox: {
             /** @description Replaces all labels */

@@ -24,6 +24,28 @@ describe('volumes', () => {
     expect((await call('POST', '/volumes', { name: 'Bad Name' })).statusCode).toBe(400);
   });
 
+  it("takes the agentkernel SDK's short form name:/path[:ro] beside the object form, and names what is wrong in a bad one", async () => {
+    await call('POST', '/volumes', { name: 'data' });
+    await call('POST', '/volumes', { name: 'logs' });
+    const created = await call('POST', '/sandboxes', { name: 's', volumes: ['data:/workspace/data:ro', 'logs:/logs'] });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json().data.volumes).toEqual([
+      { name: 'data', path: '/workspace/data', read_only: true },
+      { name: 'logs', path: '/logs' },
+    ]);
+    for (const [bad, words] of [
+      ['data', 'volumes[0]: must be an object {name, path, read_only?} or a string name:/path[:ro]'],
+      ['data:relative', 'volumes[0]: must be an object {name, path, read_only?} or a string name:/path[:ro]'],
+      ['data:/x:rx', 'volumes[0]: must be an object {name, path, read_only?} or a string name:/path[:ro]'],
+      ['Bad Name:/x', "volumes[0].name: "],
+    ] as const) {
+      const refused = await call('POST', '/sandboxes', { name: 'u', volumes: [bad] });
+      expect(refused.statusCode, bad).toBe(400);
+      expect(refused.json().error, bad).toContain(words);
+    }
+    expect((await call('POST', '/sandboxes', { name: 'u', volumes: ['data:/etc'] })).statusCode).toBe(400);
+  });
+
   it('mounts volumes at create; 409 on delete while a sandbox (even stopped) mounts it', async () => {
     await call('POST', '/volumes', { name: 'data' });
     const created = await call('POST', '/sandboxes', { name: 's', volumes: [{ name: 'data', path: '/workspace/data', read_only: true }] });
