@@ -124,6 +124,7 @@ export const schedule = z
     last_fired_at: nullableTime,
     last_run_status: runStatus.nullable(),
     fire_count: z.int().meta({ description: 'Firings that ran the target (triggers not counted)' }),
+    trigger_count: z.int().meta({ description: 'Runs started by POST /schedules/{id}/trigger' }),
     created_at: timestamp,
     updated_at: timestamp,
   })

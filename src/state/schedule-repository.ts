@@ -157,10 +157,11 @@ export class ScheduleRepository {
     });
   }
 
-  /** Inserts one run (a manual trigger's) outside a claim. */
+  /** Inserts one run (a manual trigger's) outside a claim, and counts it in `trigger_count`. */
   insertRun(run: RunRecord): void {
     this.statements.transaction(() => {
       this.insertRunNow(run);
+      if (run.manual) this.statements.get('UPDATE schedules SET trigger_count = trigger_count + 1 WHERE id = ?').run(run.schedule_id);
       this.prune(run.schedule_id);
     });
   }

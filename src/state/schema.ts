@@ -222,6 +222,8 @@ export interface ScheduleTable {
   last_fired_at: string | null;
   last_run_status: string | null;
   fire_count: number;
+  /** Runs started by a trigger, which fire_count does not count. */
+  trigger_count: number;
   created_at: string;
   updated_at: string;
 }

@@ -7,7 +7,7 @@ const scheduleRef = z.string().min(1).max(100).meta({ description: 'Schedule id 
 
 const VIEW =
   'JSON {id, name, cron, fire_at, timezone, method, args, target_*, status (active, paused, completed, failed), overlap, misfire, ' +
-  'end_at, next_fire_at, last_fired_at, last_run_status, fire_count}';
+  'end_at, next_fire_at, last_fired_at, last_run_status, fire_count, trigger_count}';
 
 /** Schedules: cron and one-shot firings, made and watched by an assistant. */
 export const scheduleTools: Tool[] = [

@@ -2682,6 +2682,8 @@ export interface components {
             last_run_status: ("running" | "succeeded" | "failed" | "skipped" | "missed" | "interrupted") | null;
             /** @description Firings that ran the target (triggers not counted) */
             fire_count: number;
+            /** @description Runs started by POST /schedules/{id}/trigger */
+            trigger_count: number;
             /** @description RFC 3339 timestamp in UTC */
             created_at: string;
             /** @description RFC 3339 timestamp in UTC */

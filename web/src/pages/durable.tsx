@@ -49,7 +49,7 @@ export function SchedulesPage() {
     <Page title="Schedules">
       <Alert error={list.error ?? error} />
       <Table
-        head={['Name', 'When', 'Status', 'Next', 'Last run', 'Fired', '']}
+        head={['Name', 'When', 'Status', 'Next', 'Last run', 'Fired', 'Triggered', '']}
         empty={list.data ? 'No schedules.' : 'Loading…'}
         rows={(list.data ?? []).map((s) => [
           s.name,
@@ -58,6 +58,7 @@ export function SchedulesPage() {
           s.next_fire_at ?? '—',
           s.last_run_status ?? '—',
           s.fire_count,
+          s.trigger_count,
           <span class="actions">
             <button onClick={() => setOpen(s)}>Runs</button>
             <button disabled={busy} onClick={() => trigger(s)}>

@@ -126,6 +126,7 @@ export class ScheduleService {
       last_fired_at: null,
       last_run_status: null,
       fire_count: 0,
+      trigger_count: 0,
       created_at: stamp,
       updated_at: stamp,
     };
@@ -209,7 +210,7 @@ export class ScheduleService {
 
   /**
    * POST /schedules/{id}/trigger: fires now and waits for the target (up to its own timeout),
-   * whatever the status; next_fire_at does not move and fire_count does not count it.
+   * whatever the status; next_fire_at does not move, and it counts in trigger_count, not fire_count.
    */
   async trigger(idOrName: string): Promise<ScheduleRunBody> {
     const record = await this.require(idOrName);

@@ -53,6 +53,7 @@ describe('schedule routes', () => {
       last_fired_at: null,
       last_run_status: null,
       fire_count: 0,
+      trigger_count: 0,
     });
     const id = created.data.id as string;
     for (const path of [`/schedules/${id}`, '/schedules/nightly', '/schedules/nightly/status']) {

@@ -381,13 +381,14 @@ describe('targets and history', () => {
     expect((await svc.get('fails')).status).toBe('active');
   });
 
-  it('triggers now, also while paused, without moving next_fire_at or counting a firing', async () => {
+  it('triggers now, also while paused, without moving next_fire_at or counting a firing, and counts triggers apart', async () => {
     await svc.create(counter({ status: 'paused' }));
     const run = await svc.trigger('tick');
     expect(run).toMatchObject({ status: 'succeeded', scheduled_for: '2026-01-01T00:00:00.000Z', result: { count: 1 } });
-    expect(await svc.get('tick')).toMatchObject({ status: 'paused', next_fire_at: null, fire_count: 0, last_run_status: 'succeeded' });
+    expect(await svc.get('tick')).toMatchObject({ status: 'paused', next_fire_at: null, fire_count: 0, trigger_count: 1, last_run_status: 'succeeded' });
     const id = (await svc.get('tick')).id;
     const again = await svc.trigger(id);
+    expect(await svc.get('tick')).toMatchObject({ fire_count: 0, trigger_count: 2 });
     expect(again).toMatchObject({ schedule_id: id, scheduled_for: run.scheduled_for, result: { count: 2 } });
     // Two triggers are two calls, even at the same instant: each is keyed by its run.
     expect(objects.calls.map((c) => c.idempotency_key)).toEqual([`schedule:${id}:trigger:${run.id}`, `schedule:${id}:trigger:${again.id}`]);
