@@ -2,7 +2,9 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EgressCa } from '../../../../src/services/egress/egress-ca.js';
 import type { SandboxEgress } from '../../../../src/services/egress/egress-proxy.js';
+import { ProxyRepository } from '../../../../src/state/proxy-repository.js';
 import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 import { EchoUpstream } from '../../../helpers/echo-upstream.js';
 import { proxyAuth, viaProxy } from '../../../helpers/proxy-upstream.js';
@@ -16,6 +18,8 @@ const NAMES: Record<string, string> = { 'secret.test': '127.0.0.1', 'plain.test'
 const SECRET = 'real/secret"VALUE-7d2a9c41b';
 const TLS_SECRET = 'tls-secret-VALUE-55aa01';
 const rules = new Map<string, SandboxEgress>();
+const ADMIN = { authorization: 'Bearer admin-key-000001' };
+const USER = { authorization: 'Bearer user-key-0000001' };
 
 let h: FakeHarness;
 let echo: EchoUpstream;
@@ -27,7 +31,7 @@ let tlsPlaceholder: string;
 let otherToken: string;
 
 async function create(name: string, secrets: Record<string, unknown>): Promise<{ uuid: string; env: Record<string, string> }> {
-  const res = await h.app.inject({ method: 'POST', url: '/sandboxes', payload: { name, secrets } });
+  const res = await h.app.inject({ method: 'POST', url: '/sandboxes', headers: ADMIN, payload: { name, secrets } });
   expect(res.statusCode, res.body).toBe(201);
   const uuid = res.json().data.uuid as string;
   rules.set(uuid, { egress: 'open', allow: ['127.0.0.1'], deny: [] });
@@ -40,6 +44,10 @@ beforeAll(async () => {
   tlsEcho = new EchoUpstream({ tls: { names: ['tls.test', 'plain.test', 'untrusted.test'], ips: ['127.0.0.1'] } });
   await tlsEcho.start();
   h = await fakeHarness({
+    namedKeys: [
+      { name: 'admin', key: 'admin-key-000001', admin: true, labels: {} },
+      { name: 'user', key: 'user-key-0000001', admin: false, labels: {} },
+    ],
     egress: {
       enabled: true,
       port: 0,
@@ -143,7 +151,7 @@ describe('secrets never come back from an upstream that echoes them', () => {
     ['secret.test:http', 'port'],
     ['bad host:443', 'secrets.A.host'],
   ])('refuses the secret host %s with a 400 naming the %s', async (host, words) => {
-    const res = await h.app.inject({ method: 'POST', url: '/sandboxes', payload: { name: 'bad-port', secrets: { A: { value: 'v', host } } } });
+    const res = await h.app.inject({ method: 'POST', url: '/sandboxes', headers: ADMIN, payload: { name: 'bad-port', secrets: { A: { value: 'v', host } } } });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toContain(words);
   });
@@ -161,7 +169,7 @@ describe('secrets over HTTPS: interception toward the secret host only', () => {
     expect(res.headers['x-echo-authorization']).toBe(`Bearer ${tlsPlaceholder}`);
     expect(JSON.parse(res.text).headers.authorization).toBe(`Bearer ${tlsPlaceholder}`);
     // Each request inside the tunnel is decided and logged as one.
-    const log = (await h.app.inject({ method: 'GET', url: '/proxy/log?sandbox=echoed&limit=3' })).json().data as { method: string; url: string }[];
+    const log = (await h.app.inject({ method: 'GET', url: '/proxy/log?sandbox=echoed&limit=3', headers: ADMIN })).json().data as { method: string; url: string }[];
     expect(log.find((entry) => entry.method === 'GET')).toMatchObject({ url: `https://tls.test:${tlsEcho.port}/api?x=1`, status: 200, decision: 'allow', port: tlsEcho.port });
   });
 
@@ -194,19 +202,27 @@ describe('secrets over HTTPS: interception toward the secret host only', () => {
     expect(tlsEcho.received.length).toBe(before);
   });
 
-  it('keeps one CA: its key sealed in the state store, the same after a restart of the service', async () => {
+  it('keeps one CA, its key sealed in the state store and in no API answer, to a non-admin or an admin', async () => {
     const ca = await h.services.egress.ca.certificatePem();
     const row = h.store.statements.get('select cert, key from egress_ca').get() as { cert: string; key: string };
     expect(row.cert).toBe(ca);
     expect(row.key).toMatch(/^v1\./);
     expect(row.key).not.toContain('PRIVATE KEY');
+    // Made once: another instance over the same store (a restart) uses the same CA.
+    const again = new EgressCa({ repo: new ProxyRepository(h.store.statements), box: h.services.secrets, clock: () => new Date() });
+    expect(await again.certificatePem()).toBe(ca);
+    expect(h.store.statements.get('select count(*) as n from egress_ca').get()).toEqual({ n: 1 });
     const stored = JSON.stringify(h.store.statements.get('select * from sandbox_secrets').all());
     expect(stored).not.toContain(TLS_SECRET);
-    // No API answer carries the key or the values, for an admin either.
-    for (const url of ['/sandboxes', '/sandboxes/echoed', '/proxy/log?limit=1000', '/proxy/hooks', '/status']) {
-      const body = (await h.app.inject({ method: 'GET', url })).body;
-      expect(body).not.toContain('PRIVATE KEY');
-      expect(body).not.toContain(TLS_SECRET);
+    // No API answer carries the key or the values: to a non-admin key, nor to an admin one.
+    const keyBody = h.services.secrets.open(row.key, 'egress-ca:key').split('\n')[1]!;
+    for (const headers of [USER, ADMIN]) {
+      for (const url of ['/sandboxes', '/sandboxes/echoed', '/sandboxes/echoed/logs', '/proxy/log?limit=1000', '/proxy/hooks', '/status', '/events?limit=1000', '/llm/keys', '/openapi.json']) {
+        const res = await h.app.inject({ method: 'GET', url, headers });
+        expect(res.body).not.toContain('PRIVATE KEY');
+        expect(res.body).not.toContain(keyBody);
+        expect(res.body).not.toContain(TLS_SECRET);
+      }
     }
   });
 });
