@@ -42,7 +42,7 @@ beforeAll(async () => {
     [withSecret, { API_TOKEN: { value: SECRET, host: authority, intercept_tls: true } }],
     [withoutSecret, undefined],
   ] as const) {
-    const created = await api('POST', '/sandboxes', { name, image: 'sandboxd/python:bookworm', ...(secrets ? { secrets } : {}) });
+    const created = await api('POST', '/sandboxes', { name, image: 'sandboxd/node:bookworm', ...(secrets ? { secrets } : {}) });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     rules.set(created.body.data.uuid, { egress: 'proxy', allow: [...Object.keys(NAMES), '127.0.0.1'], deny: [] });
   }
@@ -54,7 +54,7 @@ afterAll(async () => {
 });
 
 describe('secrets over HTTPS from a Docker sandbox', () => {
-  it('curl and python reach the secret host with the CA trusted: the upstream gets the value, the sandbox reads only the placeholder', async () => {
+  it('curl, python and node reach the secret host with the CA trusted: the upstream gets the value, the sandbox reads only the placeholder', async () => {
     const placeholder = (await sh(withSecret, 'printf %s "$API_TOKEN"')).stdout;
     expect(placeholder).toMatch(/^sbx-secret-/);
     const before = upstream.received.length;
@@ -68,9 +68,28 @@ describe('secrets over HTTPS from a Docker sandbox', () => {
     ].join('\n');
     const viaPython = await sh(withSecret, `python3 -c '${python}'`);
     expect(viaPython.exit, viaPython.stderr).toBe(0);
-    const [fromCurl, fromPython] = upstream.received.slice(before);
+    // Node through the proxy by hand (its https module reads no proxy variables): NODE_EXTRA_CA_CERTS trusts the CA.
+    const node = [
+      "const http = require('http'), tls = require('tls');",
+      'const proxy = new URL(process.env.HTTPS_PROXY);',
+      "const auth = 'Basic ' + Buffer.from('sbx:' + decodeURIComponent(proxy.password)).toString('base64');",
+      `http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: '${authority}', headers: { 'proxy-authorization': auth } }).on('connect', (res, socket) => {`,
+      "  const s = tls.connect({ socket, servername: 'api.secret.test' }, () => {",
+      `    s.write('GET /v1/echo?via=node HTTP/1.1\\r\\nHost: ${authority}\\r\\nAuthorization: Bearer ' + process.env.API_TOKEN + '\\r\\nConnection: close\\r\\n\\r\\n');`,
+      '  });',
+      "  let out = ''; s.on('data', (d) => (out += d)); s.on('end', () => process.stdout.write(out));",
+      "  s.on('error', (e) => { console.error(e.message); process.exit(3); });",
+      '}).end();',
+    ].join('\n');
+    const viaNode = await sh(withSecret, 'node -', node);
+    expect(viaNode.exit, viaNode.stderr).toBe(0);
+    // The raw answer: the echoed header, and the body in the upstream's small chunks, streamed as they came.
+    expect(viaNode.stdout).toContain(`x-echo-authorization: Bearer ${placeholder}`);
+    expect(viaNode.stdout).not.toContain(SECRET);
+    const [fromCurl, fromPython, fromNode] = upstream.received.slice(before);
     expect(fromCurl).toMatchObject({ url: '/v1/echo?via=curl', headers: { authorization: `Bearer ${SECRET}` } });
     expect(fromPython).toMatchObject({ url: '/v1/echo?via=python', headers: { authorization: `Bearer ${SECRET}` } });
+    expect(fromNode).toMatchObject({ url: '/v1/echo?via=node', headers: { authorization: `Bearer ${SECRET}` } });
     for (const answer of [viaCurl.stdout, viaPython.stdout]) {
       expect(answer).not.toContain(SECRET);
       expect(JSON.parse(answer).headers.authorization).toBe(`Bearer ${placeholder}`);

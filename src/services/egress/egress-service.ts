@@ -240,8 +240,10 @@ export class EgressService {
    * it has a secret with `intercept_tls`; a failure is logged (its HTTPS requests to the
    * secret's host then fail verification, they never go out unchecked).
    */
-  async installCa(sandbox: { uuid: string; name: string }, backendId: string | null): Promise<void> {
+  async installCa(sandbox: SandboxIdentity & { name: string }, backendId: string | null): Promise<void> {
     if (!backendId || !this.secrets.intercepting(sandbox.uuid)) return;
+    // A sandbox without a network never reaches the proxy: nothing to trust.
+    if (sandboxEgress({ profile: sandbox.profile, network: sandbox.network ?? null }).egress === 'none') return;
     const problem = await installCaTrust(this.input.backend, backendId, await this.ca.certificatePem());
     if (problem) this.input.logger.error({ sandbox: sandbox.name, problem }, "the sandbox could not be made to trust the egress proxy's CA: its HTTPS requests to secret hosts will fail verification");
   }
