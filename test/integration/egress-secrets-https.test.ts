@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxEgress } from '../../src/services/egress/egress-proxy.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 import { EchoUpstream } from '../helpers/echo-upstream.js';
+import { resolverOf } from '../helpers/proxy-upstream.js';
 
 /**
  * Secrets toward HTTPS from inside real Docker sandboxes (issue 25, item 15): a local HTTPS
@@ -34,7 +35,7 @@ beforeAll(async () => {
   await upstream.start();
   authority = `api.secret.test:${upstream.port}`;
   rt = await dockerRuntime({ proxy: true, proxyPort: 0, allowSudoExec: true }, undefined, undefined, {
-    resolve: async (host) => (NAMES[host] ? [{ address: NAMES[host]!, family: 4 }] : Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' }))),
+    resolve: resolverOf(NAMES),
     egressOf: (id) => rules.get(id),
     upstreamCa: [upstream.cert!],
   });

@@ -7,7 +7,7 @@ import type { SandboxEgress } from '../../../../src/services/egress/egress-proxy
 import { ProxyRepository } from '../../../../src/state/proxy-repository.js';
 import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 import { EchoUpstream } from '../../../helpers/echo-upstream.js';
-import { proxyAuth, viaProxy } from '../../../helpers/proxy-upstream.js';
+import { proxyAuth, resolverOf, viaProxy } from '../../../helpers/proxy-upstream.js';
 
 /**
  * Secrets against upstreams that echo what they get (issue 25, items 14 and 15): the value
@@ -49,12 +49,12 @@ beforeAll(async () => {
       { name: 'user', key: 'user-key-0000001', admin: false, labels: {} },
     ],
     egress: {
-      enabled: true,
-      port: 0,
-      host: '127.0.0.1',
-      resolve: async (name) => (NAMES[name] ? [{ address: NAMES[name]!, family: 4 }] : Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' }))),
-      egressOf: (id) => rules.get(id),
+      resolve: resolverOf(NAMES),
       upstreamCa: [tlsEcho.cert!],
+      egressOf: (id) => rules.get(id),
+      enabled: true,
+      host: '127.0.0.1',
+      port: 0,
     },
   });
   await h.services.egress.start();
@@ -88,7 +88,7 @@ function httpsVia(
     connect.on('connect', (res, socket) => {
       if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${res.statusCode}`));
       const tls = tlsConnect({ socket, servername, ca: options.ca, ALPNProtocols: ['http/1.1'] }, () => {
-        const issuer = (tls.getPeerCertificate() as PeerCertificate).issuer.CN;
+        const issuer = String((tls.getPeerCertificate() as PeerCertificate).issuer.CN);
         const req = httpRequest({ createConnection: () => tls, host: servername, path, headers: { host: authority, connection: 'close', ...options.headers } }, (answer) => {
           const chunks: Buffer[] = [];
           answer.on('data', (c: Buffer) => chunks.push(c));
