@@ -46,6 +46,7 @@ export function serveCommand(): Command {
     .option('--secret-key-file <file>', '32-byte key that encrypts secrets at rest, mode 0600 (default <data-dir>/secret.key, made on first use)')
     .option('--proxy', 'serve the proxy port (the LLM gateway) on the address sandboxes reach the host at ([proxy].enabled)')
     .option('--proxy-port <port>', 'port of the LLM gateway and egress proxy (default 18889)')
+    .option('--proxy-upstream-ca-file <file>', 'PEM file of CA certificates the egress proxy trusts for upstreams where it terminates TLS for a secret, besides the public roots')
     .option('--preview-domain <domain>', 'domain of preview URLs <port>-<sandbox>.<domain> on the API port (default sandbox.localhost)')
     .option('--policy-file <file>', 'policy rules, TOML or JSON by extension; reloaded by POST /policy/reload ([policy].file)')
     .addOption(new Option('--policy-mode <mode>', 'enforce: denials answer 403; audit: they are logged and let through ([policy].mode)').choices(['enforce', 'audit']))

@@ -52,6 +52,7 @@ export const OPTIONS = {
   secretKeyFile: { toml: 'secrets.key_file', env: 'SERVICE_SECRET_KEY_FILE', flag: '--secret-key-file' },
   proxy: { toml: 'proxy.enabled', env: 'SERVICE_PROXY', flag: '--proxy' },
   proxyPort: { toml: 'proxy.port', env: 'SERVICE_PROXY_PORT', flag: '--proxy-port' },
+  proxyUpstreamCaFile: { toml: 'proxy.upstream_ca_file', env: 'SERVICE_PROXY_UPSTREAM_CA_FILE', flag: '--proxy-upstream-ca-file' },
   previewDomain: { toml: 'preview.domain', env: 'SERVICE_PREVIEW_DOMAIN', flag: '--preview-domain' },
   // TOML (and env) only: a table of tables has no flag form.
   llmProviders: { toml: 'llm.providers', env: 'SERVICE_LLM_PROVIDERS', flag: '[llm.providers]' },
@@ -207,6 +208,11 @@ export const configSchema = z.object({
   proxy: z.boolean().default(false),
   /** 0 takes any free port (sandboxes are told the port bound, at each command). */
   proxyPort: z.coerce.number().int().min(0).max(65535).default(18889),
+  /**
+   * A PEM file of CA certificates the egress proxy trusts for upstreams besides the public
+   * roots, where it terminates TLS toward a secret's host (made absolute); absent: the public roots only.
+   */
+  proxyUpstreamCaFile: z.string().min(1, 'must name a PEM file').optional(),
   /** Preview URLs' host form is `<port>-<name>.<previewDomain>` on the API's port. */
   previewDomain: z
     .string()

@@ -68,6 +68,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   merged.apiKeys = [...new Set(apiKeys.map((k) => k.trim()).filter(Boolean))];
   merged.dataDir = resolve(String(merged.dataDir ?? defaultDataDir(env)));
   if (typeof merged.secretKeyFile === 'string' && merged.secretKeyFile !== '') merged.secretKeyFile = resolve(merged.secretKeyFile);
+  if (typeof merged.proxyUpstreamCaFile === 'string' && merged.proxyUpstreamCaFile !== '') merged.proxyUpstreamCaFile = resolve(merged.proxyUpstreamCaFile);
   if (typeof merged.policyFile === 'string' && merged.policyFile !== '') merged.policyFile = resolve(merged.policyFile);
 
   const parsed = configSchema.safeParse(merged);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { destinationError } from '../domain/destinations.js';
+import { parseSecretHost } from '../domain/secret-hosts.js';
 import { labels, resourceName, timestamp } from './common.js';
 
 /** A host-name glob (`api.github.com`, `*.example.com`) or an IP / CIDR; the message names what is wrong. */
@@ -118,20 +119,36 @@ export const proxyLogEntry = z
 
 const SECRET_ENV = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** A secret's host: a host glob or IP/CIDR with an optional port (`api.example.com:8443`, `[::1]:8443`). */
+const secretHost = z
+  .string({ error: 'must be a string' })
+  .check((ctx) => {
+    const parsed = parseSecretHost(ctx.value);
+    if (typeof parsed === 'string') ctx.issues.push({ code: 'custom', message: parsed, input: ctx.value });
+  })
+  .meta({
+    description:
+      'A host-name glob or an IP/CIDR, with an optional port (`api.example.com:8443`, `[::1]:8443`); without one, the default port of the request (80 for http://, 443 for https://)',
+  });
+
 /** `secrets` at sandbox create: `{ENV_NAME: {value, host}}`. */
 export const sandboxSecrets = z
   .record(
     z.string().regex(SECRET_ENV, 'secret names are environment variable names [A-Za-z_][A-Za-z0-9_]*'),
     z.strictObject({
       value: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(65_536, 'must be at most 65536 characters'),
-      host: hostGlob,
+      host: secretHost,
+      intercept_tls: z.boolean({ error: 'must be true or false' }).default(false).meta({
+        description:
+          "Also swap it in HTTPS requests: the proxy terminates TLS for this secret's host (and port) only, with a certificate of the server's own CA, which the sandbox then trusts; every other host is tunnelled untouched",
+      }),
     }),
     { error: 'must be an object {ENV_NAME: {value, host}}' },
   )
   .refine((secrets) => Object.keys(secrets).length <= 64, 'at most 64 secrets')
   .meta({
     description:
-      'The sandbox env gets a placeholder (sbx-secret-...) per name, never the value; the egress proxy swaps the value in for the placeholder in request headers (and basic-auth) sent to `host` only, on plain-HTTP requests through the proxy (no HTTPS interception)',
+      'The sandbox env gets a placeholder (sbx-secret-...) per name, never the value; the egress proxy swaps the value in for the placeholder in request headers (and basic-auth) sent to `host` only, on plain-HTTP requests through the proxy and, with `intercept_tls`, on HTTPS ones; the value is replaced by the placeholder again in what the upstream answers',
   });
 
 export type CreateProxyHookInput = z.infer<typeof createProxyHookBody>;

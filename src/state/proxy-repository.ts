@@ -42,13 +42,23 @@ export class ProxyRepository {
     this.statements.transaction(() => {
       for (const row of rows) {
         this.statements
-          .get('insert or replace into "sandbox_secrets" ("sandbox_uuid", "name", "host", "placeholder", "secret") values (?, ?, ?, ?, ?)')
-          .run(row.sandbox_uuid, row.name, row.host, row.placeholder, row.secret);
+          .get('insert or replace into "sandbox_secrets" ("sandbox_uuid", "name", "host", "placeholder", "secret", "intercept_tls") values (?, ?, ?, ?, ?, ?)')
+          .run(row.sandbox_uuid, row.name, row.host, row.placeholder, row.secret, row.intercept_tls);
       }
     });
   }
 
   deleteSecrets(sandboxUuid: string): void {
     this.statements.get('delete from "sandbox_secrets" where "sandbox_uuid" = ?').run(sandboxUuid);
+  }
+
+  /** The egress proxy's CA (its key sealed), if one was made. */
+  egressCa(): { cert: string; key: string } | undefined {
+    return this.statements.get('select "cert", "key" from "egress_ca" where "id" = 1').get() as { cert: string; key: string } | undefined;
+  }
+
+  /** Keeps the CA unless one is kept already (the first one made wins). */
+  putEgressCa(row: { cert: string; key: string; created_at: string }): void {
+    this.statements.get('insert into "egress_ca" ("id", "cert", "key", "created_at") values (1, ?, ?, ?) on conflict ("id") do nothing').run(row.cert, row.key, row.created_at);
   }
 }

@@ -316,6 +316,16 @@ export interface SandboxSecretTable {
   host: string;
   placeholder: string;
   secret: string;
+  /** 1: also swapped in HTTPS requests (TLS interception toward its host). */
+  intercept_tls: number;
+}
+
+/** The egress proxy's CA (one row, id 1): the certificate and its key as SecretBox ciphertext. */
+export interface EgressCaTable {
+  id: number;
+  cert: string;
+  key: string;
+  created_at: string;
 }
 
 export interface LlmKeyTable {
@@ -445,6 +455,7 @@ export interface Database {
   llm_budgets: LlmBudgetTable;
   proxy_hooks: ProxyHookTable;
   sandbox_secrets: SandboxSecretTable;
+  egress_ca: EgressCaTable;
   orchestration_definitions: OrchestrationDefinitionTable;
   orchestrations: OrchestrationTable;
   orchestration_history: OrchestrationHistoryTable;

@@ -99,3 +99,12 @@ export function connectVia(proxy: string, authority: string, token?: string): Pr
     req.end();
   });
 }
+
+/** A name resolver for the egress proxy that maps test names to local addresses (no DNS); others are ENOTFOUND. */
+export function resolverOf(names: Record<string, string>): (host: string) => Promise<{ address: string; family: number }[]> {
+  return async (host) => {
+    const address = names[host];
+    if (!address) throw Object.assign(new Error(`no such test name: ${host}`), { code: 'ENOTFOUND' });
+    return [{ address, family: address.includes(':') ? 6 : 4 }];
+  };
+}

@@ -56,10 +56,10 @@ beforeAll(async () => {
     resolve: async (host) => (NAMES[host] ? [{ address: NAMES[host]!, family: 4 }] : Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' }))),
     egressOf: (id) => rules.get(id),
   });
-  const created = await api('POST', '/sandboxes', { name, image: 'sandboxd/python:bookworm', secrets: { API_TOKEN: { value: SECRET, host: 'allowed.test' } } });
+  const created = await api('POST', '/sandboxes', { name, image: 'sandboxd/python:bookworm', secrets: { API_TOKEN: { value: SECRET, host: `allowed.test:${upstream.port}` } } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   expect(JSON.stringify(created.body)).not.toContain(SECRET);
-  expect(created.body.data.secret_mappings).toEqual({ API_TOKEN: 'allowed.test' });
+  expect(created.body.data.secret_mappings).toEqual({ API_TOKEN: `allowed.test:${upstream.port}` });
   uuid = created.body.data.uuid;
   const url = new URL(rt.services.egress.url!);
   gateway = url.hostname;

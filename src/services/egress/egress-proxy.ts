@@ -1,7 +1,9 @@
 import { lookup } from 'node:dns/promises';
 import { Agent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { rootCertificates } from 'node:tls';
 import type { Counter } from 'prom-client';
 import { destinationsOf, plainAddress, unbracket } from '../../domain/destinations.js';
 import type { Logger } from '../../telemetry/logger.js';
@@ -11,6 +13,9 @@ import type { ProxyHooks, ProxyRequestFacts } from './proxy-hooks.js';
 import type { ProxyLog } from './proxy-log.js';
 import type { ForwardProxy } from './proxy-server.js';
 import type { SandboxSecrets } from './sandbox-secrets.js';
+import type { EgressCa } from './egress-ca.js';
+import { relayAnswer } from './scrubbed-answer.js';
+import { TlsInterceptor } from './tls-interceptor.js';
 
 /** How a sandbox may reach out (the sandbox's `network` field). */
 export interface SandboxEgress {
@@ -43,6 +48,10 @@ export interface EgressProxyInput {
   timeoutMs?: number;
   /** Idle time of a CONNECT tunnel before it is closed; default 15 min. */
   tunnelIdleMs?: number;
+  /** The CA of TLS interception toward the hosts of secrets with `intercept_tls`. */
+  ca: EgressCa;
+  /** CA certificates (PEM) trusted for upstreams besides the public roots. */
+  upstreamCa?: readonly string[];
 }
 
 /** Headers of one hop (RFC 9110 7.6.1) and the proxy's own: never forwarded. */
@@ -60,7 +69,7 @@ interface Refusal {
 type Route = { address: string; refusal?: undefined } | { refusal: Refusal };
 
 /** What became of a request: the status the sandbox got and the bytes each way; `failed` when the upstream failed. */
-interface Outcome {
+export interface Outcome {
   status: number;
   bytes_in: number;
   bytes_out: number;
@@ -74,8 +83,9 @@ interface Caller {
 }
 
 /**
- * The egress proxy: absolute-form HTTP requests and CONNECT tunnels (no TLS interception) from
- * sandboxes, identified by their sandbox token in `Proxy-Authorization: Basic` (the password
+ * The egress proxy: absolute-form HTTP requests and CONNECT tunnels from sandboxes (TLS is
+ * terminated only toward the host and port of a sandbox's secret with `intercept_tls`, where
+ * each request inside is then treated as an absolute-form one; every other tunnel is bytes), identified by their sandbox token in `Proxy-Authorization: Basic` (the password
  * of `http://sbx:<token>@<gateway>:<port>`). A destination passes the sandbox's rules (deny
  * list, then `proxy` egress's allow list; literal IPs only when an allow IP/CIDR names them;
  * the host's own, loopback, link-local and sandbox addresses only when an allow IP/CIDR names
@@ -84,6 +94,8 @@ interface Caller {
  */
 export class EgressProxy implements ForwardProxy {
   private readonly agent = new Agent({ keepAlive: true, maxFreeSockets: 64 });
+  private readonly tlsAgent: HttpsAgent;
+  private readonly interceptor: TlsInterceptor;
   private readonly resolve: Resolver;
   private readonly timeoutMs: number;
   private readonly tunnelIdleMs: number;
@@ -92,10 +104,15 @@ export class EgressProxy implements ForwardProxy {
     this.resolve = input.resolve ?? ((host) => lookup(host, { all: true, order: 'ipv4first' }));
     this.timeoutMs = input.timeoutMs ?? 60_000;
     this.tunnelIdleMs = input.tunnelIdleMs ?? 15 * 60_000;
+    const extra = input.upstreamCa ?? [];
+    this.tlsAgent = new HttpsAgent({ keepAlive: true, maxFreeSockets: 64, ...(extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {}) });
+    this.interceptor = new TlsInterceptor({ ca: input.ca, idleMs: this.tunnelIdleMs, logger: input.logger });
   }
 
   close(): void {
     this.agent.destroy();
+    this.tlsAgent.destroy();
+    this.interceptor.close();
   }
 
   async request(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -109,7 +126,12 @@ export class EgressProxy implements ForwardProxy {
     if (target.protocol !== 'http:') return plain(response, 400, `the proxy forwards http:// URLs; for ${target.protocol}// open a tunnel with CONNECT`);
     const caller = await this.authenticate(request.headers['proxy-authorization']);
     if (typeof caller === 'string') return plain(response, 407, caller, { 'proxy-authenticate': REALM });
-    const port = Number(target.port || 80);
+    await this.serve(caller, request, response, target, started);
+  }
+
+  /** One request to `target` (http://, or https:// inside an intercepted tunnel): decided, forwarded, logged. */
+  private async serve(caller: Caller, request: IncomingMessage, response: ServerResponse, target: URL, started: number): Promise<void> {
+    const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
     const method = request.method ?? 'GET';
     const facts = this.facts(caller, method, `${target.origin}${target.pathname}${target.search}`, target.hostname, port, target.pathname, request.headers);
     const route = await this.decide(caller, facts);
@@ -134,6 +156,15 @@ export class EgressProxy implements ForwardProxy {
     if (route.refusal) {
       rawAnswer(socket, route.refusal.status, route.refusal.reason);
       return this.done(facts, route.refusal, { status: route.refusal.status, bytes_in: 0, bytes_out: 0 }, started);
+    }
+    // A secret's host with intercept_tls: TLS ends here, each request inside is served as one.
+    if (this.input.secrets.intercepts(caller.uuid, host, port)) {
+      const outcome = await this.interceptor.intercept(socket, head, host, (inner, answer) => {
+        const path = inner.url ?? '/';
+        if (!path.startsWith('/')) return Promise.resolve(plain(answer, 400, `inside a tunnel a request names a path, not '${path.slice(0, 200)}'`));
+        return this.serve(caller, inner, answer, new URL(`https://${host}${port === 443 ? '' : `:${port}`}${path}`), performance.now());
+      });
+      return this.done(facts, undefined, outcome, started);
     }
     const outcome = await this.tunnel(socket, head, route.address, port);
     this.done(facts, undefined, outcome, started);
@@ -204,10 +235,15 @@ export class EgressProxy implements ForwardProxy {
     return deny(first ?? `${name} has no address`);
   }
 
-  /** Forwards one request to the checked address and streams the answer back. */
+  /**
+   * Forwards one request to the checked address and streams the answer back, with the values
+   * of the secrets swapped in replaced by their placeholders again (headers and body). Over
+   * https the upstream's certificate is verified for the request's host name.
+   */
   private forward(request: IncomingMessage, response: ServerResponse, caller: Caller, target: URL, address: string, port: number): Promise<Outcome> {
+    const secure = target.protocol === 'https:';
     const headers = forwardHeaders(request.headers, target);
-    const swapped = this.input.secrets.swap(caller.uuid, target.hostname, headers) as OutgoingHttpHeaders;
+    const swapped = this.input.secrets.swap(caller.uuid, { host: target.hostname, port, scheme: secure ? 'https' : 'http' }, headers);
     const counts: Outcome = { status: 0, bytes_in: 0, bytes_out: 0 };
     return new Promise((resolve) => {
       let settled = false;
@@ -217,32 +253,17 @@ export class EgressProxy implements ForwardProxy {
           resolve(counts);
         }
       };
-      const upstream = httpRequest({
-        host: address,
-        port,
-        method: request.method,
-        path: `${target.pathname}${target.search}`,
-        headers: swapped,
-        agent: this.agent,
-        setHost: false,
-        timeout: this.timeoutMs,
-      });
+      const name = unbracket(target.hostname);
+      const options = { host: address, port, method: request.method, path: `${target.pathname}${target.search}`, headers: swapped.headers as OutgoingHttpHeaders, setHost: false, timeout: this.timeoutMs };
+      const upstream = secure
+        ? httpsRequest({ ...options, agent: this.tlsAgent, ...(isIP(name) ? {} : { servername: name }) })
+        : httpRequest({ ...options, agent: this.agent });
       upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
       upstream.on('response', (answer) => {
         counts.status = answer.statusCode ?? 502;
-        response.writeHead(counts.status, answer.statusMessage, withoutHops(answer.headers) as OutgoingHttpHeaders);
-        answer.on('data', (chunk: Buffer) => {
-          counts.bytes_in += chunk.length;
-          if (!response.write(chunk)) answer.pause();
-        });
-        response.on('drain', () => answer.resume());
-        answer.on('end', () => {
-          response.end();
-          finish();
-        });
-        answer.on('error', () => {
-          response.destroy();
-          finish();
+        relayAnswer(answer, response, withoutHops(answer.headers), swapped.scrub, {
+          received: (bytes) => (counts.bytes_in += bytes),
+          done: finish,
         });
       });
       upstream.on('error', (err: NodeJS.ErrnoException) => {
@@ -360,14 +381,14 @@ function forwardHeaders(headers: IncomingHttpHeaders, target: URL): IncomingHttp
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
 
-function plain(response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+export function plain(response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   const body = `${message}\n`;
   response.writeHead(status, { ...headers, 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body) });
   response.end(body);
 }
 
 /** An answer written on a CONNECT socket (no tunnel), which is then closed. */
-function rawAnswer(socket: Duplex, status: number, message: string, extra: string[] = []): void {
+export function rawAnswer(socket: Duplex, status: number, message: string, extra: string[] = []): void {
   const body = `${message}\n`;
   const head = [`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}`, ...extra, 'Content-Type: text/plain; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
   socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);

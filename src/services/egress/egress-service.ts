@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Backend } from '../../backends/backend.js';
 import { isServiceError } from '../../errors.js';
 import type { LlmRepository } from '../../state/llm-repository.js';
@@ -24,6 +25,8 @@ import type { SandboxNetwork } from '../../domain/egress.js';
 import type { Profile } from '../../domain/profiles.js';
 import { egressLookup, sandboxEgress } from '../sandboxes/sandbox-network.js';
 import type { EgressSettings } from './egress-settings.js';
+import { EgressCa } from './egress-ca.js';
+import { CA_ENV, installCaTrust } from './sandbox-trust.js';
 
 export type { EgressSettings } from './egress-settings.js';
 
@@ -59,6 +62,8 @@ export class EgressService {
   readonly proxyLog = new ProxyLog();
   /** Sandbox secrets and their swap. */
   readonly secrets: SandboxSecrets;
+  /** The CA of TLS interception toward secret hosts (made on first use). */
+  readonly ca: EgressCa;
   private readonly proxy: EgressProxy;
   private readonly deniedAt = new Map<string, number>();
   private readonly server: ProxyServer;
@@ -102,7 +107,10 @@ export class EgressService {
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
     this.hooks = new ProxyHooks({ repo: input.proxy, audit: input.audit, clock: input.clock, logger: input.logger, audited: (facts, hook, outcome) => this.publish('proxy.audited', facts, { hook, ...outcome }) });
     this.secrets = new SandboxSecrets({ repo: input.proxy, box: input.secrets });
+    this.ca = new EgressCa({ repo: input.proxy, box: input.secrets, clock: input.clock });
     this.proxy = new EgressProxy({
+      ca: this.ca,
+      upstreamCa: upstreamCaOf(input.settings),
       tokens: this.tokens,
       egressOf: input.egressOf ?? input.settings.egressOf ?? egressLookup(input.sandboxes),
       sandboxes: input.sandboxes,
@@ -218,6 +226,8 @@ export class EgressService {
     if (!base) return {};
     const token = this.tokens.mint(sandbox.uuid);
     const env = proxyEnv(base, token);
+    // A sandbox whose secrets are swapped in HTTPS trusts the proxy's CA (installCa put it there).
+    if (this.secrets.intercepting(sandbox.uuid)) Object.assign(env, CA_ENV);
     for (const provider of await this.keys.providers()) {
       for (const name of provider.env.baseUrl) env[name] = `${base}/llm/${provider.name}${provider.env.baseUrlSuffix}`;
       for (const name of provider.env.keys) env[name] = token;
@@ -225,11 +235,38 @@ export class EgressService {
     return env;
   }
 
+  /**
+   * Makes a sandbox's system trust store (and the files of CA_ENV) trust the proxy's CA, when
+   * it has a secret with `intercept_tls`; a failure is logged (its HTTPS requests to the
+   * secret's host then fail verification, they never go out unchecked).
+   */
+  async installCa(sandbox: SandboxIdentity & { name: string }, backendId: string | null): Promise<void> {
+    if (!backendId || !this.secrets.intercepting(sandbox.uuid)) return;
+    // A sandbox without a network never reaches the proxy: nothing to trust.
+    if (sandboxEgress({ profile: sandbox.profile, network: sandbox.network ?? null }).egress === 'none') return;
+    const problem = await installCaTrust(this.input.backend, backendId, await this.ca.certificatePem());
+    if (problem) this.input.logger.error({ sandbox: sandbox.name, problem }, "the sandbox could not be made to trust the egress proxy's CA: its HTTPS requests to secret hosts will fail verification");
+  }
+
   /** Sets (or with undefined, clears) a sandbox's LLM token budget. */
   async setBudget(sandboxUuid: string, budgetTokens: number | undefined): Promise<void> {
     if (budgetTokens === undefined) await this.llmRepo.deleteBudget(sandboxUuid);
     else await this.llmRepo.setBudget(sandboxUuid, budgetTokens);
   }
+}
+
+/** The CA certificates (PEM) trusted for upstreams besides the public roots: the settings' own and those of `upstreamCaFile`. */
+function upstreamCaOf(settings: EgressSettings): string[] {
+  const pems = [...(settings.upstreamCa ?? [])];
+  if (settings.upstreamCaFile) {
+    try {
+      pems.push(readFileSync(settings.upstreamCaFile, 'utf8'));
+    } catch (err) {
+      throw new ProxyStartError(`--proxy-upstream-ca-file: cannot read ${settings.upstreamCaFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+    if (!pems.at(-1)?.includes('-----BEGIN CERTIFICATE-----')) throw new ProxyStartError(`--proxy-upstream-ca-file: ${settings.upstreamCaFile} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  }
+  return pems;
 }
 
 /**

@@ -24,4 +24,8 @@ export interface EgressSettings {
   egressOf?: EgressLookup;
   /** Idle time of a forwarded request before 504 (tests); default 60 s. */
   proxyTimeoutMs?: number;
+  /** `--proxy-upstream-ca-file`: a PEM file of CA certificates trusted for upstreams besides the public roots. */
+  upstreamCaFile?: string;
+  /** CA certificates (PEM) trusted for upstreams besides the public roots (tests). */
+  upstreamCa?: readonly string[];
 }

@@ -25,14 +25,24 @@ export const egressModule = {
     const egress = new EgressService({
       ...ctx,
       logger: ctx.logger.child({ part: 'egress' }),
-      settings: { enabled: config.proxy, port: config.proxyPort, providers: config.llmProviders, streamUsage: config.llmStreamUsage, ...ctx.inputs.egress },
+      settings: {
+        enabled: config.proxy,
+        port: config.proxyPort,
+        providers: config.llmProviders,
+        streamUsage: config.llmStreamUsage,
+        ...(config.proxyUpstreamCaFile ? { upstreamCaFile: config.proxyUpstreamCaFile } : {}),
+        ...ctx.inputs.egress,
+      },
       sandboxes: ctx.repos.sandboxes,
       llm: ctx.repos.llm,
       proxy: ctx.repos.proxy,
     });
     sandboxes.onCreated(async (sandbox, input) => {
       if (input.llm_budget_tokens !== undefined) await egress.setBudget(sandbox.uuid, input.llm_budget_tokens);
-      if (input.secrets) egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
+      if (!input.secrets) return;
+      egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
+      // The container runs by now (made, or claimed from the pool): its trust store gets the CA.
+      await egress.installCa(sandbox, sandbox.backend_id ?? (await ctx.repos.sandboxes.byUuid(sandbox.uuid))?.backend_id ?? null);
     });
     sandboxes.onRemoved(async (sandbox) => {
       await egress.setBudget(sandbox.uuid, undefined);

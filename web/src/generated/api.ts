@@ -2079,12 +2079,17 @@ export interface components {
             source_ref?: string;
             /** @description LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded */
             llm_budget_tokens?: number;
-            /** @description The sandbox env gets a placeholder (sbx-secret-...) per name, never the value; the egress proxy swaps the value in for the placeholder in request headers (and basic-auth) sent to `host` only, on plain-HTTP requests through the proxy (no HTTPS interception) */
+            /** @description The sandbox env gets a placeholder (sbx-secret-...) per name, never the value; the egress proxy swaps the value in for the placeholder in request headers (and basic-auth) sent to `host` only, on plain-HTTP requests through the proxy and, with `intercept_tls`, on HTTPS ones; the value is replaced by the placeholder again in what the upstream answers */
             secrets?: {
                 [key: string]: {
                     value: string;
-                    /** @description A host-name glob (`*` is any run of characters: `*.github.com`), or an IP address or CIDR for literal addresses */
+                    /** @description A host-name glob or an IP/CIDR, with an optional port (`api.example.com:8443`, `[::1]:8443`); without one, the default port of the request (80 for http://, 443 for https://) */
                     host: string;
+                    /**
+                     * @description Also swap it in HTTPS requests: the proxy terminates TLS for this secret's host (and port) only, with a certificate of the server's own CA, which the sandbox then trusts; every other host is tunnelled untouched
+                     * @default false
+                     */
+                    intercept_tls?: boolean;
                 };
             };
             network?: components["schemas"]["CreateSandboxNetwork"];

@@ -73,7 +73,7 @@ beforeAll(async () => {
   h.services.observability.bus.subscribe(({ event }) => void events.push(event));
   await h.services.egress.start();
   proxy = h.services.egress.url!;
-  const created = await h.app.inject({ method: 'POST', url: '/sandboxes', payload: { name: 'px', labels: { team: 'a' }, secrets: { API_TOKEN: { value: SECRET, host: 'allowed.test' } } } });
+  const created = await h.app.inject({ method: 'POST', url: '/sandboxes', payload: { name: 'px', labels: { team: 'a' }, secrets: { API_TOKEN: { value: SECRET, host: `allowed.test:${upstream.port}` } } } });
   expect(created.statusCode, created.body).toBe(201);
   uuid = created.json().data.uuid;
   token = h.services.egress.tokens.mint(uuid);
@@ -325,7 +325,7 @@ describe('sandbox secrets', () => {
   it('the sandbox gets a placeholder; responses show secret_mappings, never the value', async () => {
     expect(placeholder).toMatch(/^sbx-secret-[A-Za-z0-9_-]{24}$/);
     const got = await h.app.inject({ method: 'GET', url: '/sandboxes/px' });
-    expect(got.json().data.secret_mappings).toEqual({ API_TOKEN: 'allowed.test' });
+    expect(got.json().data.secret_mappings).toEqual({ API_TOKEN: `allowed.test:${upstream.port}` });
     expect(got.body).not.toContain(SECRET);
   });
 
