@@ -125,7 +125,8 @@ export interface EgressCapability {
   /**
    * Replaces every instance's own address rules at once: `allow` opens (to an `open` instance)
    * addresses and ranges the backend blocks, `deny` closes ones it lets through; deny wins.
-   * Entries are CIDR ranges (`parseNetworkEntry`); host names are the proxy's business.
+   * Entries are CIDR ranges (`parseNetworkEntry`), each with an optional port after its prefix
+   * (`192.0.2.2/32:8080`: that port alone, TCP and UDP); host names are the proxy's business.
    */
   setRules(rules: InstanceRules[]): Promise<void>;
   /** The address ranges of the instances' networks (what the proxy must refuse as a destination). */

@@ -22,8 +22,11 @@ export function defaultEgress(profile: Profile): EgressMode {
   return profile === 'restrictive' ? 'none' : 'open';
 }
 
-/** One `allow` / `deny` entry, classified. */
-export type NetworkEntry = { kind: 'host'; pattern: string } | { kind: 'cidr'; cidr: string; family: 4 | 6 };
+/**
+ * One `allow` / `deny` entry, classified. `port`: the entry names that port alone
+ * (`127.0.0.1:8080`, `api.example.com:443`); without one it stands for every port.
+ */
+export type NetworkEntry = ({ kind: 'host'; pattern: string } | { kind: 'cidr'; cidr: string; family: 4 | 6 }) & { port?: number };
 
 /** Letters, digits, `-`, `_`, with `*` and `?` wildcards, dot-separated labels. */
 const HOST_GLOB = /^(?=.{1,253}$)(?:[A-Za-z0-9_*?](?:[A-Za-z0-9_*?-]{0,61}[A-Za-z0-9_*?])?)(?:\.(?:[A-Za-z0-9_*?](?:[A-Za-z0-9_*?-]{0,61}[A-Za-z0-9_*?])?))*$/;
@@ -31,25 +34,55 @@ const HOST_GLOB = /^(?=.{1,253}$)(?:[A-Za-z0-9_*?](?:[A-Za-z0-9_*?-]{0,61}[A-Za-
 /**
  * An entry as the packet filter and the proxy use it, or the reason it is none: a literal
  * address (`10.1.2.3`, `::1`, made a /32 or /128), a CIDR range whose address has no bits past
- * its prefix, or a host-name glob.
+ * its prefix, or a host-name glob; each with an optional `:port` (an IPv6 address or range in
+ * brackets then: `[::1]:8080`, `[fd00::/8]:443`).
  */
 export function parseNetworkEntry(entry: string): NetworkEntry | string {
   if (entry.length === 0) return 'must not be empty';
-  const slash = entry.indexOf('/');
-  const address = slash < 0 ? entry : entry.slice(0, slash);
+  const split = splitPort(entry);
+  if (typeof split === 'string') return split;
+  const parsed = parseTarget(split.target, entry);
+  if (typeof parsed === 'string' || split.port === undefined) return parsed;
+  return { ...parsed, port: split.port };
+}
+
+/** The target and port of an entry: `[v6]:port`, `name:port`, `a.b.c.d/n:port`; a bare IPv6 address has no port. */
+function splitPort(entry: string): { target: string; port?: number } | string {
+  let target = entry;
+  let portText: string | undefined;
+  if (entry.startsWith('[')) {
+    const close = entry.indexOf(']');
+    if (close < 0) return `'${entry}' opens a [ it does not close: write an IPv6 address with a port as [::1]:8080`;
+    target = entry.slice(1, close);
+    const rest = entry.slice(close + 1);
+    if (rest !== '' && !rest.startsWith(':')) return `'${entry}' has '${rest}' after its ]: only :<port> may follow`;
+    if (rest !== '') portText = rest.slice(1);
+    if (isIP(target.split('/')[0] ?? '') !== 6) return `'${entry}' has no IPv6 address or range in its brackets`;
+  } else if (entry.split(':').length === 2) {
+    [target = '', portText] = entry.split(':');
+  }
+  if (portText === undefined) return { target };
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) return `'${entry}' has a bad port '${portText}': use 1-65535, as in example.com:443`;
+  return { target, port: Number(portText) };
+}
+
+function parseTarget(target: string, entry: string): NetworkEntry | string {
+  if (target.length === 0) return `'${entry}' names no host or address before its port`;
+  const slash = target.indexOf('/');
+  const address = slash < 0 ? target : target.slice(0, slash);
   const family = isIP(address);
   if (family === 4 || family === 6) {
     const max = family === 4 ? 32 : 128;
     if (slash < 0) return { kind: 'cidr', cidr: `${address}/${max}`, family };
-    const bits = entry.slice(slash + 1);
+    const bits = target.slice(slash + 1);
     if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return `'${entry}' has a bad prefix length: use 0-${max}, as in 10.1.2.0/24`;
     if (family === 4 && !isNetworkAddress(address, Number(bits))) return `'${entry}' has bits set past its prefix: did you mean ${networkOf(address, Number(bits))}/${bits}?`;
-    return { kind: 'cidr', cidr: entry, family };
+    return { kind: 'cidr', cidr: target, family };
   }
   if (slash >= 0) return `'${entry}' is not a CIDR range: the part before / must be an IPv4 or IPv6 address`;
-  if (/^[\d.]+$/.test(entry)) return `'${entry}' is not an IPv4 address`;
-  if (!HOST_GLOB.test(entry)) return `'${entry}' is not a host name glob (letters, digits, - and _ in dot-separated labels, with * and ? wildcards), an address or a CIDR range`;
-  return { kind: 'host', pattern: entry.toLowerCase() };
+  if (/^[\d.]+$/.test(target)) return `'${entry}' is not an IPv4 address`;
+  if (!HOST_GLOB.test(target)) return `'${entry}' is not a host name glob (letters, digits, - and _ in dot-separated labels, with * and ? wildcards), an address or a CIDR range, with an optional :port`;
+  return { kind: 'host', pattern: target.toLowerCase() };
 }
 
 /** An IPv4 address as a number. */

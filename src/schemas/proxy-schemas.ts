@@ -23,7 +23,11 @@ export const hookMatch = z
       .transform((m) => m.toUpperCase())
       .optional(),
     path_prefix: z.string({ error: 'must be a string' }).startsWith('/', 'must begin with /').max(2048).optional().meta({
-      description: 'Matches requests whose path begins with it; CONNECT tunnels have no path and never match one',
+      description:
+        'Matches requests whose path, as the upstream reads it, begins with it: percent-encoded characters decoded, ;parameters, duplicate slashes and dot segments removed (/%62locked, //blocked and /;/blocked are /blocked); CONNECT tunnels have no path and never match one',
+    }),
+    path_ignore_case: z.boolean({ error: 'must be true or false' }).optional().meta({
+      description: 'true: path_prefix matches in any case (/BLOCKED too), for upstreams whose paths ignore case; default false',
     }),
     sandbox: z.string({ error: 'must be a string' }).regex(SANDBOX_GLOB, "must be a sandbox name or a glob of names ('*' any run of characters)").optional(),
     labels: labels.optional().meta({ description: 'Sandbox labels that must all be present with these values' }),
@@ -78,6 +82,7 @@ export const proxyHook = z
       host: z.string().optional(),
       method: z.string().optional(),
       path_prefix: z.string().optional(),
+      path_ignore_case: z.boolean().optional(),
       sandbox: z.string().optional(),
       labels: z.record(z.string(), z.string()).optional(),
     }),

@@ -32,11 +32,11 @@ export const networkInput = z
   .strictObject({
     egress: egressMode.optional().meta({
       description:
-        "open: the outside directly (never the host's addresses nor 169.254.0.0/16 unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy",
+        "open: the outside directly (never the host's addresses nor private, link-local or cloud-internal ranges unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy",
     }),
     allow: networkEntries.optional().meta({
       description:
-        'proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host or link-local that the packet filter lets this sandbox reach',
+        'proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host, private or link-local networks that the packet filter lets this sandbox reach. Each may name a port (127.0.0.1:8080, api.example.com:443, [::1]:8080): that port alone; without one, every port',
     }),
     deny: networkEntries.optional().meta({ description: 'Refused even where allow matches (open: addresses and CIDR ranges only)' }),
   })

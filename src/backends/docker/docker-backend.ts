@@ -408,9 +408,10 @@ export class DockerBackend
     return this.engine(() => this.egress.gatewayAddress(egress));
   }
 
-  /** Closes the agents' kept-alive connections; Engine API calls keep none. */
+  /** Closes the agents' kept-alive connections and the engine event stream of the egress rules; other Engine API calls keep none. */
   async close(): Promise<void> {
     this.agents.disconnectAll();
+    this.egress.close();
   }
 
   /** One command in a container: through its agent, else through the engine. */

@@ -1,26 +1,45 @@
+import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { EgressMode } from '../../domain/egress.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { EgressCapability, InstanceRules, InstanceState } from '../backend.js';
-import { ensureNetworks, networkSpecs, removeNetworks, type OwnNetworks } from './docker-networks.js';
+import { engineResolvers, ensureNetworks, networkSpecs, removeNetworks, type OwnNetworks } from './docker-networks.js';
+import { LABEL } from './container-spec.js';
 import { PacketFilter } from './packet-filter.js';
+
+/** How long to wait before listening to the engine's events again after the stream ended. */
+const EVENTS_RETRY_MS = 1_000;
 
 /**
  * Enforced egress on Docker: sandboxd's own networks (docker-networks.ts) and its rules in the
  * host's packet filter (packet-filter.ts), both made once, before the first sandbox joins a
  * network (a failure is retried at the next use). README, 'Security model', says what each
  * mode reaches; docs/decisions.md why internal networks and iptables.
+ *
+ * Address rules follow their containers: while any are set, the engine's container events are
+ * watched, and a container that dies or starts (also by `docker stop`/`kill`/`start` behind
+ * sandboxd's back) has the rules rebuilt from the addresses the containers hold now, at once:
+ * an address a stopped sandbox held, which the engine may give the next container, keeps none
+ * of its rules.
  */
 export class DockerEgress implements EgressCapability {
   readonly modes: readonly EgressMode[] = ['open', 'proxy', 'none'];
   private readonly filter: PacketFilter;
   private preparing: Promise<OwnNetworks> | undefined;
+  /** The rules last set, by container: rebuilt on each container event. */
+  private rules: InstanceRules[] = [];
+  /** Rebuilds run one after another, each from the rules and addresses of its own time. */
+  private applying: Promise<void> = Promise.resolve();
+  private events: Readable | undefined;
+  private listening = false;
+  private retry: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     private readonly docker: Docker,
     private readonly networkName: string,
     private readonly inspect: (id: string) => Promise<InstanceState | null>,
-    logger: Logger,
+    private readonly logger: Logger,
   ) {
     this.filter = new PacketFilter(networkName, logger);
   }
@@ -29,7 +48,8 @@ export class DockerEgress implements EgressCapability {
   networks(): Promise<OwnNetworks> {
     this.preparing ??= (async () => {
       const networks = await ensureNetworks(this.docker, this.networkName);
-      await this.filter.install(Object.values(networks).map((n) => ({ iface: n.iface, gateway: n.gateway, internal: n.internal })));
+      const bridges = Object.values(networks).map((n) => ({ iface: n.iface, gateway: n.gateway, internal: n.internal }));
+      await this.filter.install(bridges, engineResolvers());
       return networks;
     })().catch((err: unknown) => {
       this.preparing = undefined;
@@ -47,16 +67,86 @@ export class DockerEgress implements EgressCapability {
     await this.filter.expose(port);
   }
 
-  /** Instances that do not run (no address) have no rules: `setRules` runs again at their start. */
+  /** Instances that do not run (no address) have no rules: they are rebuilt when one starts or dies. */
   async setRules(rules: InstanceRules[]): Promise<void> {
     await this.networks();
-    const addressed = await Promise.all(
-      rules.map(async (rule) => {
-        const state = await this.inspect(rule.id);
-        return state?.ip ? { source: state.ip, allow: rule.allow, deny: rule.deny } : undefined;
-      }),
+    this.rules = rules;
+    if (rules.length > 0) this.watch();
+    await this.apply();
+  }
+
+  /** Stops watching the engine's events (the rules stay in the packet filter). */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retry);
+    const events = this.events;
+    this.events = undefined;
+    events?.destroy();
+  }
+
+  /** Rebuilds the RULES chain from the rules last set and the addresses their containers hold now. */
+  private apply(): Promise<void> {
+    const next = this.applying.then(async () => {
+      const addressed = await Promise.all(
+        this.rules.map(async (rule) => {
+          const state = await this.inspect(rule.id);
+          return state?.ip ? { source: state.ip, allow: rule.allow, deny: rule.deny } : undefined;
+        }),
+      );
+      await this.filter.setAddressRules(addressed.filter((rule) => rule !== undefined));
+    });
+    this.applying = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Listens to the `die` and `start` events of sandboxd's containers while rules are set. */
+  private watch(): void {
+    if (this.listening || this.retry || this.closed) return;
+    this.listening = true;
+    const filters = { type: ['container' as const], event: ['die', 'start'], label: [`${LABEL.managed}=true`] };
+    const rebuild = () =>
+      void this.apply().catch((err: unknown) => this.logger.error({ err }, "could not rebuild the sandboxes' address rules after a container event"));
+    this.docker.getEvents({ filters }).then(
+      (raw) => {
+        const stream = raw as Readable;
+        if (this.closed) {
+          stream.destroy();
+          return;
+        }
+        this.events = stream;
+        // Containers that started or died while no stream listened (a reconnect).
+        rebuild();
+        let buffered = '';
+        stream.on('data', (chunk: Buffer) => {
+          buffered += chunk.toString('utf8');
+          const lines = buffered.split('\n');
+          buffered = lines.pop() ?? '';
+          if (lines.some((line) => line.trim() !== '') && this.rules.length > 0) rebuild();
+        });
+        const ended = () => {
+          if (this.events !== stream) return;
+          this.events = undefined;
+          this.relisten();
+        };
+        stream.on('end', ended);
+        stream.on('close', ended);
+        stream.on('error', ended);
+      },
+      (err: unknown) => {
+        this.logger.warn({ err }, "cannot watch the engine's container events; retrying");
+        this.relisten();
+      },
     );
-    await this.filter.setAddressRules(addressed.filter((rule) => rule !== undefined));
+  }
+
+  /** After the event stream ended (or could not open): listens again in a while, while rules are set. */
+  private relisten(): void {
+    this.listening = false;
+    if (this.closed || this.rules.length === 0) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.watch();
+    }, EVENTS_RETRY_MS);
   }
 
   async ranges(): Promise<string[]> {

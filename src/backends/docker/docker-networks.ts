@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import type Docker from 'dockerode';
 import { ServiceError } from '../../errors.js';
 import { firstHostAddress } from './docker-gateway.js';
@@ -107,5 +109,45 @@ export async function removeNetworks(docker: Docker, name: string): Promise<void
       .getNetwork(spec.name)
       .remove()
       .catch(() => undefined);
+  }
+}
+
+/** Where the engine's and the host's DNS settings are read from (tests give their own). */
+export interface ResolverFiles {
+  daemonJson: string;
+  resolvConf: readonly string[];
+}
+
+const RESOLVER_FILES: ResolverFiles = { daemonJson: '/etc/docker/daemon.json', resolvConf: ['/etc/resolv.conf', '/run/systemd/resolve/resolv.conf'] };
+
+/**
+ * The DNS servers the engine's DNS in each container forwards names it does not know to, from
+ * the container's own address (so the packet filter must let port 53 to them through): the
+ * daemon's `dns` setting, else the host's nameservers (/etc/resolv.conf, and systemd-resolved's
+ * upstream file where the first lists only its loopback stub). Loopback ones are left out (the
+ * engine reaches those from the host itself); IPv4 and IPv6 alike.
+ */
+export function engineResolvers(files: ResolverFiles = RESOLVER_FILES): string[] {
+  const configured = readJson(files.daemonJson)?.dns;
+  const found = Array.isArray(configured) ? configured.filter((s): s is string => typeof s === 'string') : files.resolvConf.flatMap(nameservers);
+  return [...new Set(found.map((s) => s.trim()).filter((s) => isIP(s) !== 0 && !/^127\.|^::1$/.test(s)))];
+}
+
+function nameservers(path: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return [];
+  }
+  return [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => (m[1] ?? '').replace(/%.*$/s, ''));
+}
+
+function readJson(path: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }

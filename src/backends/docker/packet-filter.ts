@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { NOT_PUBLIC_IPV4 } from '../../domain/private-addresses.js';
 import { ServiceError } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 
@@ -36,11 +37,14 @@ export function chainsOf(networkName: string): { egress: string; rules: string }
  * 2. each sandbox's own rules (the RULES chain: its `deny`, then its `allow` ranges);
  * 3. the exposed port (the proxy port) on each bridge's own gateway address is accepted;
  * 4. anything else from an internal (proxy-mode) bridge is dropped;
- * 5. any address of the host itself (addrtype LOCAL: every interface's, the gateways' too) and
- *    link-local 169.254.0.0/16 (cloud metadata) are dropped;
- * 6. the rest (forwarded to the outside from an `open` bridge) returns to Docker's own rules.
+ * 5. DNS (port 53) to the host's resolvers goes on from the other bridges: the engine's DNS in
+ *    each container forwards names it does not know to them from the container's address;
+ * 6. any address of the host itself (addrtype LOCAL: every interface's, the gateways' too) is dropped;
+ * 7. every IPv4 range that is not public (`NOT_PUBLIC_IPV4`: RFC 1918, CGNAT, link-local and
+ *    cloud metadata, the clouds' internal services, reserved...) is dropped;
+ * 8. the rest (forwarded to the outside from an `open` bridge) returns to Docker's own rules.
  */
-export function egressRules(chain: string, rulesChain: string, bridges: readonly FilteredBridge[], exposedPort: number | undefined): string[][] {
+export function egressRules(chain: string, rulesChain: string, bridges: readonly FilteredBridge[], exposedPort: number | undefined, resolvers: readonly string[] = []): string[][] {
   const rules: string[][] = [
     ['-A', chain, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'RETURN'],
     ['-A', chain, '-j', rulesChain],
@@ -49,17 +53,31 @@ export function egressRules(chain: string, rulesChain: string, bridges: readonly
     for (const bridge of bridges) rules.push(['-A', chain, '-i', bridge.iface, '-d', `${bridge.gateway}/32`, '-p', 'tcp', '--dport', String(exposedPort), '-j', 'ACCEPT']);
   }
   for (const bridge of bridges.filter((b) => b.internal)) rules.push(['-A', chain, '-i', bridge.iface, '-j', 'DROP']);
+  for (const bridge of bridges.filter((b) => !b.internal)) {
+    for (const resolver of resolvers.filter((r) => !r.includes(':'))) {
+      for (const protocol of ['udp', 'tcp']) rules.push(['-A', chain, '-i', bridge.iface, '-d', `${resolver}/32`, '-p', protocol, '--dport', '53', '-j', 'RETURN']);
+    }
+  }
   rules.push(['-A', chain, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'DROP']);
-  rules.push(['-A', chain, '-d', '169.254.0.0/16', '-j', 'DROP']);
+  for (const cidr of NOT_PUBLIC_IPV4) rules.push(['-A', chain, '-d', cidr, '-j', 'DROP']);
   return rules;
 }
 
-/** The RULES chain: every instance's deny ranges, then its allow ranges (IPv4 only: the networks have no IPv6). */
+/**
+ * The RULES chain: every instance's deny ranges, then its allow ranges (IPv4 only: the networks
+ * have no IPv6). A range with a port (`192.0.2.2/32:8080`) stands for that port alone, TCP and UDP.
+ */
 export function addressRules(chain: string, instances: readonly AddressRules[]): string[][] {
-  const ipv4 = (cidr: string) => !cidr.includes(':');
+  const ipv4 = (entry: string) => /^\d+\.\d+\.\d+\.\d+\//.test(entry);
+  const rule = (source: string, entry: string, verdict: string): string[][] => {
+    const [, cidr = entry, port] = /^([^:]+\/\d+):(\d+)$/.exec(entry) ?? [];
+    const base = ['-A', chain, '-s', `${source}/32`, '-d', cidr];
+    if (port === undefined) return [[...base, '-j', verdict]];
+    return ['tcp', 'udp'].map((protocol) => [...base, '-p', protocol, '--dport', port, '-j', verdict]);
+  };
   const rules: string[][] = [];
-  for (const { source, deny } of instances) for (const cidr of deny.filter(ipv4)) rules.push(['-A', chain, '-s', `${source}/32`, '-d', cidr, '-j', 'DROP']);
-  for (const { source, allow } of instances) for (const cidr of allow.filter(ipv4)) rules.push(['-A', chain, '-s', `${source}/32`, '-d', cidr, '-j', 'ACCEPT']);
+  for (const { source, deny } of instances) for (const entry of deny.filter(ipv4)) rules.push(...rule(source, entry, 'DROP'));
+  for (const { source, allow } of instances) for (const entry of allow.filter(ipv4)) rules.push(...rule(source, entry, 'ACCEPT'));
   return rules;
 }
 
@@ -80,6 +98,7 @@ export function restoreInput(chains: readonly string[], rules: readonly string[]
 export class PacketFilter {
   private binary: string | undefined;
   private bridges: FilteredBridge[] = [];
+  private resolvers: readonly string[] = [];
   private exposedPort: number | undefined;
   private readonly chains: { egress: string; rules: string };
   /** Serialises rebuilds: the last call's state wins. */
@@ -92,11 +111,16 @@ export class PacketFilter {
     this.chains = chainsOf(networkName);
   }
 
-  /** Installs the chains and hooks for `bridges` (idempotent). */
-  async install(bridges: FilteredBridge[]): Promise<void> {
+  /**
+   * Installs the chains and hooks for `bridges` (idempotent), DNS open to `resolvers` (the
+   * addresses the engine's DNS forwards to). Every instance's own rules are cleared: the
+   * service pushes those of the instances running now (`setAddressRules`).
+   */
+  async install(bridges: FilteredBridge[], resolvers: readonly string[] = []): Promise<void> {
     this.bridges = bridges;
+    this.resolvers = resolvers;
     await this.serial(async () => {
-      await this.restore([this.chains.egress, this.chains.rules], egressRules(this.chains.egress, this.chains.rules, this.bridges, this.exposedPort));
+      await this.restore([this.chains.egress, this.chains.rules], egressRules(this.chains.egress, this.chains.rules, this.bridges, this.exposedPort, this.resolvers));
       for (const bridge of this.bridges) {
         await this.hook('DOCKER-USER', bridge.iface);
         await this.hook('INPUT', bridge.iface);
@@ -108,7 +132,7 @@ export class PacketFilter {
   /** Accepts `port` on each bridge's gateway (undefined: no port). */
   async expose(port: number | undefined): Promise<void> {
     this.exposedPort = port;
-    await this.serial(() => this.restore([this.chains.egress], egressRules(this.chains.egress, this.chains.rules, this.bridges, port)));
+    await this.serial(() => this.restore([this.chains.egress], egressRules(this.chains.egress, this.chains.rules, this.bridges, port, this.resolvers)));
   }
 
   /** Replaces every instance's own rules. */

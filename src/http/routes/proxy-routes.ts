@@ -54,9 +54,9 @@ export async function proxyRoutes(app: App, { services }: RouteContext): Promise
     {
       schema: {
         tags,
-        summary: "The egress proxy's recent decisions, newest first (a ring of 10,000 in memory)",
+        summary: "The egress proxy's recent decisions, newest first (a ring of 10,000 in memory); admin keys, others where a policy rule or grant allows proxy.log",
         querystring: proxyLogQuery,
-        response: { 200: envelope(proxyLogEntry.array()), ...errors(400) },
+        response: { 200: envelope(proxyLogEntry.array()), ...errors(400, 403) },
       },
     },
     async (request) => ok(proxyLog.recent(request.query.limit, request.query.sandbox)),

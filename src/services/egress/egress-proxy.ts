@@ -5,7 +5,8 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import type { Counter } from 'prom-client';
-import { destinationsOf, plainAddress, unbracket } from '../../domain/destinations.js';
+import { canonicalHost, destinationsOf, unbracket } from '../../domain/destinations.js';
+import { plainAddress } from '../../domain/private-addresses.js';
 import type { Logger } from '../../telemetry/logger.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import type { InternalAddresses } from './internal-addresses.js';
@@ -88,8 +89,8 @@ interface Caller {
  * each request inside is then treated as an absolute-form one; every other tunnel is bytes), identified by their sandbox token in `Proxy-Authorization: Basic` (the password
  * of `http://sbx:<token>@<gateway>:<port>`). A destination passes the sandbox's rules (deny
  * list, then `proxy` egress's allow list; literal IPs only when an allow IP/CIDR names them;
- * the host's own, loopback, link-local and sandbox addresses only when an allow IP/CIDR names
- * them), then the `on_request` hooks. Names are resolved here and the checked address is the
+ * addresses that are not public, the host's own and the sandbox networks' only when an allow
+ * IP/CIDR names them), then the `on_request` hooks. Names are resolved here and the checked address is the
  * one connected to, so a DNS answer that changes in between (rebinding) cannot redirect it.
  */
 export class EgressProxy implements ForwardProxy {
@@ -146,9 +147,11 @@ export class EgressProxy implements ForwardProxy {
   async connect(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const started = performance.now();
     const authority = /^(\[[0-9A-Fa-f:.]+\]|[^:/\s]+):(\d{1,5})$/.exec(request.url ?? '');
-    const host = authority?.[1];
     const port = Number(authority?.[2] ?? 0);
-    if (!host || port < 1 || port > 65535) return rawAnswer(socket, 400, `CONNECT needs host:port, not '${String(request.url).slice(0, 200)}'`);
+    if (!authority?.[1] || port < 1 || port > 65535) return rawAnswer(socket, 400, `CONNECT needs host:port, not '${String(request.url).slice(0, 200)}'`);
+    // As a URL of the same host would read it: `2130706433` and `127.1` are 127.0.0.1, not names.
+    const host = canonicalHost(authority[1]);
+    if (!host) return rawAnswer(socket, 400, `CONNECT names no valid host: '${authority[1].slice(0, 200)}'`);
     const caller = await this.authenticate(request.headers['proxy-authorization']);
     if (typeof caller === 'string') return rawAnswer(socket, 407, caller, [`Proxy-Authenticate: ${REALM}`]);
     const facts = this.facts(caller, 'CONNECT', `https://${host}:${port}`, host, port, '', {});
@@ -195,15 +198,19 @@ export class EgressProxy implements ForwardProxy {
 
   /** The address to connect to, or the refusal: the sandbox's rules first, then the hooks. */
   private async decide(caller: Caller, facts: ProxyRequestFacts): Promise<Route> {
-    const route = await this.route(caller.uuid, facts.host);
+    const route = await this.route(caller.uuid, facts.host, facts.port);
     if (route.refusal) return route;
     const verdict = await this.input.hooks.onRequest(facts);
     if (verdict.decision === 'deny') return { refusal: { status: verdict.status, reason: verdict.reason, hook: verdict.hook } };
     return route;
   }
 
-  /** The sandbox's destination rules for one host. */
-  async route(sandboxUuid: string, host: string): Promise<Route> {
+  /**
+   * The sandbox's destination rules for one host (as WHATWG reads it: `canonicalHost`) and port.
+   * Addresses that are not public (`InternalAddresses`), literal or resolved, pass only where an
+   * allow IP/CIDR names them (with this port, when the entry gives one).
+   */
+  async route(sandboxUuid: string, host: string, port: number): Promise<Route> {
     const deny = (reason: string): Route => ({ refusal: { status: 403, reason } });
     const egress = await this.input.egressOf(sandboxUuid);
     if (!egress) return deny('the sandbox this token was made for no longer exists');
@@ -212,13 +219,13 @@ export class EgressProxy implements ForwardProxy {
     const denied = destinationsOf(egress.deny);
     const bare = plainAddress(unbracket(host)).toLowerCase();
     if (isIP(bare)) {
-      if (denied.address(bare)) return deny(`${bare} is in the sandbox's deny list`);
-      if (!allow.address(bare)) return deny(`${bare} is a literal IP address: those are refused unless an allow entry (an IP or CIDR) names them`);
+      if (denied.address(bare, port)) return deny(`${bare} is in the sandbox's deny list`);
+      if (!allow.address(bare, port)) return deny(`${bare}:${port} is a literal IP address: those are refused unless an allow entry (an IP or CIDR, with this port if it names one) names them`);
       return { address: bare };
     }
     const name = bare.replace(/\.$/, '');
-    if (denied.host(name)) return deny(`${name} is in the sandbox's deny list`);
-    if (egress.egress === 'proxy' && !allow.host(name)) return deny(`${name} is not in the sandbox's allow list`);
+    if (denied.host(name, port)) return deny(`${name} is in the sandbox's deny list`);
+    if (egress.egress === 'proxy' && !allow.host(name, port)) return deny(`${name} is not in the sandbox's allow list`);
     let addresses: { address: string }[];
     try {
       addresses = await this.resolve(name);
@@ -228,7 +235,11 @@ export class EgressProxy implements ForwardProxy {
     let first: string | undefined;
     for (const { address } of addresses) {
       const ip = plainAddress(address);
-      const refused = denied.address(ip) ? 'in the deny list' : this.input.internal.has(ip) && !allow.address(ip) ? 'an address of the host, a sandbox, loopback or link-local' : undefined;
+      const refused = denied.address(ip, port)
+        ? 'in the deny list'
+        : this.input.internal.has(ip) && !allow.address(ip, port)
+          ? 'not a public address (private, CGNAT, unique local, loopback, link-local, a cloud-internal service, the host or a sandbox network)'
+          : undefined;
       if (!refused) return { address: ip };
       first ??= `${name} resolves to ${ip}, ${refused}: refused unless an allow entry (an IP or CIDR) names it`;
     }

@@ -1,25 +1,15 @@
 import { existsSync } from 'node:fs';
 import { BlockList } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { cidrOf, inList } from '../../domain/destinations.js';
-
-/** Addresses no sandbox reaches through the proxy unless an `allow` IP/CIDR names them. */
-const ALWAYS_INTERNAL: readonly string[] = [
-  '0.0.0.0/8', // "this host": connecting to 0.0.0.0 reaches the host's loopback
-  '127.0.0.0/8',
-  '169.254.0.0/16', // link-local: cloud metadata services
-  '224.0.0.0/4',
-  '255.255.255.255/32',
-  '::/128',
-  '::1/128',
-  'fe80::/10',
-  'ff00::/8',
-];
+import { addRange, inList, NOT_PUBLIC_RANGES } from '../../domain/private-addresses.js';
 
 /**
- * The addresses the proxy refuses by default: loopback, link-local, the host's own addresses,
- * and the sandbox networks' ranges (`sandboxRanges`, CIDRs). The host's addresses are read
- * again at most every 30 s (interfaces come and go with Docker networks).
+ * The addresses the proxy refuses by default, unless an `allow` IP/CIDR names them: every one
+ * that is not public (`NOT_PUBLIC_RANGES`, the classification clones and the packet filter
+ * share: loopback, RFC 1918, CGNAT, IPv6 ULA, link-local, the clouds' internal services,
+ * multicast, reserved), the host's own addresses, and the sandbox networks' ranges
+ * (`sandboxRanges`, CIDRs). The host's addresses are read again at most every 30 s (interfaces
+ * come and go with Docker networks).
  */
 export class InternalAddresses {
   private list: BlockList | undefined;
@@ -37,11 +27,8 @@ export class InternalAddresses {
 
   private build(): BlockList {
     const list = new BlockList();
-    const add = (entry: string) => {
-      const cidr = cidrOf(entry);
-      if (cidr) list.addSubnet(cidr.address, cidr.prefix, cidr.family);
-    };
-    ALWAYS_INTERNAL.forEach(add);
+    const add = (entry: string) => addRange(list, entry);
+    NOT_PUBLIC_RANGES.forEach(add);
     for (const addresses of Object.values(networkInterfaces())) {
       for (const a of addresses ?? []) add(a.address.replace(/%.*$/s, ''));
     }

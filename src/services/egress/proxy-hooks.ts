@@ -5,6 +5,7 @@ import type { ProxyRepository } from '../../state/proxy-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
+import { pathPrefixMatcher } from './hook-paths.js';
 
 /** What a hook sees of a request through the proxy (for CONNECT: host and port only). */
 export interface ProxyRequestFacts {
@@ -213,16 +214,21 @@ function causeOf(err: Error): string {
   return cause?.code ?? cause?.message ?? err.message;
 }
 
-/** A hook's match as a predicate; every field given must hold. */
+/**
+ * A hook's match as a predicate; every field given must hold. `path_prefix` is matched against
+ * the path as upstream servers read it (hook-paths.ts), `host` with its port when it names one.
+ */
 export function compileMatch(match: ProxyHookMatch): (facts: ProxyRequestFacts) => boolean {
   const tests: ((facts: ProxyRequestFacts) => boolean)[] = [];
   if (match.host !== undefined) {
     const host = destinationsOf([match.host]);
-    tests.push((f) => targetMatches(host, f.host));
+    tests.push((f) => targetMatches(host, f.host, f.port));
   }
   if (match.method !== undefined) tests.push((f) => f.method === match.method);
-  const prefix = match.path_prefix;
-  if (prefix !== undefined) tests.push((f) => f.path !== '' && f.path.startsWith(prefix));
+  if (match.path_prefix !== undefined) {
+    const matches = pathPrefixMatcher(match.path_prefix, match.path_ignore_case === true);
+    tests.push((f) => f.path !== '' && matches(f.path));
+  }
   if (match.sandbox !== undefined) {
     const pattern = new RegExp(`^${match.sandbox.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`);
     tests.push((f) => pattern.test(f.sandbox));

@@ -106,6 +106,15 @@ const ADMIN_ONLY = /^(?:policy\.(?:status|reload|audit)|permissions\.(?:grant|re
 export const isAdminOnly = (action: string): boolean => ADMIN_ONLY.test(action);
 
 /**
+ * Actions only admin keys take unless a policy rule or a grant allows them to another key: a
+ * policy's `default = "allow"` (and the open policy of a server without a file) does not reach
+ * them. The proxy log shows what every sandbox asked for, host by host.
+ */
+const ADMIN_BY_DEFAULT = new Set<string>(['proxy.log']);
+
+export const isAdminByDefault = (action: string): boolean => ADMIN_BY_DEFAULT.has(action);
+
+/**
  * Actions an admin key reaches whatever the rules say, so that a bad rule cannot lock the
  * admins out of repairing it: they can always see the policy and load a fixed file.
  */

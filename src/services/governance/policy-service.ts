@@ -9,7 +9,7 @@ import { badRequest, forbidden, ServiceError } from '../../errors.js';
 import type { PolicyAuditRow, PolicyRepository } from '../../state/policy-repository.js';
 import type { ServiceContext } from '../context.js';
 import { isoNow, type Clock } from '../support/clock.js';
-import { isAdminOnly, LOCKOUT_GUARDED } from './actions.js';
+import { isAdminByDefault, isAdminOnly, LOCKOUT_GUARDED } from './actions.js';
 import { actionOf, type PermissionService } from './permission-service.js';
 import type { PermissionKind } from '../../domain/principals.js';
 import {
@@ -140,39 +140,48 @@ export class PolicyService {
    * The decision on one request, without side effects but a `once` grant's consumption (with
    * `consume`). A grant is consulted only when no deny rule matches and neither an allow rule
    * nor the default would allow: it is used (and a `once` grant spent) only where it matters.
+   * `adminByDefault` (an admin-by-default action of a non-admin key): an `allow` default does
+   * not apply, only an allow rule or a grant.
    */
-  decide(request: PolicyRequest, consume: boolean): PolicyDecision {
+  decide(request: PolicyRequest, consume: boolean, adminByDefault = false): PolicyDecision {
     const { policy } = this.loaded;
     const { deny, allow, matched } = matchRules(policy, request);
     if (deny) return { decision: 'deny', allowed: false, reason: deny.reason ?? 'a deny rule matches', matched_rules: matched, via: 'rule', rule: deny.id };
     if (allow) return { decision: 'allow', allowed: true, reason: allow.reason ?? 'an allow rule matches', matched_rules: matched, via: 'rule', rule: allow.id };
-    if (policy.default === 'allow') return { decision: 'allow', allowed: true, reason: 'the default is allow', matched_rules: matched, via: 'default', rule: null };
+    if (policy.default === 'allow' && !adminByDefault) return { decision: 'allow', allowed: true, reason: 'the default is allow', matched_rules: matched, via: 'default', rule: null };
     const grant = this.permissions.use(request, consume);
     if (grant) return { decision: 'allow', allowed: true, reason: `permission ${grant.id} (${grant.scope})`, matched_rules: matched, via: 'grant', rule: null };
-    return { decision: 'deny', allowed: false, reason: 'no rule allows it and the default is deny', matched_rules: matched, via: 'default', rule: null };
+    const reason = adminByDefault ? `${request.action} is admin-only unless a policy rule or a grant allows it` : 'no rule allows it and the default is deny';
+    return { decision: 'deny', allowed: false, reason, matched_rules: matched, via: 'default', rule: null };
   }
 
   /**
    * Lets a request through or throws: FORBIDDEN for an admin-only action of a non-admin key
-   * (before any rule, so no rule or grant widens it), POLICY_DENIED for a denial in enforce
-   * mode. Admin keys always reach GET /policy/status and POST /policy/reload, so that a bad
+   * (before any rule, so no rule or grant widens it) and for an admin-by-default one that no
+   * rule or grant allows it, POLICY_DENIED for a denial in enforce mode. Admin keys always reach GET /policy/status and POST /policy/reload, so that a bad
    * rule cannot lock them out of repairing it.
    */
   authorize(principal: Principal, action: string, resource: string, context: RequestContext): void {
     if (isAdminOnly(action) && !principal.admin) throw forbidden(`${action} is admin-only: key '${principal.name}' is not an admin key`);
     if (principal.admin && LOCKOUT_GUARDED.has(action)) return;
+    const adminByDefault = !principal.admin && isAdminByDefault(action);
     const { policy } = this.loaded;
-    if (policy.rules.length === 0 && policy.default === 'allow' && !this.settings.policyAuditAllows) {
+    if (policy.rules.length === 0 && policy.default === 'allow' && !adminByDefault && !this.settings.policyAuditAllows) {
       this.decisions.inc({ decision: 'allow' });
       return;
     }
     const request = { principal: principal.name, action, resource, facts: factsOf(context, principal) };
-    const decision = this.decide(request, true);
+    const decision = this.decide(request, true, adminByDefault);
     const mode = this.mode;
     if (decision.allowed) {
       this.decisions.inc({ decision: 'allow' });
       if (this.settings.policyAuditAllows) this.record(request, decision, mode);
       return;
+    }
+    // Not a rule's denial but the action's nature: refused in audit mode too, as admin-only actions are.
+    if (adminByDefault && decision.via === 'default') {
+      this.decisions.inc({ decision: 'deny' });
+      throw forbidden(`${action} is admin-only unless a policy rule or a grant allows it: key '${principal.name}' is not an admin key`);
     }
     this.decisions.inc({ decision: mode === 'enforce' ? 'deny' : 'audit_deny' });
     this.record(request, decision, mode);
@@ -203,7 +212,7 @@ export class PolicyService {
     } else if (principal.admin && LOCKOUT_GUARDED.has(input.action)) {
       decision = { decision: 'allow', allowed: true, reason: 'admin keys always reach it', matched_rules: [], via: 'default', rule: null };
     } else {
-      decision = this.decide(request, false);
+      decision = this.decide(request, false, !principal.admin && isAdminByDefault(input.action));
     }
     const { rule: _rule, ...shown } = decision;
     return { ...shown, evaluation_time_us: Number(process.hrtime.bigint() - started) / 1000 };

@@ -79,11 +79,12 @@ const typeOf = (entry: string) => {
   return typeof parsed === 'string' ? 'invalid' : parsed.kind;
 };
 
-/** The CIDR form of a list's address entries (`10.1.2.3` -> `10.1.2.3/32`). */
+/** The CIDR form of a list's address entries, with their port (`10.1.2.3` -> `10.1.2.3/32`, `10.1.2.3:8080` -> `10.1.2.3/32:8080`). */
 function cidrsOf(entries: string[]): string[] {
   return entries.flatMap((entry) => {
     const parsed = parseNetworkEntry(entry);
-    return typeof parsed !== 'string' && parsed.kind === 'cidr' ? [parsed.cidr] : [];
+    if (typeof parsed === 'string' || parsed.kind !== 'cidr') return [];
+    return [parsed.port === undefined ? parsed.cidr : `${parsed.cidr}:${parsed.port}`];
   });
 }
 

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cloneSource } from '../../../src/backends/docker/git-source.js';
-import { AllowedHosts, checkDestination, isNotPublic } from '../../../src/backends/source-destination.js';
+import { AllowedHosts, checkDestination } from '../../../src/backends/source-destination.js';
+import { isNotPublic } from '../../../src/domain/private-addresses.js';
 import { silentLogger } from '../../../src/telemetry/logger.js';
 
 const cleanups: Array<() => void | Promise<unknown>> = [];

@@ -626,7 +626,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory) */
+        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory); admin keys, others where a policy rule or grant allows proxy.log */
         get: operations["getProxyLog"];
         put?: never;
         post?: never;
@@ -1914,9 +1914,11 @@ export interface components {
                 method?: string;
                 /**
                  * Format: starts_with
-                 * @description Matches requests whose path begins with it; CONNECT tunnels have no path and never match one
+                 * @description Matches requests whose path, as the upstream reads it, begins with it: percent-encoded characters decoded, ;parameters, duplicate slashes and dot segments removed (/%62locked, //blocked and /;/blocked are /blocked); CONNECT tunnels have no path and never match one
                  */
                 path_prefix?: string;
+                /** @description true: path_prefix matches in any case (/BLOCKED too), for upstreams whose paths ignore case; default false */
+                path_ignore_case?: boolean;
                 sandbox?: string;
                 /** @description Sandbox labels that must all be present with these values */
                 labels?: {
@@ -1949,6 +1951,7 @@ export interface components {
                 host?: string;
                 method?: string;
                 path_prefix?: string;
+                path_ignore_case?: boolean;
                 sandbox?: string;
                 labels?: {
                     [key: string]: string;
@@ -2015,11 +2018,11 @@ export interface components {
         };
         CreateSandboxNetwork: {
             /**
-             * @description open: the outside directly (never the host's addresses nor 169.254.0.0/16 unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy
+             * @description open: the outside directly (never the host's addresses nor private, link-local or cloud-internal ranges unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy
              * @enum {string}
              */
             egress?: "open" | "proxy" | "none";
-            /** @description proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host or link-local that the packet filter lets this sandbox reach */
+            /** @description proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host, private or link-local networks that the packet filter lets this sandbox reach. Each may name a port (127.0.0.1:8080, api.example.com:443, [::1]:8080): that port alone; without one, every port */
             allow?: string[];
             /** @description Refused even where allow matches (open: addresses and CIDR ranges only) */
             deny?: string[];
@@ -6365,6 +6368,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -192,6 +192,38 @@ describe('policy over HTTP', () => {
     }
   });
 
+  it("keeps the proxy log to admin keys under default = \"allow\" and without a file, unless a rule or a grant allows it", async () => {
+    const noFile = await fakeHarness({ namedKeys: KEYS });
+    try {
+      const refused = await noFile.app.inject({ method: 'GET', url: '/proxy/log', headers: as('ci') });
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json()).toMatchObject({ code: 'FORBIDDEN', error: "proxy.log is admin-only unless a policy rule or a grant allows it: key 'ci' is not an admin key" });
+      expect((await noFile.app.inject({ method: 'GET', url: '/proxy/log?sandbox=build-1', headers: as('ci') })).statusCode).toBe(403);
+      expect((await noFile.app.inject({ method: 'GET', url: '/proxy/log', headers: as('ops') })).statusCode).toBe(200);
+    } finally {
+      await noFile.close();
+    }
+
+    await start(`default = "allow"
+[[rules]]
+id = "ci-reads-its-proxy-log"
+effect = "allow"
+principals = ["ci"]
+actions = ["proxy.log"]
+resources = ["sandbox:ci-*"]
+`);
+    expect((await inject('ci', 'GET', '/proxy/log')).json()).toMatchObject({ code: 'FORBIDDEN' });
+    expect((await inject('ci', 'GET', '/proxy/log?sandbox=ci-1')).statusCode).toBe(200);
+    expect((await inject('agent', 'GET', '/proxy/log?sandbox=ci-1')).statusCode).toBe(403);
+    expect((await inject('ops', 'GET', '/proxy/log')).statusCode).toBe(200);
+    const check = await inject('agent', 'POST', '/policy/check', { action: 'proxy.log', resource: 'sandbox:*' });
+    expect(check.json().data).toMatchObject({ allowed: false, reason: 'proxy.log is admin-only unless a policy rule or a grant allows it' });
+    // A grant lets one key in, where the default would not.
+    expect((await inject('ops', 'POST', '/permissions/grant', { principal: 'agent', action: 'proxy.log', resource: 'sandbox:agent-*', scope: 'session' })).statusCode).toBe(201);
+    expect((await inject('agent', 'GET', '/proxy/log?sandbox=agent-1')).statusCode).toBe(200);
+    expect((await inject('agent', 'GET', '/proxy/log')).statusCode).toBe(403);
+  });
+
   it('refuses a self-grant by a non-admin key, and grants nothing admin-only', async () => {
     await start(DENY_BUT_ADMINS);
     const self = await inject('agent', 'POST', '/permissions/grant', { principal: 'agent', kind: 'sandbox_create', scope: 'always' });

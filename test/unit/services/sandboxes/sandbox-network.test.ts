@@ -93,6 +93,11 @@ describe('the network field', () => {
     expect(res.json().data.network).toEqual({ egress: 'open', allow: ['192.0.2.2'], deny: ['169.254.0.0/16'] });
     expect(h!.backend.egressState.rules).toEqual([{ id, allow: ['192.0.2.2/32'], deny: ['169.254.0.0/16'] }]);
 
+    // An entry with a port opens that port alone: the API port of an allowed host stays closed.
+    const ported = await patch('op', { network: { allow: ['192.0.2.2:8080'], deny: [] } });
+    expect(ported.json().data.network).toEqual({ egress: 'open', allow: ['192.0.2.2:8080'], deny: [] });
+    expect(h!.backend.egressState.rules).toEqual([{ id, allow: ['192.0.2.2/32:8080'], deny: [] }]);
+
     expect((await h!.app.inject({ method: 'POST', url: '/sandboxes/op/stop' })).statusCode).toBe(200);
     expect(h!.backend.egressState.rules).toEqual([]);
     expect((await h!.app.inject({ method: 'POST', url: '/sandboxes/op/start' })).statusCode).toBe(200);
