@@ -258,7 +258,7 @@ export class StoreService {
   /**
    * Runs one operation on a store's handle (opened on first use), with the op checked against
    * the kind, the outcome counted and timed, an external store's status kept from how it went,
-   * and the password scrubbed from any error that carries it.
+   * and a driver's exception (logged, never answered) scrubbed of the password.
    */
   private async operate<T>(idOrName: string, op: StoreOp, work: (handle: StoreHandle, record: StoreRecord, engine: StoreEngine) => Promise<T>): Promise<T> {
     const record = await this.require(idOrName);

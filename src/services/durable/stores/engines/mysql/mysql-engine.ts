@@ -280,7 +280,7 @@ class MysqlHandle implements StoreHandle {
     if (TIMED_OUT.has(failure.errno)) return timeoutError('mysql', timeoutMs);
     if (failure.errno === ER_READ_ONLY_TRANSACTION && op === 'query') return readOnlyError(failure.errno);
     if (UNAVAILABLE.has(failure.errno)) return storeUnavailable('mysql', this.store, this.endpoint, err);
-    return engineError(failure.sqlMessage ?? failure.message ?? 'statement failed', this.endpoint.password, {
+    return engineError(failure.sqlMessage ?? failure.message ?? 'statement failed', {
       engine_code: failure.errno,
       ...(failure.sqlState ? { sqlstate: failure.sqlState } : {}),
       ...(failure.statement === undefined ? {} : { statement: failure.statement }),

@@ -252,7 +252,7 @@ class PostgresHandle implements StoreHandle {
     if (err.code === QUERY_CANCELED) return timeoutError('postgres', timeoutMs);
     if (err.code === READ_ONLY_TRANSACTION && op === 'query') return readOnlyError(err.code);
     if (UNAVAILABLE.test(err.code)) return storeUnavailable('postgres', this.store, this.endpoint, err);
-    return engineError(err.message, this.endpoint.password, {
+    return engineError(err.message, {
       engine_code: err.code,
       ...(err.position === undefined ? {} : { position: Number(err.position) }),
       ...(statement === undefined ? {} : { statement }),

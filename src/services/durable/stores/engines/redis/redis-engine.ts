@@ -74,7 +74,7 @@ export class RedisEngine implements StoreEngine {
         () => badRequest(`no answer within ${limitMs} ms`),
       );
     } catch (err) {
-      throw cannotConnect('redis', endpoint, err);
+      throw cannotConnect('redis', endpoint, withReplyCode(err));
     } finally {
       client.destroy();
     }
@@ -117,6 +117,16 @@ const CLOSE_PATIENCE_MS = 1_000;
 
 /** The reply errors that mean the server will not serve this store now. */
 const UNAVAILABLE_REPLIES = new Set(['NOAUTH', 'WRONGPASS', 'LOADING', 'MASTERDOWN']);
+
+/**
+ * A reply error that refuses the connection (WRONGPASS, NOAUTH...) as an error with that
+ * code, so that its reason is told by the code, not by the server's words.
+ */
+function withReplyCode(err: unknown): unknown {
+  if (!(err instanceof ErrorReply)) return err;
+  const code = err.message.split(' ', 1)[0] ?? '';
+  return UNAVAILABLE_REPLIES.has(code) ? Object.assign(new Error(code), { code }) : err;
+}
 
 class RedisHandle implements StoreHandle {
   /** The connection: the client at once (to close it), and the promise that it is ready. */
@@ -179,7 +189,7 @@ class RedisHandle implements StoreHandle {
         (err: unknown) => {
           this.#forget(client);
           client.destroy();
-          throw storeUnavailable('redis', this.store, this.endpoint, err);
+          throw storeUnavailable('redis', this.store, this.endpoint, withReplyCode(err));
         },
       );
       client.on('end', () => this.#forget(client));
@@ -222,8 +232,8 @@ class RedisHandle implements StoreHandle {
   #error(err: unknown, client: Client): ServiceError {
     if (err instanceof ErrorReply) {
       const code = err.message.split(' ', 1)[0] ?? '';
-      if (UNAVAILABLE_REPLIES.has(code)) return storeUnavailable('redis', this.store, this.endpoint, err);
-      return engineError(err.message, this.endpoint.password, { engine_code: code });
+      if (UNAVAILABLE_REPLIES.has(code)) return storeUnavailable('redis', this.store, this.endpoint, withReplyCode(err));
+      return engineError(err.message, { engine_code: code });
     }
     // The connection broke: forget it so that the next command connects anew.
     if (!client.isReady) {
