@@ -35,7 +35,8 @@ beforeAll(async () => {
       },
     }),
   );
-  h = await fakeHarness({}, undefined, { enabled: true, backlog: 1000, webhookUrls: [] }, { logger });
+  // The servers are on loopback, which stores reach only when --store-allowed-hosts names it.
+  h = await fakeHarness({ storeAllowedHosts: ['127.0.0.1'] }, undefined, { enabled: true, backlog: 1000, webhookUrls: [] }, { logger });
   await h.services.sandboxes.create({ name: 'box' });
 }, 60_000);
 

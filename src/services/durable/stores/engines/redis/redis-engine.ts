@@ -9,7 +9,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createClient, ErrorReply, RESP_TYPES } from '@redis/client';
 import { badRequest, ServiceError } from '../../../../../errors.js';
-import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
+import { checkExternalConfig, checkInteger, connectTarget, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
 import { cannotConnect, engineError, storeUnavailable, withDeadline } from '../external/external-errors.js';
 import { commandName, commandWrites, NEVER_ALLOWED, refusal } from './redis-commands.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from '../../store-engine.js';
@@ -88,15 +88,16 @@ export class RedisEngine implements StoreEngine {
 const CONNECT_TIMEOUT_MS = 10_000;
 
 function newClient(endpoint: Endpoint, options: ExternalEngineOptions) {
+  const { host, tls } = connectTarget(endpoint);
   const client = createClient({
     socket: {
-      host: endpoint.host,
+      host,
       port: endpoint.port,
       connectTimeout: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
       // A lost connection is not retried in the background: the next command connects anew,
       // and a command meanwhile fails at once instead of waiting in an offline queue.
       reconnectStrategy: false,
-      ...(endpoint.tls ? { tls: true as const, ...endpoint.tls } : {}),
+      ...(tls ? { tls: true as const, ...tls } : {}),
     },
     ...(endpoint.user === undefined ? {} : { username: endpoint.user }),
     ...(endpoint.password === undefined ? {} : { password: endpoint.password }),
