@@ -60,7 +60,7 @@ const DOMAIN_GRAPH = {
   'durable/objects': ['commands', 'durable', 'events', 'sandboxes', 'support'],
   'durable/orchestrations': ['commands', 'durable', 'durable/objects', 'support'],
   'durable/schedules': ['commands', 'durable', 'events', 'sandboxes', 'support'],
-  'durable/stores': ['commands', 'durable', 'events', 'sandboxes', 'support'],
+  'durable/stores': ['commands', 'durable', 'egress', 'events', 'sandboxes', 'support'],
 };
 
 /** Throws when DOMAIN_GRAPH has a cycle (a domain that may reach itself). */

@@ -27,7 +27,7 @@ export function serveCommand(): Command {
     .option('--orchestration-retention <duration>', 'how long finished orchestration instances are kept, e.g. 30d, 12h (default 30d)')
     .option('--store-workers <n>', 'child processes that run the SQL of host sqlite stores (default 2)')
     .option('--store-timeout <ms>', 'default timeout_ms of store queries, executes and commands (default 10000, at most 60000)')
-    .option('--store-allowed-hosts <globs>', 'hosts postgres, mysql and redis stores may connect to, comma-separated globs (default *)')
+    .option('--store-allowed-hosts <globs>', 'hosts postgres, mysql and redis stores may connect to, comma-separated globs and CIDRs (default *: public hosts; an internal address only when named)')
     .option('--pool-memory-mb <mb>', 'memory limits that warm instances may hold in all; pools grow with demand up to it (default 8192)')
     .addOption(new Option('--backend <name>', 'isolation backend').choices(BACKEND_IDS))
     .option('--default-image <image>', 'image of sandboxes that name none')

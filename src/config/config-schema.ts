@@ -75,8 +75,8 @@ type OptionsIn<S extends SectionName> = { [K in OptionName]: (typeof OPTIONS)[K]
 /** A host name, an IPv4 or IPv6 address (bracketed or not), optionally with a /prefix. */
 const SOURCE_HOST_ENTRY = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?)(?:\/\d{1,3})?$/;
 
-/** A host name or address with `*` and `?` wildcards. */
-const STORE_HOST_GLOB = /^[A-Za-z0-9.:*?_\[\]-]+$/;
+/** A host name or address with `*` and `?` wildcards, or an address with a /prefix (a CIDR). */
+const STORE_HOST_GLOB = /^(?:[A-Za-z0-9.:*?_\[\]-]+|[0-9.]+\/\d{1,2}|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*\/\d{1,3})$/;
 
 const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
@@ -184,8 +184,10 @@ export const configSchema = z.object({
   /** Default timeout_ms of store query, execute and command; a request may ask for up to 60000. */
   storeTimeout: z.coerce.number().int().min(1).max(60_000).default(10_000),
   /**
-   * Globs (`*`, `?`) of the hosts postgres, mysql and redis stores may connect to: a TOML list, or
-   * a comma-separated list. Default `*` (anywhere); `[]` or '' allows none but a bound sandbox's address.
+   * Globs (`*`, `?`) of the hosts postgres, mysql and redis stores may connect to, and CIDRs: a
+   * TOML list, or a comma-separated list. Default `*` (any public host); an internal address
+   * (loopback, link-local, private, this host's) only when an entry names it without a wildcard
+   * (the host, its address or a CIDR holding it). `[]` or '' allows none but a bound sandbox's address.
    */
   storeAllowedHosts: z
     .union([z.array(z.string()), z.string()])
@@ -193,7 +195,7 @@ export const configSchema = z.object({
       const entries = (Array.isArray(input) ? input : input.split(',')).map((entry) => entry.trim()).filter(Boolean);
       const bad = entries.find((entry) => !STORE_HOST_GLOB.test(entry));
       if (bad) {
-        ctx.addIssue({ code: 'custom', message: `'${bad}' is not a host glob: use db.internal,*.example.com,10.0.0.*` });
+        ctx.addIssue({ code: 'custom', message: `'${bad}' is not a host glob or CIDR: use db.internal,*.example.com,10.0.0.*,10.0.0.0/8` });
         return z.NEVER;
       }
       return entries;

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +25,16 @@ export interface FakeHarness {
   close(): Promise<void>;
 }
 
+/**
+ * Names for the store engine doubles: an address resolves to itself, `localhost` and
+ * `*.loopback.test` to 127.0.0.1, any other name to a public address (never connected to).
+ */
+export const doubleResolver = async (host: string): Promise<string[]> => {
+  if (isIP(host)) return [host];
+  if (host === 'localhost' || host.endsWith('.loopback.test')) return ['127.0.0.1'];
+  return ['1.1.1.1'];
+};
+
 /** The whole service over the fake backend and a real SQLite store in a temporary folder. */
 export async function fakeHarness(
   settings: Partial<Config> & ServiceInputs = {},
@@ -36,7 +47,7 @@ export async function fakeHarness(
   const store = await openStore(dataDir, allMigrations());
   const backend = new FakeBackend();
   const logger = extra.logger ?? silentLogger();
-  const { namedKeys = [], hostLimits, egress, ...options } = settings;
+  const { namedKeys = [], hostLimits, egress, storeResolver, ...options } = settings;
   // The schema's defaults, but no pool made ahead of demand (unit tests count what they make),
   // and the test's own values, given as the parsed config holds them.
   const config: Config = { ...defaultConfig({ dataDir }), poolSize: 0, ...options, namedKeys };
@@ -50,6 +61,8 @@ export async function fakeHarness(
     ...(clock ? { clock } : {}),
     ...(events ? { events } : {}),
     ...(extra.engines ? { engines: extra.engines } : {}),
+    // Store engine doubles connect nowhere: their hosts (db.test...) resolve to a public address.
+    ...(storeResolver ? { storeResolver } : extra.engines ? { storeResolver: doubleResolver } : {}),
   });
   const app = await buildApp({ services, apiKeys: config.apiKeys, namedKeys, logger, ...(extra.webRoot ? { webRoot: extra.webRoot } : {}) });
   return {

@@ -71,7 +71,8 @@ export class StoreEngineDouble implements StoreEngine {
     if (validate && target.config.host === 'unreachable.test') {
       throw badRequest(`config: cannot connect to ${this.kind} at unreachable.test:${String(target.config.port)}: ECONNREFUSED (create with validate: false to skip this check)`);
     }
-    if (validate && target.config.host === 'leaky.test') throw badRequest(`config: login refused for password ${target.password}`);
+    // A driver's own exception that carries the password (the service scrubs it: it is logged, never answered).
+    if (validate && target.config.host === 'leaky.test') throw new Error(`login refused for password ${target.password}`);
     if (this.embedded) writeFileSync(target.file, 'double');
   }
 
@@ -92,7 +93,7 @@ export class StoreEngineDouble implements StoreEngine {
     if (this.ops.includes('query')) {
       handle.query = async (request) => {
         this.calls.push({ op: 'query', id: target.id, request });
-        if (leaky) throw new ServiceError('SQL_ERROR', `syntax error near ${target.password}`, { details: { engine_code: '42601', dsn: `user:${target.password}@db` } });
+        if (leaky) throw new Error(`driver failed on user:${target.password}@db`);
         return this.onQuery(request);
       };
       handle.execute = async (request) => {

@@ -59,3 +59,9 @@ export async function eventually(check: () => Promise<boolean>, what: string, se
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/**
+ * The PostgreSQL cluster that checks passwords (scripts/ensure-databases.sh): 127.0.0.1:5433,
+ * scram-sha-256, with this superuser. The tests make their own roles on it.
+ */
+export const PG_AUTH = { host: '127.0.0.1', port: 5433, user: 'sandboxd_admin', password: 'sandboxd-admin' } as const;

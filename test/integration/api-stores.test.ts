@@ -35,7 +35,8 @@ beforeAll(async () => {
       },
     }),
   );
-  h = await fakeHarness({}, undefined, { enabled: true, backlog: 1000, webhookUrls: [] }, { logger });
+  // The servers are on loopback, which stores reach only when --store-allowed-hosts names it.
+  h = await fakeHarness({ storeAllowedHosts: ['127.0.0.1'] }, undefined, { enabled: true, backlog: 1000, webhookUrls: [] }, { logger });
   await h.services.sandboxes.create({ name: 'box' });
 }, 60_000);
 
@@ -120,10 +121,9 @@ describe('stores over the real engines', () => {
     });
     expect((await api('POST', '/stores/pg/query', { sql: 'SELECT name, n FROM item' })).data).toMatchObject({ rows: [["o'brien", '9007199254740993']], column_types: ['text', 'int8'] });
     expect(await api('POST', '/stores/pg/query', { sql: "SELECT nextval('item_id_seq')" })).toMatchObject({ status: 400, code: 'READ_ONLY' });
-    // An engine message that repeats the password reaches the client scrubbed.
+    // An engine message that quotes the password quotes it masked, as it masks anything it quotes.
     const echoed = await api('POST', '/stores/pg/query', { sql: 'SELECT $1::int', params: [PASSWORD] });
-    expect(echoed).toMatchObject({ status: 400, code: 'SQL_ERROR' });
-    expect(echoed.error).toContain('****');
+    expect(echoed).toMatchObject({ status: 400, code: 'SQL_ERROR', error: 'invalid input syntax for type integer: "…"' });
     expect(await api('POST', '/stores/pg/query', { sql: 'SELECT pg_sleep(10)', timeout_ms: 500 })).toMatchObject({ status: 504, code: 'TIMEOUT' });
     // A rotated password is used at once: the old handle is closed.
     await admin.query(`ALTER ROLE ${role} PASSWORD '${PASSWORD}-2'`);

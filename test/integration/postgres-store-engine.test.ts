@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { splitCredentials } from '../../src/services/durable/stores/store-credentials.js';
 import { PostgresEngine } from '../../src/services/durable/stores/engines/postgres/postgres-engine.js';
 import type { StoreHandle } from '../../src/services/durable/stores/store-engine.js';
-import { eventually, failure, runSuffix, storeTarget, testPassword, thrown, visible } from '../helpers/store-engines.js';
+import { eventually, failure, PG_AUTH, runSuffix, storeTarget, testPassword, thrown, visible } from '../helpers/store-engines.js';
 
 const suffix = runSuffix();
 const DB = `sbx_pg_${suffix}`;
@@ -202,7 +202,7 @@ describe('postgres reads', () => {
   it('reports an engine error with its SQLSTATE and position', async () => {
     const err = await failure(q('SELECT nope FROM items'));
     expect(err.code).toBe('SQL_ERROR');
-    expect(err.message).toBe('column "nope" does not exist');
+    expect(err.message).toBe('column "…" does not exist');
     expect(err.details).toEqual({ engine_code: '42703', position: 8 });
   });
 
@@ -345,20 +345,64 @@ describe('postgres connections and credentials', () => {
     const err = await failure(refused.query!({ sql: 'SELECT 1', params: [], maxRows: 1, timeoutMs: 5000 }));
     seen.push(err);
     expect(err.code).toBe('STORE_UNAVAILABLE');
-    expect(err.message).toBe(`postgres store 'refused' at 127.0.0.1:5432: role "${NOLOGIN}" is not permitted to log in`);
+    expect(err.message).toBe(`postgres store 'refused' at 127.0.0.1:5432: 28000: the server refused the login (pg_hba.conf, or a role that may not log in)`);
     const validated = await failure(engine.prepare(target, true));
     seen.push(validated);
-    expect(validated.message).toContain(`role "${NOLOGIN}" is not permitted to log in (create with validate: false`);
+    expect(validated.message).toContain(`28000: the server refused the login (pg_hba.conf, or a role that may not log in) (create with validate: false`);
     await refused.close();
   });
 
-  it('scrubs the password from engine messages that echo it', async () => {
-    const err = await failure(appStore.query!({ sql: 'SELECT $1::int', params: [PASSWORD], maxRows: 1, timeoutMs: 5000 }));
-    seen.push(err);
-    expect(err.code).toBe('SQL_ERROR');
-    expect(err.message).toBe('invalid input syntax for type integer: "****"');
+  it('masks what engine messages quote, the password or anything else alike', async () => {
+    for (const value of [PASSWORD, 'not-the-password']) {
+      const err = await failure(appStore.query!({ sql: 'SELECT $1::int', params: [value], maxRows: 1, timeoutMs: 5000 }));
+      seen.push(err);
+      expect(err.code).toBe('SQL_ERROR');
+      expect(err.message).toBe('invalid input syntax for type integer: "…"');
+    }
     const who = await appStore.query!({ sql: 'SELECT current_user', params: [], maxRows: 1, timeoutMs: 5000 });
     seen.push(who);
     expect(who.rows).toEqual([[ROLE]]);
+  });
+});
+
+describe('postgres with a server that checks passwords (127.0.0.1:5433, scram-sha-256)', () => {
+  const role = `sbx_pg_pw_${suffix}`;
+  const authAdmin = new pg.Client({ ...PG_AUTH, database: 'postgres' });
+
+  beforeAll(async () => {
+    await authAdmin.connect();
+    await authAdmin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${PASSWORD}'`);
+  });
+
+  afterAll(async () => {
+    await authAdmin.query(`DROP ROLE IF EXISTS ${role}`);
+    await authAdmin.end();
+  });
+
+  const target = (name: string, password: string) =>
+    storeTarget(engine, name, { host: '127.0.0.1', port: PG_AUTH.port, user: role, database: 'postgres' }, { password });
+
+  it('connects with the right password', async () => {
+    await engine.prepare(target('right', PASSWORD), true);
+    const handle = await engine.open(target('right', PASSWORD));
+    const who = await handle.query!({ sql: 'SELECT current_user', params: [], maxRows: 1, timeoutMs: 5000 });
+    expect(who.rows).toEqual([[role]]);
+    await handle.close();
+  });
+
+  it('refuses the wrong password with a clear error that does not echo it', async () => {
+    const wrong = `${PASSWORD}-wrong`;
+    const handle = await engine.open(target('wrongpw', wrong));
+    const err = await failure(handle.query!({ sql: 'SELECT 1', params: [], maxRows: 1, timeoutMs: 5000 }));
+    seen.push(err);
+    expect(err.code).toBe('STORE_UNAVAILABLE');
+    expect(err.message).toBe(`postgres store 'wrongpw' at 127.0.0.1:${PG_AUTH.port}: 28P01: password authentication failed`);
+    expect(visible(err)).not.toContain(wrong);
+    const validated = await failure(engine.prepare(target('wrongpw', wrong), true));
+    expect(validated.message).toBe(
+      `config: cannot connect to postgres at 127.0.0.1:${PG_AUTH.port}: 28P01: password authentication failed (create with validate: false to skip this check)`,
+    );
+    expect(visible(validated)).not.toContain(wrong);
+    await handle.close();
   });
 });

@@ -41,6 +41,8 @@ export interface SandboxesApi {
   onBeforeStop(hook: StopHook): void;
   onRemoved(hook: RemoveHook): void;
   onCreated(hook: CreateHook): void;
+  /** BAD_REQUEST naming `vcpus` or `memory_mb` when the host cannot give one sandbox this much. */
+  checkResources(vcpus: number | undefined, memoryMb: number | undefined): void;
   /** Whether sandboxes with egress `proxy` can reach a proxy; set by the egress domain's wiring. */
   proxyListening: () => boolean;
 }

@@ -133,7 +133,8 @@ describe('loadConfig', () => {
     });
     expect(() => loadConfig({ env: {}, flags: { dataDir: dir, storeTimeout: '60001' } })).toThrow(/--store-timeout/);
     expect(() => loadConfig({ env: { SERVICE_STORE_WORKERS: '0' }, flags: { dataDir: dir } })).toThrow(/SERVICE_STORE_WORKERS/);
-    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, storeAllowedHosts: 'db/32' } })).toThrow(/--store-allowed-hosts: 'db\/32' is not a host glob/);
+    expect(() => loadConfig({ env: {}, flags: { dataDir: dir, storeAllowedHosts: 'db/32' } })).toThrow(/--store-allowed-hosts: 'db\/32' is not a host glob or CIDR/);
+    expect(loadConfig({ env: {}, flags: { dataDir: dir, storeAllowedHosts: '*,10.0.0.0/8,fd00::/8' } })).toMatchObject({ storeAllowedHosts: ['*', '10.0.0.0/8', 'fd00::/8'] });
   });
 
   it('reads the orchestration options from every source and refuses bad values by name', () => {

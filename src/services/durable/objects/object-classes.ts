@@ -48,7 +48,10 @@ export class ObjectClasses {
     return this.maxStorageBytes;
   }
 
-  constructor(ctx: Pick<ServiceContext, 'clock'> & { repo: ObjectRepository; runs: RunsApi; maxStorageBytes: number }) {
+  private readonly sandboxes: Pick<ServiceContext['sandboxes'], 'checkResources'>;
+
+  constructor(ctx: Pick<ServiceContext, 'clock' | 'sandboxes'> & { repo: ObjectRepository; runs: RunsApi; maxStorageBytes: number }) {
+    this.sandboxes = ctx.sandboxes;
     this.repo = ctx.repo;
     this.runs = ctx.runs;
     this.clock = ctx.clock;
@@ -73,6 +76,8 @@ export class ObjectClasses {
       max_storage_bytes: input.max_storage_bytes ?? this.maxStorageBytes,
       setup: input.setup ?? null,
     } as const;
+    // The class's sandboxes are made at its first call: a limit the host cannot give is refused now, not then.
+    this.sandboxes.checkResources(settings.vcpus, settings.memory_mb);
     if (input.validate !== false) await this.checkSyntax(input.runtime, settings.image, settings.profile, source, input.handlers ? 'handlers' : 'source');
     const sha256 = createHash('sha256').update(source).digest('hex');
     const existing = await this.repo.getClass(input.name);

@@ -3,6 +3,7 @@ import { storeRouteActions, storeRoutes } from '../../../http/routes/store-route
 import { storeTools } from '../../../mcp/tools/store-tools.js';
 import type { DomainModule } from '../../domain-module.js';
 import { storeEngines } from './engine-registry.js';
+import type { StoreResolver } from './store-destination.js';
 import type { StoreEngine } from './store-engine.js';
 import { StoreService } from './store-service.js';
 
@@ -10,6 +11,8 @@ declare module '../../context.js' {
   interface ServiceInputs {
     /** One engine per store kind offered; default every kind's real engine. */
     engines?: StoreEngine[];
+    /** How external stores' host names resolve; default the system's resolver (tests give names of their own). */
+    storeResolver?: StoreResolver;
   }
   interface ServiceParts {
     /** Durable stores; its `handles` close idle connections. */
@@ -29,6 +32,7 @@ export const storesModule = {
         engines: ctx.inputs.engines ?? storeEngines({ workers: ctx.config.storeWorkers, exec: ctx.exec, clock: ctx.clock, logger }),
         storesDir: join(ctx.store.dataDir, 'stores'),
         poke: () => void ctx.timers.poke(),
+        ...(ctx.inputs.storeResolver ? { destinations: { resolve: ctx.inputs.storeResolver } } : {}),
       }),
     };
   },

@@ -157,30 +157,16 @@ export function passwordFromEnv(
 }
 
 /**
- * The error with every occurrence of the password replaced by the mask: engines must not put
- * a password in an error, and this makes sure none that slipped through reaches a client or a log.
+ * An error as it may be logged or answered. A ServiceError is returned as it is: the engines
+ * build its message from fixed text, names the caller chose and a connection failure's code
+ * or scrubbed driver message (external-errors.ts), so the password is in it only where the
+ * caller wrote it, and masking it there would tell the caller which of their words was the
+ * password. Any other error (a driver's own exception, which the client never sees: it is a
+ * 500 and logged) has the password replaced by the mask.
  */
 export function scrubbed(err: unknown, password: string | undefined): unknown {
-  if (!password || !(err instanceof Error)) return err;
+  if (!password || !(err instanceof Error) || err instanceof ServiceError) return err;
   const secrets = [password, encodeURIComponent(password)];
-  const leaks = (value: unknown): boolean =>
-    typeof value === 'string' ? secrets.some((secret) => value.includes(secret)) : typeof value === 'object' && value !== null && Object.values(value).some(leaks);
-  const details = err instanceof ServiceError ? err.details : undefined;
-  if (!leaks(err.message) && !leaks(details)) return err;
-  if (!(err instanceof ServiceError)) return new Error(clean(err.message, secrets));
-  return new ServiceError(err.code, clean(err.message, secrets), {
-    ...(err.hint ? { hint: err.hint } : {}),
-    ...(details ? { details: cleanValue(details, secrets) as Record<string, unknown> } : {}),
-  });
-}
-
-function clean(text: string, secrets: string[]): string {
-  return secrets.reduce((out, secret) => out.replaceAll(secret, MASK), text);
-}
-
-function cleanValue(value: unknown, secrets: string[]): unknown {
-  if (typeof value === 'string') return clean(value, secrets);
-  if (Array.isArray(value)) return value.map((item) => cleanValue(item, secrets));
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cleanValue(item, secrets)]));
-  return value;
+  if (!secrets.some((secret) => err.message.includes(secret))) return err;
+  return new Error(secrets.reduce((out, secret) => out.replaceAll(secret, MASK), err.message));
 }

@@ -46,6 +46,11 @@ export interface StoreTarget {
    * (the service resolves it; 422 for a sandbox without a network).
    */
   defaultHost?: string;
+  /**
+   * External kinds with a host of their own: the address the service checked it resolves to
+   * (store-destination.ts). The engine connects there, keeping the name for messages and TLS.
+   */
+  address?: string;
 }
 
 export interface QueryRequest {

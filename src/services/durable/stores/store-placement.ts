@@ -1,8 +1,9 @@
 import { EMBEDDED_STORE_KINDS, type StoreKind } from '../../../domain/store-kinds.js';
-import { badRequest, ServiceError } from '../../../errors.js';
+import { ServiceError } from '../../../errors.js';
 import type { SandboxRecord } from '../../../state/sandbox-repository.js';
 import type { SandboxesApi } from '../../sandboxes/api.js';
-import { hostAllowed, hostOf } from './store-credentials.js';
+import { hostOf } from './store-credentials.js';
+import type { StoreDestinations } from './store-destination.js';
 
 /**
  * The host an external store connects to when its config names none and no sandbox gives one:
@@ -14,15 +15,27 @@ export const LOCAL_HOST = 'localhost';
 export const isEmbedded = (kind: StoreKind): boolean => EMBEDDED_STORE_KINDS.includes(kind);
 
 /**
- * Checks where an external store may point: a host named in its config must match
- * `[stores].allowed_hosts` (400 naming config.host, or config.url when the host is the url's);
- * one with no host and a bound sandbox connects to the sandbox's address, which a restrictive
- * sandbox does not have (422). A sandbox's address is the operator's own: it is not checked.
+ * The host an external store connects to and the config field that names it; undefined when it
+ * has no host and a bound sandbox (it connects to the sandbox's address, the operator's own,
+ * which is not checked).
  */
-export function checkPlacement(kind: StoreKind, config: Record<string, unknown>, sandbox: SandboxRecord | undefined, allowedHosts: readonly string[]): void {
-  if (isEmbedded(kind)) return;
+export function configuredHost(config: Record<string, unknown>, bound: boolean): { host: string; field: string } | undefined {
   const host = hostOf(config);
-  if (host === undefined && sandbox) {
+  if (host === undefined && bound) return undefined;
+  return { host: host ?? LOCAL_HOST, field: typeof config.host === 'string' || host === undefined ? 'config.host' : 'config.url' };
+}
+
+/**
+ * Checks where an external store may point: its host must be allowed by `[stores].allowed_hosts`
+ * and, when internal, named there (store-destination.ts: 400 naming config.host, or config.url
+ * when the host is the url's; a name that does not resolve now is checked again at connect);
+ * one with no host and a bound sandbox connects to the sandbox's address, which a restrictive
+ * sandbox does not have (422).
+ */
+export async function checkPlacement(kind: StoreKind, config: Record<string, unknown>, sandbox: SandboxRecord | undefined, destinations: StoreDestinations): Promise<void> {
+  if (isEmbedded(kind)) return;
+  const target = configuredHost(config, sandbox !== undefined);
+  if (target === undefined && sandbox) {
     if (sandbox.profile === 'restrictive') {
       throw new ServiceError(
         'UNSUPPORTED',
@@ -31,11 +44,7 @@ export function checkPlacement(kind: StoreKind, config: Record<string, unknown>,
     }
     return;
   }
-  const checked = host ?? LOCAL_HOST;
-  if (!hostAllowed(checked, allowedHosts)) {
-    const field = typeof config.host === 'string' || host === undefined ? 'config.host' : 'config.url';
-    throw badRequest(`${field}: '${checked}' is not among the hosts stores may connect to (--store-allowed-hosts: ${allowedHosts.join(', ') || 'none'})`);
-  }
+  if (target) await destinations.check(target.host, target.field, 'pass');
 }
 
 /**

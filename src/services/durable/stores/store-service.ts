@@ -29,7 +29,8 @@ import { isoNow, type Clock } from '../../support/clock.js';
 import { configView, engineConfigOf, hostOf, passwordFromEnv, scrubbed, splitCredentials, type Credentials } from './store-credentials.js';
 import { STORE_KINDS, type StoreEngine, type StoreHandle, type StoreKind, type StoreOp, type StoreTarget } from './store-engine.js';
 import { StoreHandles } from './store-handles.js';
-import { checkPlacement, isEmbedded, sandboxAddress } from './store-placement.js';
+import { StoreDestinations, type InternalCheck, type StoreResolver } from './store-destination.js';
+import { checkPlacement, configuredHost, isEmbedded, sandboxAddress } from './store-placement.js';
 import { commandResultOf, queryRows, statementBodies } from './store-results.js';
 
 export interface StoreMetrics {
@@ -49,6 +50,8 @@ export interface StoreServiceInput extends Pick<ServiceContext, 'clock' | 'logge
   poke: () => void;
   /** Where `password_env` is read; the server's environment by default. */
   env?: NodeJS.ProcessEnv;
+  /** Which addresses are internal (the egress proxy's classification by default) and how names resolve (tests). */
+  destinations?: { internal?: InternalCheck; resolve?: StoreResolver };
 }
 
 /**
@@ -66,7 +69,7 @@ export class StoreService {
   private readonly logger: Logger;
   private readonly env: NodeJS.ProcessEnv;
   private readonly timeoutMs: number;
-  private readonly allowedHosts: readonly string[];
+  private readonly destinations: StoreDestinations;
 
   constructor(private readonly input: StoreServiceInput) {
     this.repo = input.repos.stores;
@@ -74,7 +77,7 @@ export class StoreService {
     this.logger = input.logger;
     this.env = input.env ?? process.env;
     this.timeoutMs = input.config.storeTimeout;
-    this.allowedHosts = input.config.storeAllowedHosts;
+    this.destinations = new StoreDestinations(input.config.storeAllowedHosts, input.destinations?.internal, input.destinations?.resolve);
     for (const engine of input.engines) {
       if (this.engines.has(engine.kind)) throw new Error(`two store engines for kind ${engine.kind}`);
       this.engines.set(engine.kind, engine);
@@ -95,7 +98,7 @@ export class StoreService {
     const credentials = splitCredentials(input.kind, input.config ?? {});
     const normalised = engine.checkConfig(credentials.engine);
     const sandbox = input.sandbox === undefined ? undefined : await this.input.sandboxes.require(input.sandbox);
-    checkPlacement(input.kind, normalised, sandbox, this.allowedHosts);
+    await checkPlacement(input.kind, normalised, sandbox, this.destinations);
     if (await this.repo.byName(input.name)) throw conflict(`store '${input.name}' exists already`);
     const id = uuidv7();
     const stamp = isoNow(this.clock);
@@ -165,7 +168,7 @@ export class StoreService {
     const credentials = splitCredentials(current.kind, merged);
     const normalised = engine.checkConfig(credentials.engine);
     const sandbox = current.sandbox === null ? undefined : await this.boundSandbox(current);
-    checkPlacement(current.kind, normalised, sandbox, this.allowedHosts);
+    await checkPlacement(current.kind, normalised, sandbox, this.destinations);
     let secret = current.secret;
     if (credentials.password !== undefined) secret = this.seal(current.id, credentials.password);
     else if (given.clearPassword || given.passwordEnv !== undefined) secret = null;
@@ -258,7 +261,7 @@ export class StoreService {
   /**
    * Runs one operation on a store's handle (opened on first use), with the op checked against
    * the kind, the outcome counted and timed, an external store's status kept from how it went,
-   * and the password scrubbed from any error that carries it.
+   * and a driver's exception (logged, never answered) scrubbed of the password.
    */
   private async operate<T>(idOrName: string, op: StoreOp, work: (handle: StoreHandle, record: StoreRecord, engine: StoreEngine) => Promise<T>): Promise<T> {
     const record = await this.require(idOrName);
@@ -320,7 +323,7 @@ export class StoreService {
    * The password and the default host an external store connects with. At create the password
    * is the one just given (a missing password_env variable is then 400 naming the field).
    */
-  private async connectionOf(record: StoreRecord, given: string | undefined, when: 'create' | 'open'): Promise<Pick<StoreTarget, 'password' | 'defaultHost'>> {
+  private async connectionOf(record: StoreRecord, given: string | undefined, when: 'create' | 'open'): Promise<Pick<StoreTarget, 'password' | 'defaultHost' | 'address'>> {
     if (isEmbedded(record.kind)) return {};
     let password = given;
     if (password === undefined && record.secret !== null) password = this.input.secrets.open(record.secret, aadOf(record.id));
@@ -334,7 +337,10 @@ export class StoreService {
     }
     const needsAddress = record.sandbox !== null && hostOf(engineConfigOf(record.config)) === undefined;
     const defaultHost = needsAddress ? await sandboxAddress(this.input.sandboxes, record.kind, record.name, record.sandbox!) : undefined;
-    return { ...(password !== undefined ? { password } : {}), ...(defaultHost ? { defaultHost } : {}) };
+    // The configured host, checked again now and pinned: the engine connects to this address.
+    const configured = configuredHost(engineConfigOf(record.config), record.sandbox !== null);
+    const address = configured ? await this.destinations.check(configured.host, configured.field) : undefined;
+    return { ...(password !== undefined ? { password } : {}), ...(defaultHost ? { defaultHost } : {}), ...(address ? { address } : {}) };
   }
 
   /** The kept password, for scrubbing errors; undefined when there is none or it does not open. */

@@ -255,15 +255,13 @@ describe('store service: operations', () => {
 });
 
 describe('store service: credentials', () => {
-  it('never shows, publishes or logs a password, seals it at rest and scrubs it from engine errors', async () => {
+  it('never shows, publishes or logs a password, seals it at rest and scrubs it from driver exceptions', async () => {
     const created = await stores().create({ name: 'pg', kind: 'postgres', config: { host: 'leaky.test', user: 'app', password: PASSWORD }, validate: false });
     expect(created.config).toEqual({ host: 'leaky.test', user: 'app', port: 5432, password_set: true });
     const queried = await failure(stores().query('pg', { sql: 'SELEC 1' }));
-    expect(queried).toBe('SQL_ERROR syntax error near ****');
-    const err = await stores().query('pg', { sql: 'SELEC 1' }).catch((e: { details: unknown }) => e.details);
-    expect(err).toEqual({ engine_code: '42601', dsn: 'user:****@db' });
+    expect(queried).toBe('undefined driver failed on user:****@db');
     expect(await failure(stores().create({ name: 'pg2', kind: 'postgres', config: { host: 'leaky.test', password: PASSWORD } }))).toBe(
-      'BAD_REQUEST config: login refused for password ****',
+      'undefined login refused for password ****',
     );
     expect(postgres.callsOf('open')[0]!.target).toMatchObject({ password: PASSWORD, config: { host: 'leaky.test', user: 'app', port: 5432 } });
     expect(postgres.callsOf('checkConfig').every((call) => !('password' in call.config))).toBe(true);
@@ -342,6 +340,39 @@ describe('store service: credentials', () => {
     expect(await failure(stores().create({ name: 'b', kind: 'postgres' }))).toMatch(/^BAD_REQUEST config\.host: 'localhost' is not among/);
     expect(await failure(stores().update('a', { config: { host: 'evil.test' } }))).toMatch(/^BAD_REQUEST config\.host: 'evil\.test'/);
     expect((await stores().create({ name: 'c', kind: 'sqlite' })).name).toBe('c');
+  });
+
+  it('refuses internal addresses under the default *, unless an entry names them, and connects to the address it checked', async () => {
+    const refused = /^BAD_REQUEST config\.(host|url): '[^']+'( \([^)]+\))? is an internal address .*--store-allowed-hosts names it/;
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '169.254.169.254', '0.0.0.0', 'db.loopback.test']) {
+      expect(await failure(stores().create({ name: 'x', kind: 'postgres', config: { host }, validate: false }))).toMatch(refused);
+    }
+    expect(await failure(stores().create({ name: 'x', kind: 'postgres', config: { url: 'postgres://u@[::1]:6543/x' } }))).toMatch(/^BAD_REQUEST config\.url: '::1' is an internal/);
+    expect(await failure(stores().create({ name: 'x', kind: 'postgres' }))).toMatch(/^BAD_REQUEST config\.host: 'localhost' \(127\.0\.0\.1\) is an internal/);
+    expect(postgres.callsOf('prepare')).toHaveLength(0);
+    // A public host is pinned: the engine is given the address the check resolved.
+    await stores().create({ name: 'pub', kind: 'postgres', config: { host: 'pg.example.com' } });
+    await stores().query('pub', { sql: 'SELECT 1' });
+    expect(postgres.callsOf('open').at(-1)!.target).toMatchObject({ address: '1.1.1.1', config: { host: 'pg.example.com' } });
+
+    await h.close();
+    await harness({ storeAllowedHosts: ['*', 'localhost', '169.254.0.0/16', '::1'] });
+    for (const host of ['localhost', '169.254.1.2', '::1']) {
+      expect((await stores().create({ name: `ok-${host.replace(/[.:]/g, '-')}`.replace(/-+$/, ''), kind: 'postgres', config: { host } })).status).toBe('ok');
+    }
+    // localhost is named, not 127.0.0.1 itself, nor another name that resolves to it.
+    expect(await failure(stores().create({ name: 'x', kind: 'postgres', config: { host: '127.0.0.1' } }))).toMatch(refused);
+    expect(await failure(stores().create({ name: 'x', kind: 'postgres', config: { host: 'db.loopback.test' } }))).toMatch(refused);
+  });
+
+  it('checks the host again at connect: a name that resolves to an internal address later is refused there', async () => {
+    await h.close();
+    let answer = '1.1.1.1';
+    await harness({ storeResolver: async () => [answer] });
+    await stores().create({ name: 'pg', kind: 'postgres', config: { host: 'rebind.test' } });
+    answer = '127.0.0.1';
+    expect(await failure(stores().query('pg', { sql: 'SELECT 1' }))).toMatch(/^BAD_REQUEST config\.host: 'rebind\.test' \(127\.0\.0\.1\) is an internal address/);
+    expect(postgres.callsOf('open')).toHaveLength(0);
   });
 });
 

@@ -30,7 +30,10 @@ export interface ExternalSpec {
 
 /** Where and as whom a store connects, resolved at open. */
 export interface Endpoint {
+  /** The host as configured: messages name it, TLS checks the certificate against it. */
   host: string;
+  /** The address the service checked `host` resolves to, connected to instead of looking it up again. */
+  address?: string;
   port: number;
   user: string | undefined;
   password: string | undefined;
@@ -38,6 +41,16 @@ export interface Endpoint {
   database: string | undefined;
   /** undefined: plain TCP. */
   tls: ConnectionOptions | undefined;
+}
+
+/**
+ * Where a driver connects (the checked address, else the host) and the TLS options with the
+ * host's name to check the certificate against when it connects to an address.
+ */
+export function connectTarget(endpoint: Endpoint): { host: string; tls: ConnectionOptions | undefined } {
+  const host = endpoint.address ?? endpoint.host;
+  const named = endpoint.tls && host !== endpoint.host && !/^[\d.]+$|:/.test(endpoint.host);
+  return { host, tls: named ? { ...endpoint.tls, servername: endpoint.host } : endpoint.tls };
 }
 
 /** `host:port`, with brackets around an IPv6 address. */
@@ -193,6 +206,7 @@ export function resolveEndpoint(spec: ExternalSpec, target: StoreTarget): Endpoi
     const url = checkUrl(spec, config.url);
     return {
       host: url.host,
+      ...(target.address === undefined ? {} : { address: target.address }),
       port: url.port ?? spec.defaultPort,
       user: url.user ?? spec.defaultUser,
       password: target.password,
@@ -207,6 +221,7 @@ export function resolveEndpoint(spec: ExternalSpec, target: StoreTarget): Endpoi
   const database = config.database ?? config.db;
   return {
     host,
+    ...(target.address === undefined ? {} : { address: target.address }),
     port: typeof config.port === 'number' ? config.port : spec.defaultPort,
     user: typeof config.user === 'string' ? config.user : spec.defaultUser,
     password: target.password,

@@ -1,6 +1,6 @@
 /**
  * What the external engines (postgres, mysql, redis) share besides their config: the errors
- * they throw, with every driver message scrubbed of the password; the deadline that answers
+ * they throw, which never quote what a caller or a server chose (nor the password); the deadline that answers
  * TIMEOUT and starts the server-side cancel; and turning parameters and values between JSON
  * and the drivers.
  */
@@ -10,8 +10,9 @@ import type { StoreParams } from '../../store-engine.js';
 
 /**
  * `text` with every occurrence of the password (as given and url-encoded) replaced by `****`.
- * Drivers may echo a connection string or a failed AUTH line; nothing they say reaches a
- * client, an event or a log line before it passes here.
+ * Only for text that holds nothing a caller chose (a driver's own message about a connection):
+ * masking the password in text a caller wrote would tell them which of their words was the
+ * password (docs/decisions.md, "Store errors never show caller text beside a masked password").
  */
 export function scrub(text: string, password: string | undefined): string {
   if (!password) return text;
@@ -20,12 +21,61 @@ export function scrub(text: string, password: string | undefined): string {
   return out;
 }
 
-/** The short reason of a connection failure: the system's code (`ECONNREFUSED`) or the driver's message. */
+/**
+ * A server's message with every quoted part (`"..."`, `'...'`, `` `...` ``) replaced by `…`
+ * inside its quotes: what servers quote is what the caller sent (a value, a name, the text
+ * near a syntax error), and it is masked whatever it is, so nothing in the answer depends on
+ * the password. The rest of the message, its code and position say what went wrong.
+ */
+export function maskQuoted(message: string): string {
+  return message.replace(/"[^"]*"|'[^']*'|`[^`]*`/g, (quoted) => `${quoted[0]}…${quoted[0]}`);
+}
+
+/** What a refused login or connection says, by the server's code, without the names it would quote. */
+const SERVER_REASONS: Record<string, string> = {
+  // PostgreSQL SQLSTATEs.
+  '28P01': 'password authentication failed',
+  '28000': 'the server refused the login (pg_hba.conf, or a role that may not log in)',
+  '3D000': 'the database does not exist',
+  '53300': 'too many connections',
+  '57P01': 'the server is shutting down',
+  '57P02': 'the server is shutting down',
+  '57P03': 'the server is starting up or shutting down',
+  // MySQL / MariaDB error names.
+  ER_ACCESS_DENIED_ERROR: 'access denied: wrong user or password',
+  ER_DBACCESS_DENIED_ERROR: 'the user may not use the database',
+  ER_BAD_DB_ERROR: 'the database does not exist',
+  ER_CON_COUNT_ERROR: 'too many connections',
+  ER_TOO_MANY_USER_CONNECTIONS: 'too many connections for the user',
+  ER_HOST_IS_BLOCKED: 'this host is blocked by the server',
+  ER_HOST_NOT_PRIVILEGED: 'this host may not connect to the server',
+  // Redis replies.
+  WRONGPASS: 'wrong user or password',
+  NOAUTH: 'the server wants a password',
+  LOADING: 'the server is loading its data',
+  MASTERDOWN: 'the server has lost its master',
+};
+
+/**
+ * The short reason of a connection failure, never quoting what the server or the caller
+ * chose: the system's or TLS code (`ECONNREFUSED`, `ERR_TLS_CERT_ALTNAME_INVALID`), the
+ * server's code with a fixed reason (`28P01: password authentication failed`), or else the
+ * driver's own message, its quoted parts masked and the password scrubbed.
+ */
 export function connectReason(err: unknown, password: string | undefined): string {
+  // Our own words (a deadline that passed): as they are.
+  if (err instanceof ServiceError) return err.message;
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
   const message = err instanceof Error && err.message !== '' ? err.message : String(err);
-  return scrub(message, password);
+  // A PostgreSQL SQLSTATE: five characters, digits among them.
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /\d/.test(code)) {
+    return `${code}: ${SERVER_REASONS[code] ?? 'the server refused the connection'}`;
+  }
+  if (typeof code === 'string' && /^[A-Z][A-Z0-9_]+$/.test(code)) {
+    const reason = SERVER_REASONS[code];
+    return reason === undefined ? code : `${code}: ${reason}`;
+  }
+  return scrub(maskQuoted(message), password);
 }
 
 /** 503 STORE_UNAVAILABLE: `postgres store 'x' at 127.0.0.1:5432: ECONNREFUSED`. */
@@ -44,13 +94,13 @@ export function cannotConnect(kind: ExternalKind, endpoint: Endpoint, err: unkno
   );
 }
 
-/** 400 SQL_ERROR: the engine refused the statement; its message, scrubbed, and its code. */
-export function engineError(
-  message: string,
-  password: string | undefined,
-  details: Record<string, unknown>,
-): ServiceError {
-  return new ServiceError('SQL_ERROR', scrub(message, password), { details });
+/**
+ * 400 SQL_ERROR: the engine refused the caller's statement; its message with what it quotes
+ * masked (`maskQuoted`), and its code. It is not scrubbed for the password: anything of the
+ * password in it was sent by the caller, and masking it would be an oracle.
+ */
+export function engineError(message: string, details: Record<string, unknown>): ServiceError {
+  return new ServiceError('SQL_ERROR', maskQuoted(message), { details });
 }
 
 /** 400 READ_ONLY: `/query` ran a statement the engine refused in its read-only transaction. */

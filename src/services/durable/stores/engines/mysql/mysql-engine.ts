@@ -16,7 +16,7 @@ import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, QueryError, ResultSetHeader } from 'mysql2';
 import { ServiceError } from '../../../../../errors.js';
 import { ExternalSqlEngine } from '../external/external-engine.js';
-import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
+import { checkText, connectTarget, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
 import {
   engineError,
   jsonValue,
@@ -73,7 +73,8 @@ export class MysqlEngine extends ExternalSqlEngine {
 
 function connectionConfig(endpoint: Endpoint, options: ExternalEngineOptions): mysql.ConnectionOptions {
   return {
-    host: endpoint.host,
+    // mysql2 sends no server name for an address; it does not check the certificate's name either.
+    host: connectTarget(endpoint).host,
     port: endpoint.port,
     user: endpoint.user,
     password: endpoint.password ?? '',
@@ -280,7 +281,7 @@ class MysqlHandle implements StoreHandle {
     if (TIMED_OUT.has(failure.errno)) return timeoutError('mysql', timeoutMs);
     if (failure.errno === ER_READ_ONLY_TRANSACTION && op === 'query') return readOnlyError(failure.errno);
     if (UNAVAILABLE.has(failure.errno)) return storeUnavailable('mysql', this.store, this.endpoint, err);
-    return engineError(failure.sqlMessage ?? failure.message ?? 'statement failed', this.endpoint.password, {
+    return engineError(failure.sqlMessage ?? failure.message ?? 'statement failed', {
       engine_code: failure.errno,
       ...(failure.sqlState ? { sqlstate: failure.sqlState } : {}),
       ...(failure.statement === undefined ? {} : { statement: failure.statement }),

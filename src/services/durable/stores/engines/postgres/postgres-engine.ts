@@ -14,7 +14,7 @@ import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { ServiceError } from '../../../../../errors.js';
 import { ExternalSqlEngine } from '../external/external-engine.js';
-import { checkText, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
+import { checkText, connectTarget, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
 import {
   engineError,
   jsonValue,
@@ -71,13 +71,14 @@ export class PostgresEngine extends ExternalSqlEngine {
 }
 
 function clientConfig(endpoint: Endpoint, options: ExternalEngineOptions): pg.ClientConfig {
+  const { host, tls } = connectTarget(endpoint);
   return {
-    host: endpoint.host,
+    host,
     port: endpoint.port,
     user: endpoint.user,
     password: endpoint.password,
     database: endpoint.database,
-    ssl: endpoint.tls ?? false,
+    ssl: tls ?? false,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     // Timestamps with a time zone come back in UTC, so their ISO form does not depend on the server's zone.
     options: '-c TimeZone=UTC',
@@ -252,7 +253,7 @@ class PostgresHandle implements StoreHandle {
     if (err.code === QUERY_CANCELED) return timeoutError('postgres', timeoutMs);
     if (err.code === READ_ONLY_TRANSACTION && op === 'query') return readOnlyError(err.code);
     if (UNAVAILABLE.test(err.code)) return storeUnavailable('postgres', this.store, this.endpoint, err);
-    return engineError(err.message, this.endpoint.password, {
+    return engineError(err.message, {
       engine_code: err.code,
       ...(err.position === undefined ? {} : { position: Number(err.position) }),
       ...(statement === undefined ? {} : { statement }),

@@ -9,7 +9,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createClient, ErrorReply, RESP_TYPES } from '@redis/client';
 import { badRequest, ServiceError } from '../../../../../errors.js';
-import { checkExternalConfig, checkInteger, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
+import { checkExternalConfig, checkInteger, connectTarget, resolveEndpoint, type Endpoint, type ExternalSpec, type ExternalEngineOptions } from '../external/external-config.js';
 import { cannotConnect, engineError, storeUnavailable, withDeadline } from '../external/external-errors.js';
 import { commandName, commandWrites, NEVER_ALLOWED, refusal } from './redis-commands.js';
 import type { CommandRequest, StoreEngine, StoreHandle, StoreTarget } from '../../store-engine.js';
@@ -74,7 +74,7 @@ export class RedisEngine implements StoreEngine {
         () => badRequest(`no answer within ${limitMs} ms`),
       );
     } catch (err) {
-      throw cannotConnect('redis', endpoint, err);
+      throw cannotConnect('redis', endpoint, withReplyCode(err));
     } finally {
       client.destroy();
     }
@@ -88,15 +88,16 @@ export class RedisEngine implements StoreEngine {
 const CONNECT_TIMEOUT_MS = 10_000;
 
 function newClient(endpoint: Endpoint, options: ExternalEngineOptions) {
+  const { host, tls } = connectTarget(endpoint);
   const client = createClient({
     socket: {
-      host: endpoint.host,
+      host,
       port: endpoint.port,
       connectTimeout: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
       // A lost connection is not retried in the background: the next command connects anew,
       // and a command meanwhile fails at once instead of waiting in an offline queue.
       reconnectStrategy: false,
-      ...(endpoint.tls ? { tls: true as const, ...endpoint.tls } : {}),
+      ...(tls ? { tls: true as const, ...tls } : {}),
     },
     ...(endpoint.user === undefined ? {} : { username: endpoint.user }),
     ...(endpoint.password === undefined ? {} : { password: endpoint.password }),
@@ -117,6 +118,16 @@ const CLOSE_PATIENCE_MS = 1_000;
 
 /** The reply errors that mean the server will not serve this store now. */
 const UNAVAILABLE_REPLIES = new Set(['NOAUTH', 'WRONGPASS', 'LOADING', 'MASTERDOWN']);
+
+/**
+ * A reply error that refuses the connection (WRONGPASS, NOAUTH...) as an error with that
+ * code, so that its reason is told by the code, not by the server's words.
+ */
+function withReplyCode(err: unknown): unknown {
+  if (!(err instanceof ErrorReply)) return err;
+  const code = err.message.split(' ', 1)[0] ?? '';
+  return UNAVAILABLE_REPLIES.has(code) ? Object.assign(new Error(code), { code }) : err;
+}
 
 class RedisHandle implements StoreHandle {
   /** The connection: the client at once (to close it), and the promise that it is ready. */
@@ -179,7 +190,7 @@ class RedisHandle implements StoreHandle {
         (err: unknown) => {
           this.#forget(client);
           client.destroy();
-          throw storeUnavailable('redis', this.store, this.endpoint, err);
+          throw storeUnavailable('redis', this.store, this.endpoint, withReplyCode(err));
         },
       );
       client.on('end', () => this.#forget(client));
@@ -222,8 +233,8 @@ class RedisHandle implements StoreHandle {
   #error(err: unknown, client: Client): ServiceError {
     if (err instanceof ErrorReply) {
       const code = err.message.split(' ', 1)[0] ?? '';
-      if (UNAVAILABLE_REPLIES.has(code)) return storeUnavailable('redis', this.store, this.endpoint, err);
-      return engineError(err.message, this.endpoint.password, { engine_code: code });
+      if (UNAVAILABLE_REPLIES.has(code)) return storeUnavailable('redis', this.store, this.endpoint, withReplyCode(err));
+      return engineError(err.message, { engine_code: code });
     }
     // The connection broke: forget it so that the next command connects anew.
     if (!client.isReady) {
