@@ -163,6 +163,8 @@ export interface BuiltImage {
   id: string;
   sizeBytes: number;
   createdAt: string;
+  /** Its ONBUILD triggers (they run in a build FROM it), where it has any. */
+  onBuild?: string[];
 }
 
 /** What {@link ImageBuildCapability.build} builds: a context (a tar holding the Dockerfile) under `tag`. */

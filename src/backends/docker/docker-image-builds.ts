@@ -109,7 +109,8 @@ export class DockerImageBuilds implements ImageBuildCapability {
   async inspect(reference: string): Promise<BuiltImage | undefined> {
     try {
       const info = await this.docker.getImage(reference).inspect();
-      return { tag: reference, id: info.Id, sizeBytes: info.Size, createdAt: new Date(info.Created).toISOString() };
+      const onBuild = info.Config?.OnBuild ?? [];
+      return { tag: reference, id: info.Id, sizeBytes: info.Size, createdAt: new Date(info.Created).toISOString(), ...(onBuild.length > 0 ? { onBuild } : {}) };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

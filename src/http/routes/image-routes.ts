@@ -36,7 +36,7 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
         tags,
         summary: 'Build an image from a Dockerfile, offline, as sandboxd-user/<name>:latest',
         description:
-          'FROM only images present on the engine (nothing is pulled); build steps have no network. The context (files, or a ' +
+          'Every image the Dockerfile reads (FROM, --from) is an earlier stage or present on the engine, and what would fetch (ADD of a URL...) is a 400 naming the line: nothing is pulled; build steps have no network. The context (files, or a ' +
           'base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, ' +
           'or 400 with the build log in `details.log`. With it, Server-Sent Events: `log` {content} as the engine reports, then ' +
           '`done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.',

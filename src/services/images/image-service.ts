@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { imageReferenceProblem } from '../../domain/image-reference.js';
 import { badRequest, conflict, notFound, ServiceError } from '../../errors.js';
 import { CATALOG } from '../../images/catalog.js';
-import { baseImages } from '../../images/dockerfile.js';
+import { DockerfileError, dockerfileImages, triggerProblem } from '../../images/dockerfile.js';
 import { readTar, tarArchive, type TarEntry, type TarRead } from '../../images/tar-archive.js';
 import type { BuildImageInput, ImageView } from '../../schemas/image-schemas.js';
 import { requireCapability } from '../support/capabilities.js';
@@ -58,12 +58,24 @@ export class ImageService {
   async prepare(input: BuildImageInput): Promise<PreparedBuild> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
     const { context, dockerfile, dockerfileText } = await this.context(input);
-    for (const image of baseImages(dockerfileText)) {
-      if (image.includes('$')) throw badRequest(`FROM ${image}: name the image itself: builds pull nothing, so a build argument in FROM cannot be checked`);
+    let images;
+    try {
+      images = dockerfileImages(dockerfileText);
+    } catch (err) {
+      if (err instanceof DockerfileError) throw badRequest(`dockerfile: ${err.message}`);
+      throw err;
+    }
+    for (const { line, instruction, image } of images) {
       const problem = imageReferenceProblem(image);
-      if (problem) throw badRequest(`FROM ${image}: ${problem}`);
-      if (!(await builds.inspect(image))) {
-        throw badRequest(`FROM ${image}: no such image on this engine, and builds pull nothing: build FROM a local image (${CATALOG.map((e) => e.tag).join(', ')}, or one built here)`);
+      if (problem) throw badRequest(`dockerfile: line ${line}: ${instruction}: ${problem}`);
+      const found = await builds.inspect(image);
+      if (!found) {
+        throw badRequest(`dockerfile: line ${line}: ${instruction}: no such image on this engine, and builds pull nothing: use a local image (${CATALOG.map((e) => e.tag).join(', ')}, or one built here) or an earlier stage`);
+      }
+      // Its ONBUILD triggers run in this build: they may fetch no more than the Dockerfile may.
+      for (const trigger of found.onBuild ?? []) {
+        const why = triggerProblem(trigger);
+        if (why) throw badRequest(`dockerfile: line ${line}: ${instruction}: the image's ONBUILD ${trigger}: ${why}`);
       }
     }
     return { name: input.name, tag: userImageTag(input.name), context, dockerfile };
