@@ -34,9 +34,10 @@ export interface DockerfileImage {
   image: string;
 }
 
-/** One instruction: its first line, keyword (upper case) and the rest, continuations joined. */
+/** One instruction: its first and last line, keyword (upper case) and the rest, continuations joined. */
 export interface Instruction {
   line: number;
+  end?: number;
   keyword: string;
   rest: string;
 }
@@ -87,7 +88,7 @@ export function instructions(text: string): { escape: string; list: Instruction[
       joined += next;
     }
     const keyword = /^\S+/.exec(joined)?.[0] ?? '';
-    list.push({ line: start, keyword: keyword.toUpperCase(), rest: joined.slice(keyword.length).trim() });
+    list.push({ line: start, end: Math.min(index + 1, lines.length), keyword: keyword.toUpperCase(), rest: joined.slice(keyword.length).trim() });
   }
   return { escape, list };
 }
@@ -210,6 +211,20 @@ export function dockerfileImages(text: string): DockerfileImage[] {
   }
   if (stageCount === 0) throw new DockerfileError(list.at(-1)?.line ?? 1, 'no FROM: a Dockerfile builds from an image');
   return images;
+}
+
+/**
+ * The Dockerfile with `LABEL key="value"` after each `FROM`, so that every image and container
+ * of each stage's steps carries the labels (the engine's `labels` option marks the last image
+ * only). Values must hold no quote, `$` or escape character.
+ */
+export function labelStages(text: string, labels: Record<string, string>): string {
+  const label = `LABEL ${Object.entries(labels)
+    .map(([key, value]) => `${key}="${value}"`)
+    .join(' ')}`;
+  const after = new Set(instructions(text).list.filter((i) => i.keyword === 'FROM').map((i) => i.end ?? i.line));
+  const lines = text.replace(/^\uFEFF/, '').split('\n');
+  return lines.flatMap((line, i) => (after.has(i + 1) ? [line, label] : [line])).join('\n');
 }
 
 /**

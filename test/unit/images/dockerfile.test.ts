@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dockerfileImages, instructions, triggerProblem } from '../../../src/images/dockerfile.js';
+import { dockerfileImages, instructions, labelStages, triggerProblem } from '../../../src/images/dockerfile.js';
 
 const BASE = 'sandboxd/base:bookworm';
 const REGISTRY = '127.0.0.1:5999/x:1';
@@ -46,8 +46,8 @@ describe('reading a Dockerfile as the engine does', () => {
     // And the backtick continues a line: the FROM-looking words are RUN's.
     expect(read(['# escape=`', `FROM ${BASE}`, 'RUN echo `', `  FROM ${REGISTRY}`]).map((i) => i.image)).toEqual([BASE]);
     expect(instructions(['#escape = `', 'FROM a', 'RUN x `', '# a comment inside', '', '  y'].join('\r\n')).list).toEqual([
-      { line: 2, keyword: 'FROM', rest: 'a' },
-      { line: 3, keyword: 'RUN', rest: 'x   y' },
+      { line: 2, end: 2, keyword: 'FROM', rest: 'a' },
+      { line: 3, end: 6, keyword: 'RUN', rest: 'x   y' },
     ]);
   });
 
@@ -108,5 +108,12 @@ describe('reading a Dockerfile as the engine does', () => {
     expect(triggerProblem('RUN echo fine')).toBeUndefined();
     expect(triggerProblem(`COPY --from=${REGISTRY} /a /b`)).toMatch(/^ONBUILD COPY --from/);
     expect(triggerProblem('ADD http://127.0.0.1:5999/f /f')).toMatch(/^ADD http/);
+  });
+});
+
+describe('labelStages', () => {
+  it('puts the labels after each FROM, continuations and the escape directive kept', () => {
+    const text = ['# escape=`', 'FROM a `', '  AS one', 'RUN x', 'from b', ''].join('\n');
+    expect(labelStages(text, { 'sandboxd.build': 'id1' })).toBe(['# escape=`', 'FROM a `', '  AS one', 'LABEL sandboxd.build="id1"', 'RUN x', 'from b', 'LABEL sandboxd.build="id1"', ''].join('\n'));
   });
 });
