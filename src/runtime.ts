@@ -103,6 +103,8 @@ export async function startRuntime(
     try {
       await services.recovery.reconcile();
       await services.objects.recover();
+      // Image builds the stop cut: failed, and their containers and layers removed.
+      await services.images.recover();
       // Only now: recovery removes every pool instance it finds, as a crash's leftovers.
       services.pool.warm();
       services.runPool.warm();

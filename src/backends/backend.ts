@@ -169,10 +169,32 @@ export interface BuiltImage {
   id: string;
   sizeBytes: number;
   createdAt: string;
+  /** Its ONBUILD triggers (they run in a build FROM it), where it has any. */
+  onBuild?: string[];
 }
 
-/** What {@link ImageBuildCapability.build} builds: a context (a tar holding the Dockerfile) under `tag`. */
+/** The label of every engine object a build makes (its value is the build's id). */
+export const BUILD_LABEL = 'sandboxd.build';
+
+/** The bounds of one image build (`[images]` settings). */
+export interface ImageBuildLimits {
+  /** Most processes its steps hold at once. */
+  pids: number;
+  /** CPU weight of its steps (a sandbox has 1024). */
+  cpuShares: number;
+  /** Bytes one step may write, and all its steps together. */
+  stepDiskBytes: number;
+  diskBytes: number;
+}
+
+/**
+ * What {@link ImageBuildCapability.build} builds: a context (a tar holding the Dockerfile) under
+ * `tag`. The Dockerfile labels each stage `BUILD_LABEL=buildId` (after each FROM), so that the
+ * build's intermediate images and containers are found by it (`sweep`).
+ */
 export interface ImageBuildRequest {
+  buildId: string;
+  limits: ImageBuildLimits;
   tag: string;
   /** A tar archive; the Dockerfile is the entry `dockerfile` names. */
   context: Buffer;
@@ -196,6 +218,11 @@ export interface ImageBuildCapability {
   listLabelled(label: string): Promise<Array<BuiltImage & { labels: Record<string, string> }>>;
   /** Removes the tag (and the image when nothing else holds it); a missing tag is not an error. */
   remove(tag: string): Promise<void>;
+  /**
+   * Removes what a build that did not end (the server was killed in it) left: its containers and
+   * untagged images (`BUILD_LABEL=buildId`) and what it set up on the host.
+   */
+  sweep(buildId: string): Promise<{ containers: number; images: number }>;
 }
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */

@@ -29,6 +29,11 @@ export const OPTIONS = {
   snapshotPrefix: { toml: 'sandboxes.snapshot_prefix', env: 'SERVICE_SNAPSHOT_PREFIX', flag: '--snapshot-prefix' },
   batchConcurrency: { toml: 'runs.batch_concurrency', env: 'SERVICE_BATCH_CONCURRENCY', flag: '--batch-concurrency' },
   imageDetection: { toml: 'runs.image_detection', env: 'SERVICE_IMAGE_DETECTION', flag: '--image-detection' },
+  buildConcurrency: { toml: 'images.build_concurrency', env: 'SERVICE_BUILD_CONCURRENCY', flag: '--build-concurrency' },
+  buildPidsLimit: { toml: 'images.build_pids_limit', env: 'SERVICE_BUILD_PIDS_LIMIT', flag: '--build-pids-limit' },
+  buildCpuShares: { toml: 'images.build_cpu_shares', env: 'SERVICE_BUILD_CPU_SHARES', flag: '--build-cpu-shares' },
+  buildStepDiskMb: { toml: 'images.build_step_disk_mb', env: 'SERVICE_BUILD_STEP_DISK_MB', flag: '--build-step-disk-mb' },
+  buildDiskMb: { toml: 'images.build_disk_mb', env: 'SERVICE_BUILD_DISK_MB', flag: '--build-disk-mb' },
   poolSize: { toml: 'pool.size', env: 'SERVICE_POOL_SIZE', flag: '--pool-size' },
   poolSizes: { toml: 'pool.sizes', env: 'SERVICE_POOL_SIZES', flag: '--pool-sizes' },
   poolMemoryMb: { toml: 'pool.memory_mb', env: 'SERVICE_POOL_MEMORY_MB', flag: '--pool-memory-mb' },
@@ -137,6 +142,16 @@ export const configSchema = z.object({
       }),
     ])
     .default({}),
+  /** Image builds from a Dockerfile running at once; one more is refused (429 BUSY). */
+  buildConcurrency: z.coerce.number().int().min(1).max(64).default(2),
+  /** Most processes the steps of one image build may hold at once (a cgroup's pids.max). */
+  buildPidsLimit: z.coerce.number().int().min(16).max(1_000_000).default(512),
+  /** CPU weight of a build step against a sandbox's 1024 (cgroup cpu.shares). */
+  buildCpuShares: z.coerce.number().int().min(2).max(262_144).default(512),
+  /** MiB one step of an image build may write (its layer); a step past it stops the build. */
+  buildStepDiskMb: z.coerce.number().int().min(1).max(1_048_576).default(1024),
+  /** MiB all the steps of one image build may write together. */
+  buildDiskMb: z.coerce.number().int().min(1).max(1_048_576).default(2048),
   /** Ready pool instances kept per (image, profile); 0 makes none ahead of demand. */
   poolSize: z.coerce.number().int().min(0).max(MAX_POOL_SIZE).default(2),
   /** Sizes of particular (image, profile) keys, warmed at start (TOML table, or `image[@profile]=n,...`). */

@@ -38,6 +38,18 @@ export const imageView = z
 
 export const imageBuilt = z.object({ name: z.string(), tag: z.string(), id: z.string(), size_bytes: z.int() }).meta({ id: 'BuiltImage' });
 
+export const imageBuildView = z
+  .object({
+    id: z.string().meta({ description: 'The build id; what the build makes on the engine is labelled sandboxd.build=<id>' }),
+    name: z.string(),
+    status: z.enum(['running', 'succeeded', 'failed']).meta({ description: 'running from before the engine starts it; a build the server was stopped in is failed at the next start' }),
+    error: z.string().nullable(),
+    image_id: z.string().nullable(),
+    started_at: timestamp,
+    finished_at: timestamp.nullable(),
+  })
+  .meta({ id: 'ImageBuild' });
+
 export const imageDeleted = z.object({ deleted: z.literal(true), name: z.string(), tag: z.string() });
 
 export type ImageView = z.infer<typeof imageView>;

@@ -1,5 +1,5 @@
 import { envelope } from '../../schemas/common.js';
-import { buildImageBody, imageBuilt, imageDeleted, imageNameParams, imageView } from '../../schemas/image-schemas.js';
+import { buildImageBody, imageBuildView, imageBuilt, imageDeleted, imageNameParams, imageView } from '../../schemas/image-schemas.js';
 import { MAX_CONTEXT_BYTES } from '../../services/images/index.js';
 import { isServiceError } from '../../errors.js';
 import { httpMessage } from '../errors.js';
@@ -28,6 +28,18 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
     async () => ok(await images.list()),
   );
 
+  app.get(
+    '/images/builds',
+    {
+      schema: {
+        tags,
+        summary: 'List the recorded image builds, newest first (the last 200 finished and every running one)',
+        response: { 200: envelope(imageBuildView.array()), ...errors() },
+      },
+    },
+    async () => ok(images.builds()),
+  );
+
   app.post(
     '/images',
     {
@@ -36,12 +48,13 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
         tags,
         summary: 'Build an image from a Dockerfile, offline, as sandboxd-user/<name>:latest',
         description:
-          'FROM only images present on the engine (nothing is pulled); build steps have no network. The context (files, or a ' +
+          'Every image the Dockerfile reads (FROM, --from) is an earlier stage or present on the engine, and what would fetch (ADD of a URL...) is a 400 naming the line: nothing is pulled; build steps have no network. The context (files, or a ' +
           'base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, ' +
-          'or 400 with the build log in `details.log`. With it, Server-Sent Events: `log` {content} as the engine reports, then ' +
+          'or 400 with the build log in `details.log` (also for a build past its bounds: processes, disk per step and per build, which the log\'s last line names); ' +
+          '429 when --build-concurrency builds are running. With it, Server-Sent Events: `log` {content} as the engine reports, then ' +
           '`done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.',
         body: buildImageBody,
-        response: { 200: textReply('text/event-stream', 'The build as Server-Sent Events'), 201: envelope(imageBuilt), ...errors(400, 413, 422) },
+        response: { 200: textReply('text/event-stream', 'The build as Server-Sent Events'), 201: envelope(imageBuilt), ...errors(400, 413, 422, 429) },
       },
     },
     async (request, reply) => {
@@ -76,6 +89,7 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
 /** How policy sees each route of this file (see src/http/policy-actions.ts). */
 export const imageRouteActions: Record<string, RouteAction | 'open'> = {
   'GET /images': { action: 'image.list', resource: all('image') },
+  'GET /images/builds': { action: 'image.list', resource: all('image') },
   'POST /images': { action: 'image.build', resource: (i) => `image:${text(i.body?.name) ?? ''}` },
   'DELETE /images/:name': { action: 'image.delete', resource: named('image', 'name') },
 };

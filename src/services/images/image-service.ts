@@ -1,12 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
+import type { ConfigSection } from '../../config/config-schema.js';
 import { imageReferenceProblem } from '../../domain/image-reference.js';
-import { badRequest, conflict, notFound, ServiceError } from '../../errors.js';
+import { badRequest, conflict, isServiceError, notFound, ServiceError } from '../../errors.js';
 import { CATALOG } from '../../images/catalog.js';
-import { baseImages } from '../../images/dockerfile.js';
+import { BUILD_LABEL } from '../../backends/backend.js';
+import { DockerfileError, dockerfileImages, labelStages, triggerProblem } from '../../images/dockerfile.js';
 import { readTar, tarArchive, type TarEntry, type TarRead } from '../../images/tar-archive.js';
 import type { BuildImageInput, ImageView } from '../../schemas/image-schemas.js';
 import { requireCapability } from '../support/capabilities.js';
+import { isoNow } from '../support/clock.js';
 import type { ServiceContext } from '../context.js';
+import { ImageBuildRepository, type ImageBuildRow } from './image-build-repository.js';
 
 /** Where images built from a Dockerfile live: `sandboxd-user/<name>:latest`. */
 export const USER_IMAGE_REPOSITORY = 'sandboxd-user';
@@ -21,8 +26,12 @@ const ADDED_DOCKERFILE = '.sandboxd.Dockerfile';
 
 export const userImageTag = (name: string): string => `${USER_IMAGE_REPOSITORY}/${name}:latest`;
 
-/** A checked build: its context as the engine gets it. */
+const MIB = 1024 * 1024;
+
+/** A checked build: its context as the engine gets it, and its slot among the builds running. */
 export interface PreparedBuild {
+  /** The build's id: its record's, and the `sandboxd.build` label of what it makes on the engine. */
+  buildId: string;
   name: string;
   tag: string;
   context: Buffer;
@@ -49,7 +58,13 @@ function decodeBase64(value: string, field: string): Buffer {
  * engine, no network in steps), listed beside the catalog, removed when no sandbox uses them.
  */
 export class ImageService {
-  constructor(private readonly ctx: Pick<ServiceContext, 'backend' | 'repos' | 'pool' | 'runPool'>) {}
+  private readonly records: ImageBuildRepository;
+  /** Builds admitted (prepared) and not yet ended: at most `buildConcurrency`. */
+  private running = 0;
+
+  constructor(private readonly ctx: Pick<ServiceContext, 'backend' | 'repos' | 'pool' | 'runPool' | 'store' | 'clock' | 'logger'> & { config: ConfigSection<'images'> }) {
+    this.records = new ImageBuildRepository(ctx.store.statements);
+  }
 
   /**
    * Checks a POST /images body and makes its build context: a 400 for a bad field or a FROM
@@ -57,24 +72,88 @@ export class ImageService {
    */
   async prepare(input: BuildImageInput): Promise<PreparedBuild> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
-    const { context, dockerfile, dockerfileText } = await this.context(input);
-    for (const image of baseImages(dockerfileText)) {
-      if (image.includes('$')) throw badRequest(`FROM ${image}: name the image itself: builds pull nothing, so a build argument in FROM cannot be checked`);
+    const buildId = randomUUID();
+    const { context, dockerfile, dockerfileText } = await this.context(input, (text) => labelStages(text, { [BUILD_LABEL]: buildId }));
+    let images;
+    try {
+      images = dockerfileImages(dockerfileText);
+    } catch (err) {
+      if (err instanceof DockerfileError) throw badRequest(`dockerfile: ${err.message}`);
+      throw err;
+    }
+    for (const { line, instruction, image } of images) {
       const problem = imageReferenceProblem(image);
-      if (problem) throw badRequest(`FROM ${image}: ${problem}`);
-      if (!(await builds.inspect(image))) {
-        throw badRequest(`FROM ${image}: no such image on this engine, and builds pull nothing: build FROM a local image (${CATALOG.map((e) => e.tag).join(', ')}, or one built here)`);
+      if (problem) throw badRequest(`dockerfile: line ${line}: ${instruction}: ${problem}`);
+      const found = await builds.inspect(image);
+      if (!found) {
+        throw badRequest(`dockerfile: line ${line}: ${instruction}: no such image on this engine, and builds pull nothing: use a local image (${CATALOG.map((e) => e.tag).join(', ')}, or one built here) or an earlier stage`);
+      }
+      // Its ONBUILD triggers run in this build: they may fetch no more than the Dockerfile may.
+      for (const trigger of found.onBuild ?? []) {
+        const why = triggerProblem(trigger);
+        if (why) throw badRequest(`dockerfile: line ${line}: ${instruction}: the image's ONBUILD ${trigger}: ${why}`);
       }
     }
-    return { name: input.name, tag: userImageTag(input.name), context, dockerfile };
+    // The slot is taken last, with no await after it: a build refused here leaves none taken.
+    const most = this.ctx.config.buildConcurrency;
+    if (this.running >= most) {
+      throw new ServiceError('BUSY', `${this.running} image builds are running, the most at once (--build-concurrency, [images].build_concurrency = ${most}): try again when one has ended`);
+    }
+    this.running += 1;
+    return { buildId, name: input.name, tag: userImageTag(input.name), context, dockerfile };
   }
 
-  /** Builds a prepared image as `sandboxd-user/<name>:latest`; each log chunk goes to `onLog`. */
+  /**
+   * Builds a prepared image as `sandboxd-user/<name>:latest`; each log chunk goes to `onLog`. The
+   * build is recorded before the engine starts it and settled when it ends (GET /images/builds).
+   */
   async build(prepared: PreparedBuild, onLog: (text: string) => void = () => undefined, signal?: AbortSignal) {
-    const builds = requireCapability(this.ctx.backend, 'imageBuild');
-    const { name, tag, context, dockerfile } = prepared;
-    const built = await builds.build({ tag, context, dockerfile, labels: { [USER_IMAGE_LABEL]: name }, ...(signal ? { signal } : {}) }, onLog);
-    return { name, tag, id: built.id, size_bytes: built.sizeBytes };
+    const { buildId, name, tag, context, dockerfile } = prepared;
+    const { buildPidsLimit, buildCpuShares, buildStepDiskMb, buildDiskMb } = this.ctx.config;
+    try {
+      const builds = requireCapability(this.ctx.backend, 'imageBuild');
+      this.records.start({ id: buildId, name, started_at: isoNow(this.ctx.clock) });
+      try {
+        const built = await builds.build(
+          {
+            buildId,
+            limits: { pids: buildPidsLimit, cpuShares: buildCpuShares, stepDiskBytes: buildStepDiskMb * MIB, diskBytes: buildDiskMb * MIB },
+            tag,
+            context,
+            dockerfile,
+            labels: { [USER_IMAGE_LABEL]: name },
+            ...(signal ? { signal } : {}),
+          },
+          onLog,
+        );
+        this.records.finish(buildId, { status: 'succeeded', imageId: built.id, at: isoNow(this.ctx.clock) });
+        return { name, tag, id: built.id, size_bytes: built.sizeBytes };
+      } catch (err) {
+        const error = isServiceError(err) ? err.message : 'internal error';
+        this.records.finish(buildId, { status: 'failed', error, at: isoNow(this.ctx.clock) });
+        throw err;
+      }
+    } finally {
+      this.running -= 1;
+    }
+  }
+
+  /** GET /images/builds: the recorded builds, newest first. */
+  builds(): ImageBuildRow[] {
+    return this.records.list();
+  }
+
+  /**
+   * At start: builds the last process was cut in (still `running`) are failed, and what they
+   * left on the engine (containers, untagged images, labelled with their id) is removed.
+   */
+  async recover(): Promise<void> {
+    const builds = this.ctx.backend.capabilities.imageBuild;
+    for (const row of this.records.running()) {
+      const left = builds ? await builds.sweep(row.id) : { containers: 0, images: 0 };
+      this.records.finish(row.id, { status: 'failed', error: 'the server stopped during the build', at: isoNow(this.ctx.clock) });
+      this.ctx.logger.warn({ build: row.id, image: row.name, ...left }, 'an image build cut by the last stop is failed; what it left is removed');
+    }
   }
 
   /** GET /images: the catalog (present or not), then the built images, newest first. */
@@ -109,8 +188,11 @@ export class ImageService {
     return { deleted: true, name, tag };
   }
 
-  /** The tar the engine gets: `context` (if any) with the Dockerfile and `files` added; 413 past the limit. */
-  private async context(input: BuildImageInput): Promise<{ context: Buffer; dockerfile: string; dockerfileText: string }> {
+  /**
+   * The tar the engine gets: `context` (if any) with `files` and the Dockerfile (as `label`
+   * makes it) added; 413 past the limit. `dockerfileText` is the Dockerfile as given.
+   */
+  private async context(input: BuildImageInput, label: (text: string) => string): Promise<{ context: Buffer; dockerfile: string; dockerfileText: string }> {
     const given = input.context === undefined ? undefined : decodeBase64(input.context, 'context');
     if (!given && input.dockerfile === undefined) throw badRequest('dockerfile: required (or a context holding a Dockerfile)');
     const entries: Extract<TarEntry, { type: 'file'; content: Buffer }>[] = Object.entries(input.files ?? {}).map(([path, content]) => ({
@@ -119,20 +201,22 @@ export class ImageService {
       mode: 0o644,
       content: decodeBase64(content, `files['${path}']`),
     }));
-    const dockerfile = given ? (input.dockerfile === undefined ? DOCKERFILE : ADDED_DOCKERFILE) : DOCKERFILE;
-    if (input.dockerfile !== undefined) entries.push({ type: 'file', path: dockerfile, mode: 0o644, content: Buffer.from(input.dockerfile) });
-    const size = (given?.length ?? 0) + entries.reduce((sum, e) => sum + (e.type === 'file' ? e.content.length + 1024 : 512), 1024);
+    // A given context keeps its own entries as they were: the Dockerfile built goes beside them.
+    const dockerfile = given ? ADDED_DOCKERFILE : DOCKERFILE;
+    const size = (given?.length ?? 0) + Buffer.byteLength(input.dockerfile ?? '') + entries.reduce((sum, e) => sum + e.content.length + 1024, 2048);
     if (size > MAX_CONTEXT_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', `the build context is ${size} bytes, over the limit of ${MAX_CONTEXT_BYTES} (64 MiB)`);
-    if (!given) return { context: await tarArchive(entries), dockerfile, dockerfileText: input.dockerfile ?? '' };
-    let listing: TarRead[];
-    try {
-      listing = await readTar(given);
-    } catch (err) {
-      throw badRequest(`context: ${(err as Error).message}`);
+    let listing: TarRead[] = [];
+    if (given) {
+      try {
+        listing = await readTar(given);
+      } catch (err) {
+        throw badRequest(`context: ${(err as Error).message}`);
+      }
     }
     const inContext = listing.find((entry) => entry.header.type === 'file' && posix.normalize(entry.header.name) === DOCKERFILE);
     const dockerfileText = input.dockerfile ?? inContext?.content.toString('utf8');
     if (dockerfileText === undefined) throw badRequest('dockerfile: required: the context holds no Dockerfile');
+    entries.push({ type: 'file', path: dockerfile, mode: 0o644, content: Buffer.from(label(dockerfileText)) });
     // The given entries as they were, then the files and the Dockerfile added to them.
     return { context: await tarArchive([...listing, ...entries]), dockerfile, dockerfileText };
   }

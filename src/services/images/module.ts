@@ -1,4 +1,5 @@
 import { imageRouteActions, imageRoutes } from '../../http/routes/image-routes.js';
+import { migration as imageBuilds } from '../../state/migrations/0018-image-builds.js';
 import type { DomainModule } from '../domain-module.js';
 import { ImageService } from './image-service.js';
 
@@ -14,5 +15,7 @@ export const imagesModule = {
   name: 'images',
   wire: (ctx) => ({ images: new ImageService(ctx) }),
   routes: [imageRoutes],
+  // Builds are recorded (before they start) in a table of the domain's own.
+  migrations: { '0018_image_builds': imageBuilds },
   routeActions: imageRouteActions,
 } satisfies DomainModule;

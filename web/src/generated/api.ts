@@ -479,9 +479,26 @@ export interface paths {
         put?: never;
         /**
          * Build an image from a Dockerfile, offline, as sandboxd-user/<name>:latest
-         * @description FROM only images present on the engine (nothing is pulled); build steps have no network. The context (files, or a base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, or 400 with the build log in `details.log`. With it, Server-Sent Events: `log` {content} as the engine reports, then `done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.
+         * @description Every image the Dockerfile reads (FROM, --from) is an earlier stage or present on the engine, and what would fetch (ADD of a URL...) is a 400 naming the line: nothing is pulled; build steps have no network. The context (files, or a base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, or 400 with the build log in `details.log` (also for a build past its bounds: processes, disk per step and per build, which the log's last line names); 429 when --build-concurrency builds are running. With it, Server-Sent Events: `log` {content} as the engine reports, then `done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.
          */
         post: operations["buildImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/images/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the recorded image builds, newest first (the last 200 finished and every running one) */
+        get: operations["getImagesBuilds"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3143,6 +3160,21 @@ export interface components {
             id: string;
             size_bytes: number;
         };
+        ImageBuild: {
+            /** @description The build id; what the build makes on the engine is labelled sandboxd.build=<id> */
+            id: string;
+            name: string;
+            /**
+             * @description running from before the engine starts it; a build the server was stopped in is failed at the next start
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed";
+            error: string | null;
+            image_id: string | null;
+            /** @description RFC 3339 timestamp in UTC */
+            started_at: string;
+            finished_at: string | null;
+        };
         PreviewUrlRequest: {
             /** @description How long the URL works; default 1h, at most 30d */
             expires_in?: string;
@@ -5749,6 +5781,57 @@ export interface operations {
             };
             /** @description Default Response */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getImagesBuilds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ImageBuild"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

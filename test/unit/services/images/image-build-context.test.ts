@@ -11,8 +11,11 @@ const builds: ImageBuildCapability = {
   inspect: async (reference): Promise<BuiltImage> => ({ id: 'sha256:base', tag: reference, sizeBytes: 1, createdAt: '2026-01-01T00:00:00.000Z' }),
   listLabelled: async () => [],
   remove: async () => undefined,
+  sweep: async () => ({ containers: 0, images: 0 }),
 };
-const images = new ImageService({ backend: { capabilities: { imageBuild: builds } } as Backend } as unknown as ConstructorParameters<typeof ImageService>[0]);
+const images = new ImageService({ backend: { capabilities: { imageBuild: builds } } as Backend, store: { statements: {} }, config: { buildConcurrency: 64 } } as unknown as ConstructorParameters<typeof ImageService>[0]);
+/** The Dockerfile as the engine gets it: each stage labelled with the build's id. */
+const labelled = (text: string, buildId: string) => text.replace(/^(FROM .*)$/gm, `$1\nLABEL sandboxd.build="${buildId}"`);
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const listing = async (context: Buffer) => (await readTar(context)).map(({ header, content }) => [header.name, content.toString()]);
 
@@ -24,7 +27,7 @@ describe('the build context an image build sends', () => {
     expect(await listing(prepared.context)).toEqual([
       [long, 'long'],
       [deep, 'deep'],
-      ['Dockerfile', 'FROM sandboxd/base:bookworm\n'],
+      ['Dockerfile', labelled('FROM sandboxd/base:bookworm\n', prepared.buildId)],
     ]);
   });
 
@@ -35,10 +38,12 @@ describe('the build context an image build sends', () => {
       { type: 'file', path: long, mode: 0o600, content: Buffer.from('given') },
     ]);
     const kept = await images.prepare({ name: 'ctx', context: given.toString('base64') });
-    expect(kept.dockerfile).toBe('Dockerfile');
+    // The given entries stay as they were; the Dockerfile built, labelled, goes beside them.
+    expect(kept.dockerfile).toBe('.sandboxd.Dockerfile');
     expect(await listing(kept.context)).toEqual([
       ['Dockerfile', 'FROM sandboxd/base:bookworm\n'],
       [long, 'given'],
+      ['.sandboxd.Dockerfile', labelled('FROM sandboxd/base:bookworm\n', kept.buildId)],
     ]);
     const added = await images.prepare({ name: 'ctx', context: given.toString('base64'), dockerfile: 'FROM sandboxd/base:bookworm\nCOPY x /x\n', files: { x: b64('x') } });
     expect(added.dockerfile).toBe('.sandboxd.Dockerfile');
