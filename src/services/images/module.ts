@@ -1,5 +1,5 @@
 import { imageRouteActions, imageRoutes } from '../../http/routes/image-routes.js';
-import { migration as imageBuilds } from '../../state/migrations/0018-image-builds.js';
+import { migration as imageBuilds } from '../../state/migrations/0020-image-builds.js';
 import type { DomainModule } from '../domain-module.js';
 import { ImageService } from './image-service.js';
 
@@ -16,6 +16,6 @@ export const imagesModule = {
   wire: (ctx) => ({ images: new ImageService(ctx) }),
   routes: [imageRoutes],
   // Builds are recorded (before they start) in a table of the domain's own.
-  migrations: { '0018_image_builds': imageBuilds },
+  migrations: { '0020_image_builds': imageBuilds },
   routeActions: imageRouteActions,
 } satisfies DomainModule;

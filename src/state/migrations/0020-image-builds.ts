@@ -1,6 +1,6 @@
 import { type Kysely, type Migration } from 'kysely';
 
-/** Migration 0018_image_builds (the images domain's): never edit it once shipped; add a new migration. */
+/** Migration 0020_image_builds (the images domain's): never edit it once shipped; add a new migration. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // Image builds, recorded before the engine starts one: at start, a row still `running` is a
