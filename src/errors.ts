@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'IMAGE_UNAVAILABLE'
   | 'SOURCE_UNAVAILABLE'
   | 'METHOD_FAILED'
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'LIMIT_REACHED'
   | 'BUSY'
   | 'POLICY_DENIED'
@@ -42,6 +43,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   SOURCE_UNAVAILABLE: 422,
   /** Code a client supplied (a durable object's method) threw; `details` says what it threw. */
   METHOD_FAILED: 422,
+  /** An Idempotency-Key sent again with another method or body: not a repeat of the call it named. */
+  IDEMPOTENCY_KEY_REUSED: 422,
   LIMIT_REACHED: 429,
   /** The resource is serving other calls; try again shortly. */
   BUSY: 429,

@@ -100,6 +100,7 @@ const CODE_MEANING: Record<ErrorCode, string> = {
   IMAGE_UNAVAILABLE: 'the image is absent and cannot be pulled; the message says how to build it',
   SOURCE_UNAVAILABLE: 'a source_url that could not be cloned, for any reason (the server log says why)',
   METHOD_FAILED: "a durable object's method threw; `details` says what it threw",
+  IDEMPOTENCY_KEY_REUSED: 'an Idempotency-Key sent again with another method or body than the call it was first used for (the message names the key)',
   LIMIT_REACHED: 'a count limit: --max-sandboxes, the most schedules, the workers of a sandbox',
   BUSY: 'the resource is serving other calls (an object\'s queue, a store\'s connections, streamed file reads, watches); try again shortly',
   POLICY_DENIED: 'a policy rule refused the request; the message names the rule',

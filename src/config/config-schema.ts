@@ -51,6 +51,9 @@ export const OPTIONS = {
   objectMaxStorage: { toml: 'objects.max_storage_bytes', env: 'SERVICE_OBJECT_MAX_STORAGE', flag: '--object-max-storage' },
   orchestrationConcurrency: { toml: 'orchestrations.concurrency', env: 'SERVICE_ORCHESTRATION_CONCURRENCY', flag: '--orchestration-concurrency' },
   orchestrationRetention: { toml: 'orchestrations.retention', env: 'SERVICE_ORCHESTRATION_RETENTION', flag: '--orchestration-retention' },
+  orchestrationMaxSteps: { toml: 'orchestrations.max_steps', env: 'SERVICE_ORCHESTRATION_MAX_STEPS', flag: '--orchestration-max-steps' },
+  orchestrationMaxHistoryEvents: { toml: 'orchestrations.max_history_events', env: 'SERVICE_ORCHESTRATION_MAX_HISTORY_EVENTS', flag: '--orchestration-max-history-events' },
+  orchestrationMaxOutputBytes: { toml: 'orchestrations.max_output_bytes', env: 'SERVICE_ORCHESTRATION_MAX_OUTPUT_BYTES', flag: '--orchestration-max-output-bytes' },
   storeWorkers: { toml: 'stores.workers', env: 'SERVICE_STORE_WORKERS', flag: '--store-workers' },
   storeTimeout: { toml: 'stores.timeout_ms', env: 'SERVICE_STORE_TIMEOUT', flag: '--store-timeout' },
   storeAllowedHosts: { toml: 'stores.allowed_hosts', env: 'SERVICE_STORE_ALLOWED_HOSTS', flag: '--store-allowed-hosts' },
@@ -194,6 +197,15 @@ export const configSchema = z.object({
     .string()
     .regex(/^[1-9][0-9]{0,8}[smhd]$/, 'must be a duration like 30d, 12h, 90m')
     .default('30d'),
+  /**
+   * Steps one orchestration instance may run (every step, container and map item counts): a start
+   * that would surely pass it is a 400, an instance that passes it fails naming it.
+   */
+  orchestrationMaxSteps: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /** History events one orchestration instance may keep; the instance fails `history limit reached` at it. */
+  orchestrationMaxHistoryEvents: z.coerce.number().int().min(10).max(100_000).default(10_000),
+  /** Bytes of JSON the outputs of one orchestration instance's steps may hold in all (one output is cut at 1 MiB). */
+  orchestrationMaxOutputBytes: z.coerce.number().int().min(1024 * 1024).max(256 * 1024 * 1024).default(8 * 1024 * 1024),
   /** Child processes that run the SQL of host sqlite stores (a runaway statement is killed with its process). */
   storeWorkers: z.coerce.number().int().min(1).max(64).default(2),
   /** Default timeout_ms of store query, execute and command; a request may ask for up to 60000. */

@@ -73,6 +73,10 @@ export const getInstanceQuery = z.object({
     .default('true')
     .transform((value) => value === 'true')
     .meta({ description: 'Include the history (default true)' }),
+  steps_offset: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0).default(0).meta({ description: 'The first step of the page (default 0)' }),
+  steps_limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1).max(1000).default(1000).meta({ description: 'Steps in the page (default and most 1000)' }),
+  history_after: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0).default(0).meta({ description: 'History events after this sequence (default 0)' }),
+  history_limit: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1).max(1000).default(1000).meta({ description: 'History events in the page (default and most 1000)' }),
 });
 
 export const raiseEventBody = z
@@ -130,8 +134,11 @@ export const instance = z
     steps: z.array(instanceStep).meta({
       description: 'Steps by path (list, checks.lint.lint, each[3]) with status pending, scheduled, running, retrying, completed, failed, skipped, waiting or cancelled',
     }),
+    steps_total: z.int().meta({ description: 'Steps of the instance in all' }),
+    steps_next: z.int().nullable().meta({ description: 'The steps_offset of the next page of steps; null when this page holds the last' }),
     waiting_for: z.array(z.string()),
     history: z.array(historyEntry).optional(),
+    history_next: z.int().nullable().optional().meta({ description: 'The history_after of the next page of history; null when this page holds the last event' }),
   })
   .meta({ id: 'OrchestrationInstance' });
 

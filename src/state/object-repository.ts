@@ -43,7 +43,7 @@ export interface CallCommit {
    */
   fired_alarm_at?: string;
   call: ObjectCallRecord;
-  idempotency?: { key: string; result: string | null };
+  idempotency?: { key: string; result: string | null; request_hash: string };
 }
 
 /** Calls kept per object. */
@@ -120,6 +120,15 @@ export class ObjectRepository {
   async byName(className: string, objectId: string): Promise<ObjectRecord | undefined> {
     const row = await this.db.selectFrom('objects').selectAll().where('class', '=', className).where('object_id', '=', objectId).executeTakeFirst();
     return row && objectCodec.fromRow(row);
+  }
+
+  /**
+   * The object's row number: unique among the objects that exist (a new object may take the
+   * number of the last one deleted). Bound objects run as their own uid from it.
+   */
+  async rowNumber(id: string): Promise<number | undefined> {
+    const row = await this.db.selectFrom('objects').select(sql<number>`rowid`.as('n')).where('id', '=', id).executeTakeFirst();
+    return row ? Number(row.n) : undefined;
   }
 
   async list(filter: { class?: string; status?: ObjectStatus; limit: number }): Promise<ObjectRecord[]> {
@@ -242,6 +251,7 @@ export class ObjectRepository {
             result: commit.idempotency.result,
             result_kept: commit.idempotency.result === null ? 0 : 1,
             created_at: commit.now,
+            request_hash: commit.idempotency.request_hash,
           })
           .onConflict((c) => c.columns(['object', 'key']).doNothing())
           .execute();
@@ -274,15 +284,15 @@ export class ObjectRepository {
   }
 
   /** The kept outcome of a call with this key, if it is younger than `since`. */
-  async idempotent(id: string, key: string, since: string): Promise<{ result: string | null } | undefined> {
+  async idempotent(id: string, key: string, since: string): Promise<{ result: string | null; request_hash: string | null } | undefined> {
     const row = await this.db
       .selectFrom('object_idempotency')
-      .select(['result', 'result_kept'])
+      .select(['result', 'result_kept', 'request_hash'])
       .where('object', '=', id)
       .where('key', '=', key)
       .where('created_at', '>=', since)
       .executeTakeFirst();
-    return row && { result: row.result_kept ? row.result : null };
+    return row && { result: row.result_kept ? row.result : null, request_hash: row.request_hash };
   }
 
   /** Forgets idempotency results older than `before`. */

@@ -193,6 +193,8 @@ export interface ObjectIdempotencyTable {
   result: string | null;
   result_kept: number;
   created_at: string;
+  /** sha256 of the call's method and arguments (null: kept before it was recorded). */
+  request_hash: string | null;
 }
 
 /** A schedule: when it fires (cron or fire_at) and what it runs. Times are RFC 3339 UTC text. */

@@ -68,7 +68,8 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
         summary: 'Start an orchestration instance (202; 200 when `id` names an existing instance of the same definition)',
         description:
           'The instance row and its first decision commit together: the answer\'s status is committed (pending with a future ' +
-          'start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413.',
+          'start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413; ' +
+          'a definition that would surely run more steps or keep more history events than an instance may: 400 naming the bound.',
         body: startBody,
         response: { 200: envelope(instance), 202: envelope(instance), ...errors(400, 404, 409, 413) },
       },
@@ -84,15 +85,24 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
     {
       schema: { tags, summary: 'List orchestration instances, newest first, without history', querystring: listInstancesQuery, response: { 200: envelope(instance.array()), ...errors(400) } },
     },
-    async (request) => ok(orchestrations.list(request.query)),
+    async (request) => ok(await orchestrations.list(request.query)),
   );
 
   app.get(
     '/orchestrations/:id',
     {
-      schema: { tags, summary: 'Get an orchestration instance, with its history unless history=false', params: instanceParams, querystring: getInstanceQuery, response: { 200: envelope(instance), ...errors(400, 404) } },
+      schema: {
+        tags,
+        summary: 'Get an orchestration instance, with its history unless history=false',
+        description:
+          'One page of its steps (steps_offset, steps_limit: 1000 at most) and of its history (history_after, history_limit: 1000 at most), ' +
+          'each also cut at 4 MiB of JSON; steps_next and history_next give where the next page starts (null: none left).',
+        params: instanceParams,
+        querystring: getInstanceQuery,
+        response: { 200: envelope(instance), ...errors(400, 404) },
+      },
     },
-    async (request) => ok(orchestrations.get(request.params.id, request.query.history)),
+    async (request) => ok(await orchestrations.get(request.params.id, request.query)),
   );
 
   app.post(

@@ -1279,7 +1279,7 @@ export interface paths {
         put?: never;
         /**
          * Start an orchestration instance (202; 200 when `id` names an existing instance of the same definition)
-         * @description The instance row and its first decision commit together: the answer's status is committed (pending with a future start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413.
+         * @description The instance row and its first decision commit together: the answer's status is committed (pending with a future start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413; a definition that would surely run more steps or keep more history events than an instance may: 400 naming the bound.
          */
         post: operations["createOrchestration"];
         delete?: never;
@@ -1295,7 +1295,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an orchestration instance, with its history unless history=false */
+        /**
+         * Get an orchestration instance, with its history unless history=false
+         * @description One page of its steps (steps_offset, steps_limit: 1000 at most) and of its history (history_after, history_limit: 1000 at most), each also cut at 4 MiB of JSON; steps_next and history_next give where the next page starts (null: none left).
+         */
         get: operations["getOrchestration"];
         put?: never;
         post?: never;
@@ -2596,6 +2599,10 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
+            /** @description Steps of the instance in all */
+            steps_total: number;
+            /** @description The steps_offset of the next page of steps; null when this page holds the last */
+            steps_next: number | null;
             waiting_for: string[];
             history?: {
                 sequence: number;
@@ -2607,6 +2614,8 @@ export interface components {
                 /** @description RFC 3339 timestamp in UTC */
                 timestamp: string;
             }[];
+            /** @description The history_after of the next page of history; null when this page holds the last event */
+            history_next?: number | null;
         };
         CreateSchedule: {
             name: string;
@@ -11060,6 +11069,14 @@ export interface operations {
             query?: {
                 /** @description Include the history (default true) */
                 history?: "true" | "false";
+                /** @description The first step of the page (default 0) */
+                steps_offset?: number;
+                /** @description Steps in the page (default and most 1000) */
+                steps_limit?: number;
+                /** @description History events after this sequence (default 0) */
+                history_after?: number;
+                /** @description History events in the page (default and most 1000) */
+                history_limit?: number;
             };
             header?: never;
             path: {

@@ -1,6 +1,7 @@
 import { objectRouteActions, objectRoutes } from '../../../http/routes/object-routes.js';
 import { objectTools } from '../../../mcp/tools/object-tools.js';
 import type { DomainModule } from '../../domain-module.js';
+import { OBJECT_MIGRATIONS } from './migrations.js';
 import { ObjectClasses } from './object-classes.js';
 import { ObjectService } from './object-service.js';
 import { ObjectAlarms, ObjectHibernation } from './object-timers.js';
@@ -29,6 +30,7 @@ export const objectsModule = {
     });
     return { objectClasses, objects };
   },
+  migrations: OBJECT_MIGRATIONS,
   routes: [objectRoutes],
   routeActions: objectRouteActions,
   tools: objectTools,

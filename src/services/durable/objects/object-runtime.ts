@@ -17,6 +17,22 @@ export const OBJECT_CLASS_LABEL = 'sandboxd.object.class';
 /** Longest a class's `setup` may run in one sandbox. */
 const SETUP_TIMEOUT_MS = 600_000;
 
+/**
+ * The first uid of the objects bound to a sandbox of someone's: object n of the server runs as
+ * uid and gid `OBJECT_UID_BASE + n` there (n: its row's number), so that no object's process can
+ * reach another's (its pipes under /proc, its memory, its signals). A managed sandbox holds one
+ * object: it runs as the sandbox's user.
+ */
+export const OBJECT_UID_BASE = 200_000;
+
+/** Who a call runs as, and the worker that serves only its object. */
+export interface CallIdentity {
+  /** The object's id: a worker serves one object (and one class version), never another. */
+  object: string;
+  /** The object's own uid (a bound sandbox), or null: the sandbox's user (a managed sandbox). */
+  uid: number | null;
+}
+
 /** One request to the runner, without its nonce and module (the invoker adds them). */
 export interface RunnerRequest {
   method: string;
@@ -90,29 +106,35 @@ export class ObjectRuntime {
     return { backend_id: running.backend_id, env, ...(made ? { woke_ms: Math.round(performance.now() - started) } : {}) };
   }
 
-  /** Sends one request to the class version's runner in the prepared sandbox. */
-  async invoke(prepared: Prepared, klass: ObjectClassRecord, request: RunnerRequest, timeoutMs: number): Promise<Invoked> {
-    // The same for every call of the class version, so that one worker serves them all; the
-    // runner sets the object's id and the call's id per call.
+  /**
+   * Sends one request to the runner of the object's class version in the prepared sandbox: to
+   * the worker of that object alone (issue 25, item 12: a worker shared by several objects let
+   * one object's code read the others' requests, storage included, and answer for them), run
+   * as the object's own uid in a sandbox several objects share.
+   */
+  async invoke(prepared: Prepared, klass: ObjectClassRecord, request: RunnerRequest, timeoutMs: number, identity: CallIdentity): Promise<Invoked> {
     const env = { ...prepared.env, SANDBOXD_OBJECT_CLASS: klass.name };
+    const user = identity.uid === null ? {} : { user: `${identity.uid}:${identity.uid}` };
     const asset = runnerAsset(klass.runtime);
     const nonce = randomBytes(12).toString('hex');
     const line = JSON.stringify({ nonce, module: `${versionDir(klass.name, klass.version)}/${asset.module}`, ...request });
     const workers = this.backend.capabilities.workers;
-    if (!workers) return this.invokeProcess(prepared.backend_id, klass, nonce, line, timeoutMs, env);
-    const key = `obj.${klass.name}.v${klass.version}`;
+    if (!workers) return this.invokeProcess(prepared.backend_id, klass, nonce, line, timeoutMs, env, user);
+    const key = workerKey(klass, identity.object);
     const cacheKey = `${prepared.backend_id}/${key}`;
     let worker_started = false;
     for (let attempt = 0; ; attempt++) {
       if (!this.workers.has(cacheKey)) {
-        const worker = await workers.ensureWorker(prepared.backend_id, key, {
-          command: [...asset.interpreter, asset.path],
-          workdir: classDir(klass.name),
-          env,
+        const request = { command: [...asset.interpreter, asset.path], workdir: classDir(klass.name), env, ...user };
+        const worker = await workers.ensureWorker(prepared.backend_id, key, request).catch(async (err: unknown) => {
+          // 64 workers run in the sandbox already: the one that started first makes room.
+          if (!(isServiceError(err) && err.code === 'LIMIT_REACHED')) throw err;
+          await this.stopOldestWorker(prepared.backend_id, workers);
+          return workers.ensureWorker(prepared.backend_id, key, request);
         });
         worker_started ||= worker.started;
         this.workers.add(cacheKey);
-        if (worker.started) await this.stopOlderWorkers(prepared.backend_id, workers, klass, key);
+        if (worker.started) await this.stopOlderWorkers(prepared.backend_id, workers, klass, identity.object, key);
       }
       try {
         const reply = await workers.callWorker(prepared.backend_id, key, { nonce, line, timeout_ms: timeoutMs });
@@ -137,21 +159,52 @@ export class ObjectRuntime {
     }
   }
 
-  /** Stops the workers of the class's other versions in a sandbox: its calls moved to a new version. */
-  private async stopOlderWorkers(backendId: string, workers: WorkersCapability, klass: ObjectClassRecord, current: string): Promise<void> {
+  /** Stops the object's workers of the class's other versions in a sandbox (its calls moved to a new version), and a worker shared by a class version's objects (as made before). */
+  private async stopOlderWorkers(backendId: string, workers: WorkersCapability, klass: ObjectClassRecord, object: string, current: string): Promise<void> {
     const prefix = `obj.${klass.name}.v`;
+    const shared = new RegExp(`^obj\\.${klass.name.replaceAll('.', '\\.')}\\.v\\d+$`);
     for (const worker of await workers.listWorkers(backendId)) {
-      if (worker.key.startsWith(prefix) && worker.key !== current) await workers.stopWorker(backendId, worker.key);
+      const older = worker.key.startsWith(prefix) && worker.key.endsWith(`.${object}`) && worker.key !== current;
+      if (older || shared.test(worker.key)) await workers.stopWorker(backendId, worker.key);
+    }
+  }
+
+  /** Stops the object worker that started first in a sandbox (all its slots are taken). */
+  private async stopOldestWorker(backendId: string, workers: WorkersCapability): Promise<void> {
+    const [oldest] = (await workers.listWorkers(backendId)).filter((worker) => worker.key.startsWith('obj.')).sort((a, b) => a.started_at.localeCompare(b.started_at));
+    if (!oldest) return;
+    await workers.stopWorker(backendId, oldest.key);
+    this.workers.delete(`${backendId}/${oldest.key}`);
+  }
+
+  /** Stops the object's workers in a sandbox (it is deleted); a sandbox that does not run has none. */
+  async retire(backendId: string, object: string): Promise<void> {
+    const workers = this.backend.capabilities.workers;
+    if (!workers) return;
+    for (const worker of await workers.listWorkers(backendId).catch(() => [])) {
+      if (worker.key.startsWith('obj.') && worker.key.endsWith(`.${object}`)) {
+        await workers.stopWorker(backendId, worker.key).catch(() => undefined);
+        this.workers.delete(`${backendId}/${worker.key}`);
+      }
     }
   }
 
   /** A call in a process of its own: the runner gets the one request on stdin and exits. */
-  private async invokeProcess(backendId: string, klass: ObjectClassRecord, nonce: string, line: string, timeoutMs: number, env: Record<string, string>): Promise<Invoked> {
+  private async invokeProcess(
+    backendId: string,
+    klass: ObjectClassRecord,
+    nonce: string,
+    line: string,
+    timeoutMs: number,
+    env: Record<string, string>,
+    user: { user?: string },
+  ): Promise<Invoked> {
     const asset = runnerAsset(klass.runtime);
     const result = await this.backend.exec(backendId, {
       command: [...asset.interpreter, asset.path],
       workdir: classDir(klass.name),
       env,
+      ...user,
       stdin: Buffer.from(`${line}\n`),
       timeout_ms: timeoutMs,
       max_output_bytes: 64 * 1024 * 1024,
@@ -225,6 +278,9 @@ export class ObjectRuntime {
     }
   }
 }
+
+/** The key of the worker of one object and class version: `obj.<class>.v<version>.<object id>`. */
+export const workerKey = (klass: Pick<ObjectClassRecord, 'name' | 'version'>, object: string): string => `obj.${klass.name}.v${klass.version}.${object}`;
 
 /** Whether a managed sandbox was made with the class's current settings. */
 function fits(sandbox: SandboxRecord, klass: ObjectClassRecord): boolean {

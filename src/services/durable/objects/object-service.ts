@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { badRequest, conflict, isServiceError, notFound, ServiceError, type ErrorCode } from '../../../errors.js';
 import { objectView, type AlarmReply, type SetAlarmInput, type CallLogEntry, type CreateObjectInput, type ListObjectsQuery, type ObjectView, type PatchObjectInput } from '../../../schemas/object-schemas.js';
@@ -13,7 +14,7 @@ import { isoNow, KeyedMutex, type Clock } from '../../support/index.js';
 import type { ObjectCaller, ObjectCallInput } from '../object-caller.js';
 import { alarmTime, applyWrites, MAX_KEPT_RESULT_BYTES, storageBytes, tail, writesSomething } from './call-outcome.js';
 import type { ObjectClasses } from './object-classes.js';
-import { ObjectRuntime, type Invoked, type Prepared } from './object-runtime.js';
+import { OBJECT_UID_BASE, ObjectRuntime, type CallIdentity, type Invoked, type Prepared } from './object-runtime.js';
 
 /** Calls that may wait for one object; past it a call is refused with BUSY. */
 export const MAX_QUEUED_CALLS = 64;
@@ -142,6 +143,7 @@ export class ObjectService implements ObjectCaller {
     return this.locks.run(found.id, async () => {
       const record = await this.require(id);
       if (record.sandbox_managed) await this.removeSandbox(record.sandbox);
+      else await this.retireWorkers(record);
       await this.repo.delete(record.id);
       this.publish('object.deleted', record, { status: 'deleted' });
       void this.timers.poke();
@@ -285,6 +287,12 @@ export class ObjectService implements ObjectCaller {
     if (request.idempotency_key) {
       const since = new Date(this.clock().getTime() - IDEMPOTENCY_TTL_MS).toISOString();
       const kept = await this.repo.idempotent(object.id, request.idempotency_key, since);
+      if (kept && kept.request_hash !== null && kept.request_hash !== requestHash(request)) {
+        throw new ServiceError(
+          'IDEMPOTENCY_KEY_REUSED',
+          `Idempotency-Key '${request.idempotency_key}' was used for another call of '${nameOf(object)}' (another method or arguments): send a new key for a new call`,
+        );
+      }
       if (kept) {
         if (kept.result === null) throw conflict(`this Idempotency-Key was already applied to '${nameOf(object)}'; its result was not kept (over 1 MiB)`);
         return { result: JSON.parse(kept.result), object_id: object.id, duration_ms: 0, cold_start: false, logs: '', replay: true };
@@ -312,7 +320,8 @@ export class ObjectService implements ObjectCaller {
     try {
       const prepared = await this.wake(object, klass);
       cold = prepared.woke_ms !== undefined;
-      klass = await this.describe(object, klass, prepared);
+      const identity = await this.identityOf(object);
+      klass = await this.describe(object, klass, prepared, identity);
       if (klass.methods && !klass.methods.includes(request.method)) throw methodNotFound(request, klass.methods);
       invoked = await this.runtime.invoke(
         prepared,
@@ -327,6 +336,7 @@ export class ObjectService implements ObjectCaller {
           call_id,
         },
         request.timeout_ms ?? klass.timeout_ms,
+        identity,
       );
       cold ||= invoked.worker_started;
     } catch (err) {
@@ -369,10 +379,10 @@ export class ObjectService implements ObjectCaller {
       if (Number.isNaN(at.getTime())) throw new ServiceError('METHOD_FAILED', `${nameOf(object)}.${request.method} set an alarm at an invalid time`);
       alarm = { ...alarm, at: at.toISOString() };
     }
-    let idempotency: { key: string; result: string | null } | undefined;
+    let idempotency: { key: string; result: string | null; request_hash: string } | undefined;
     if (request.idempotency_key) {
       const text = JSON.stringify(reply.result ?? null);
-      idempotency = { key: request.idempotency_key, result: Buffer.byteLength(text) <= MAX_KEPT_RESULT_BYTES ? text : null };
+      idempotency = { key: request.idempotency_key, result: Buffer.byteLength(text) <= MAX_KEPT_RESULT_BYTES ? text : null, request_hash: requestHash(request) };
     }
     await this.repo.commit({
       object: object.id,
@@ -452,14 +462,29 @@ export class ObjectService implements ObjectCaller {
     this.closing = true;
   }
 
+  /** Who the object's calls run as: in a sandbox it is bound to (shared), a uid of its own. */
+  private async identityOf(object: ObjectRecord): Promise<CallIdentity> {
+    if (object.sandbox_managed) return { object: object.id, uid: null };
+    const row = await this.repo.rowNumber(object.id);
+    if (row === undefined) throw notFound(`object '${nameOf(object)}' not found`);
+    return { object: object.id, uid: OBJECT_UID_BASE + row };
+  }
+
+  /** Stops a deleted bound object's workers, so that no process of its uid outlives it. */
+  private async retireWorkers(object: ObjectRecord): Promise<void> {
+    const sandbox = await this.sandboxes.require(object.sandbox).catch(() => undefined);
+    if (sandbox?.backend_id && sandbox.status === 'running') await this.runtime.retire(sandbox.backend_id, object.id);
+  }
+
   /** The first call of a class version in a sandbox learns the module's methods. */
-  private async describe(object: ObjectRecord, klass: ObjectClassRecord, prepared: Prepared): Promise<ObjectClassRecord> {
+  private async describe(object: ObjectRecord, klass: ObjectClassRecord, prepared: Prepared, identity: CallIdentity): Promise<ObjectClassRecord> {
     if (klass.methods) return klass;
     const described = await this.runtime.invoke(
       prepared,
       klass,
       { method: '__describe', args: {}, storage: {}, alarm: null, object: { id: object.id, class: object.class, object_id: object.object_id }, now: isoNow(this.clock), call_id: '' },
       klass.timeout_ms,
+      identity,
     );
     if (!described.reply.ok) {
       const { error } = described.reply;
@@ -551,6 +576,18 @@ function alarmReplyOf(record: ObjectRecord, service: ObjectService): AlarmReply 
 
 /** `class/object_id`. */
 export const nameOf = (object: Pick<ObjectRecord, 'class' | 'object_id'>): string => `${object.class}/${object.object_id}`;
+
+/** What an Idempotency-Key stands for: the method and its arguments (JSON, keys in order), hashed. */
+function requestHash(request: Pick<ObjectCallInput, 'method' | 'args'>): string {
+  return createHash('sha256').update(JSON.stringify([request.method, canonical(request.args ?? {})])).digest('hex');
+}
+
+/** A JSON value with its object keys sorted (arguments nest at most as deep as a request body may). */
+function canonical(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value ?? null), (_key, inner: unknown) =>
+    inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : inner,
+  );
+}
 
 function methodNotFound(request: ObjectCallInput, methods: string[]): ServiceError {
   return notFound(`method '${request.method}' not found on class '${request.class}' (methods: ${methods.join(', ') || 'none'})`);

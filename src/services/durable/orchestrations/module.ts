@@ -1,7 +1,6 @@
 import { orchestrationRouteActions, orchestrationRoutes } from '../../../http/routes/orchestration-routes.js';
 import { orchestrationTools } from '../../../mcp/tools/orchestration-tools.js';
 import type { DomainModule } from '../../domain-module.js';
-import { checkedDurationMs } from '../../../schemas/common.js';
 import { OrchestrationService } from './orchestration-service.js';
 import { OrchestrationTimers } from './orchestration-timers.js';
 
@@ -20,8 +19,6 @@ export const orchestrationsModule = {
       ...ctx,
       logger: ctx.logger.child({ part: 'orchestrations' }),
       repo: ctx.repos.orchestrations,
-      concurrency: ctx.config.orchestrationConcurrency,
-      retentionMs: checkedDurationMs(ctx.config.orchestrationRetention),
     }),
   }),
   routes: [orchestrationRoutes],

@@ -7,8 +7,11 @@
  * DurableTimers driver (a poke), cancellations abort attempts. What an activity or a timer
  * reports becomes the input of the next transition.
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import { v7 as uuidv7 } from 'uuid';
-import { conflict, isServiceError, notFound, ServiceError } from '../../../errors.js';
+import type { ConfigSection } from '../../../config/config-schema.js';
+import { badRequest, conflict, isServiceError, notFound, ServiceError } from '../../../errors.js';
+import { checkedDurationMs } from '../../../schemas/common.js';
 import type { OrchestrationRepository, InstanceRecord, TaskRecord } from '../../../state/orchestration-repository.js';
 import type { OrchestrationInstance } from '../../../schemas/orchestration-schemas.js';
 import type { Logger } from '../../../telemetry/logger.js';
@@ -20,11 +23,13 @@ import type { OrchestrationStarter } from '../orchestration-starter.js';
 import { ActivityPool, type ActivityJob } from './activity-pool.js';
 import { runActivity, type ActivityEngines } from './activity-runner.js';
 import {
-  decide,
+  decideWalk,
   isInlineForm,
   jsonBytes,
+  leastWork,
+  LIMIT_FLAGS,
   LIMITS,
-  projectInstance,
+  projectionWalk,
   translateInline,
   type ActivityCommand,
   type Command,
@@ -35,6 +40,8 @@ import {
   type JsonObject,
   type JsonValue,
   type OpenWork,
+  type Walk,
+  type WorkLimits,
 } from './interpreter/index.js';
 import { DefinitionStore } from './definition-store.js';
 
@@ -43,6 +50,39 @@ const FINAL: ReadonlySet<InstanceStatus> = new Set(['completed', 'failed', 'term
 
 /** The instance view (README, Orchestrations); `history` only when asked for. */
 export type InstanceView = OrchestrationInstance;
+
+/** Which part of an instance's steps and history a view carries (docs/orchestrations.md, "Bounds"). */
+export interface ViewPage {
+  history: boolean;
+  steps_offset: number;
+  steps_limit: number;
+  history_after: number;
+  history_limit: number;
+}
+
+/** A GET of one instance: every step and history event, 1000 at most per page. */
+export const FULL_PAGE: ViewPage = { history: true, steps_offset: 0, steps_limit: 1000, history_after: 0, history_limit: 1000 };
+/** An instance in a list: no history, its first 100 steps. */
+const LIST_PAGE: ViewPage = { history: false, steps_offset: 0, steps_limit: 100, history_after: 0, history_limit: 0 };
+/** Bytes of JSON of the steps of one view, and of its history: entries past it go to the next page. */
+export const PAGE_BYTES = 4 * 1024 * 1024;
+/** Bytes of JSON of the steps of one instance in a list. */
+const LIST_STEP_BYTES = 64 * 1024;
+/** Longest a walk holds the event loop before it gives other work a turn. */
+const SLICE_MS = 5;
+
+/** Runs a walk of the interpreter in slices of at most SLICE_MS, giving the event loop a turn between them. */
+export async function inSlices<T>(walk: Walk<T>): Promise<T> {
+  let since = performance.now();
+  for (;;) {
+    const next = walk.next();
+    if (next.done) return next.value;
+    if (performance.now() - since >= SLICE_MS) {
+      await turn();
+      since = performance.now();
+    }
+  }
+}
 
 export interface StartRequest {
   name: string;
@@ -57,15 +97,15 @@ export interface StartRequest {
 export interface OrchestrationServiceInput extends Pick<ServiceContext, 'clock' | 'logger' | 'audit' | 'timers'>, ActivityEngines {
   repo: OrchestrationRepository;
   metrics: Pick<Metrics, 'orchestrations' | 'activitiesInflight' | 'activityDuration'>;
-  /** Activities running at once over all instances. */
-  concurrency: number;
-  /** How long finished instances are kept, in milliseconds. */
-  retentionMs: number;
+  /** Concurrency, retention and the bounds of an instance's work. */
+  config: ConfigSection<'orchestrations'>;
 }
 
 export class OrchestrationService implements OrchestrationStarter {
   readonly definitions: DefinitionStore;
   readonly retentionMs: number;
+  /** The bounds of one instance's work. */
+  readonly limits: WorkLimits;
   private readonly repo: OrchestrationRepository;
   private readonly mutex = new KeyedMutex();
   private readonly pool: ActivityPool;
@@ -76,9 +116,11 @@ export class OrchestrationService implements OrchestrationStarter {
     this.input = input;
     this.repo = input.repo;
     this.logger = input.logger;
-    this.retentionMs = input.retentionMs;
+    const { config } = input;
+    this.retentionMs = checkedDurationMs(config.orchestrationRetention);
+    this.limits = { steps: config.orchestrationMaxSteps, historyEvents: config.orchestrationMaxHistoryEvents, outputBytes: config.orchestrationMaxOutputBytes };
     this.definitions = new DefinitionStore(input.repo, input.clock);
-    this.pool = new ActivityPool(input.concurrency, (job, signal) => this.runJob(job, signal));
+    this.pool = new ActivityPool(config.orchestrationConcurrency, (job, signal) => this.runJob(job, signal));
   }
 
   /** OrchestrationStarter: NOT_FOUND unless the definition exists. */
@@ -107,11 +149,12 @@ export class OrchestrationService implements OrchestrationStarter {
       const existing = this.repo.instance(id);
       if (existing) {
         if (existing.name !== request.name) throw conflict(`orchestration '${id}' exists already, of definition '${existing.name}'`);
-        return { instance: this.viewOf(existing, true), created: false };
+        return { instance: await this.viewOf(existing, FULL_PAGE), created: false };
       }
       const { definition, version, input } = this.resolve(request);
       const bytes = jsonBytes(input);
       if (bytes > LIMITS.inputBytes) throw new ServiceError('PAYLOAD_TOO_LARGE', `input: ${bytes} bytes of JSON; at most ${LIMITS.inputBytes} (1 MiB)`);
+      this.checkLeastWork(definition, input);
       const now = this.now();
       const startAt = request.start_at && Date.parse(request.start_at) > Date.parse(now) ? new Date(request.start_at).toISOString() : null;
       const record: InstanceRecord = {
@@ -135,25 +178,43 @@ export class OrchestrationService implements OrchestrationStarter {
         this.repo.create(record, [], { status: 'pending', tasks: [], timers: [], updated_at: now });
         void this.input.timers.poke();
       } else {
-        const decision = decide(definition, [], { instance: { id, name: request.name }, now, inputs: [{ type: 'start', input }] });
+        const decision = await inSlices(decideWalk(definition, [], { instance: { id, name: request.name }, now, inputs: [{ type: 'start', input }], limits: this.limits }));
         this.repo.create(record, decision.newEvents, this.writeOf(decision, now));
         // Started before whatever the first decision ends in (an instance of `set` steps completes in it).
         this.input.audit.resourceEvent('orchestration.started', this.resource(record), { definition_version: version });
         this.input.metrics.orchestrations.inc({ status: 'started' });
         this.carryOut(id, request.name, decision.commands);
       }
-      return { instance: this.viewOf(this.require(id), true), created: true };
+      return { instance: await this.viewOf(this.require(id), FULL_PAGE), created: true };
     });
   }
 
-  /** GET /orchestrations/{id}. */
-  get(id: string, withHistory = true): InstanceView {
-    return this.viewOf(this.require(id), withHistory);
+  /** GET /orchestrations/{id}: one page of its steps and history (FULL_PAGE: the first). */
+  async get(id: string, page: Partial<ViewPage> = {}): Promise<InstanceView> {
+    return this.viewOf(this.require(id), { ...FULL_PAGE, ...page });
   }
 
-  /** GET /orchestrations: newest first, without history. */
-  list(filter: { status?: string; name?: string; before?: string; limit?: number }): InstanceView[] {
-    return this.repo.list({ ...filter, limit: filter.limit ?? 100 }).map((record) => this.viewOf(record, false));
+  /** GET /orchestrations: newest first, without history, the first steps of each. */
+  async list(filter: { status?: string; name?: string; before?: string; limit?: number }): Promise<InstanceView[]> {
+    const views: InstanceView[] = [];
+    for (const record of this.repo.list({ ...filter, limit: filter.limit ?? 100 })) views.push(await this.viewOf(record, LIST_PAGE, LIST_STEP_BYTES));
+    return views;
+  }
+
+  /**
+   * The static bound (docs/orchestrations.md, "Bounds"): a start whose definition will surely run
+   * more steps or keep more history events than an instance may is a 400 naming the bound.
+   */
+  private checkLeastWork(definition: Definition, input: JsonValue): void {
+    const least = leastWork(definition, input);
+    if (least.steps > this.limits.steps) {
+      throw badRequest(`definition: an instance would run at least ${least.steps} steps, more than the limit of ${this.limits.steps} (${LIMIT_FLAGS.steps})`);
+    }
+    if (least.historyEvents > this.limits.historyEvents) {
+      throw badRequest(
+        `definition: an instance would keep at least ${least.historyEvents} history events, more than the limit of ${this.limits.historyEvents} (${LIMIT_FLAGS.historyEvents})`,
+      );
+    }
   }
 
   /** POST /orchestrations/{id}/events: recorded whatever the instance does; buffered until a wait takes it. */
@@ -164,7 +225,7 @@ export class OrchestrationService implements OrchestrationStarter {
       if (FINAL.has(record.status)) throw conflict(`orchestration '${id}' is ${record.status}; it takes no more events`);
     });
     const raised = decision.newEvents.find((event) => event.type === 'EventRaised');
-    if (!raised) throw conflict(`orchestration '${id}' reached its history limit of ${LIMITS.historyEvents} events; it takes no more events`);
+    if (!raised) throw conflict(`orchestration '${id}' reached its history limit of ${this.limits.historyEvents} events (${LIMIT_FLAGS.historyEvents}); it takes no more events`);
     return { accepted: true, id, event: name, sequence: raised.sequence };
   }
 
@@ -173,7 +234,7 @@ export class OrchestrationService implements OrchestrationStarter {
     await this.transition(id, [{ type: 'terminate', reason }], (record) => {
       if (FINAL.has(record.status)) throw conflict(`orchestration '${id}' is ${record.status} already; it cannot be terminated`);
     });
-    return this.get(id);
+    return await this.get(id);
   }
 
   /** DELETE /orchestrations/{id}: finished instances only. */
@@ -256,7 +317,9 @@ export class OrchestrationService implements OrchestrationStarter {
       const definition = record.definition as Definition;
       const history = this.repo.history(id) as HistoryEvent[];
       const now = this.now();
-      const decision = decide(definition, history, { instance: { id, name: record.name }, now, inputs: inputsOf ? inputsOf(record) : inputs });
+      const decision = await inSlices(
+        decideWalk(definition, history, { instance: { id, name: record.name }, now, inputs: inputsOf ? inputsOf(record) : inputs, limits: this.limits }),
+      );
       if (decision.newEvents.length === 0 && decision.status === record.status) return decision;
       this.repo.commit(id, decision.newEvents, this.writeOf(decision, now));
       if (record.status === 'pending' && decision.newEvents.some((event) => event.type === 'OrchestratorStarted')) {
@@ -375,11 +438,13 @@ export class OrchestrationService implements OrchestrationStarter {
 
   /**
    * The instance view: the row's columns, and what the interpreter's projection of the
-   * history says (steps, output, error, waiting_for).
+   * history says (steps, output, error, waiting_for); one page of the steps and the history.
    */
-  private viewOf(record: InstanceRecord, withHistory: boolean): InstanceView {
+  private async viewOf(record: InstanceRecord, page: ViewPage, stepBytes = PAGE_BYTES): Promise<InstanceView> {
     const history = this.repo.history(record.id) as HistoryEvent[];
-    const projection = projectInstance(record.definition as Definition, history, { id: record.id, name: record.name });
+    const projection = await inSlices(projectionWalk(record.definition as Definition, history, { id: record.id, name: record.name }, this.limits));
+    const steps = pageOf(projection.steps, page.steps_offset, page.steps_limit, stepBytes);
+    const events = page.history ? pageOf(history, history.findIndex((event) => event.sequence > page.history_after), page.history_limit, PAGE_BYTES) : undefined;
     return {
       id: record.id,
       name: record.name,
@@ -395,9 +460,11 @@ export class OrchestrationService implements OrchestrationStarter {
       started_at: record.started_at,
       completed_at: record.completed_at,
       start_at: record.start_at,
-      steps: projection.steps,
+      steps: steps.entries,
+      steps_total: projection.steps.length,
+      steps_next: steps.next === null ? null : page.steps_offset + steps.next,
       waiting_for: projection.waiting_for,
-      ...(withHistory && { history }),
+      ...(events && { history: events.entries, history_next: events.next === null ? null : (events.entries.at(-1)?.sequence ?? page.history_after) }),
     };
   }
 
@@ -408,6 +475,23 @@ export class OrchestrationService implements OrchestrationStarter {
   private now(): string {
     return this.input.clock().toISOString();
   }
+}
+
+/**
+ * Up to `limit` entries of `all` from `from` (-1: none left) while their JSON fits in `bytes`
+ * (the first always goes); `next`: the index in `all`, relative to `from`, where the next page starts.
+ */
+function pageOf<T>(all: readonly T[], from: number, limit: number, bytes: number): { entries: T[]; next: number | null } {
+  if (from < 0) return { entries: [], next: null };
+  const entries: T[] = [];
+  let left = bytes;
+  for (let index = from; index < all.length && entries.length < limit; index++) {
+    const size = Buffer.byteLength(JSON.stringify(all[index])) + 1;
+    if (entries.length > 0 && size > left) break;
+    left -= size;
+    entries.push(all[index] as T);
+  }
+  return { entries, next: from + entries.length < all.length ? entries.length : null };
 }
 
 /** The due time of open work that needs a timer row (a timer, a retry's back-off, a wait's deadline). */

@@ -12,7 +12,7 @@
  * their results as inputs to the next `decide()`.
  */
 import { backoffMs, LIMITS, type Definition, type JsonValue } from './dsl.js';
-import { capOutput, Pass, type ActivityCommand, type Emit, type InstanceMeta, type OpenWork } from './drive.js';
+import { capOutput, drain, LIMIT_FLAGS, Pass, type ActivityCommand, type Emit, type InstanceMeta, type OpenWork, type Walk, type WorkLimits } from './drive.js';
 import { resolveDeep, ExpressionError } from './expressions.js';
 import { tailUtf8, type HistoryEvent, type HistoryEventData, type HistoryEventType } from './history.js';
 import { applyEvent, replay, type FinalStatus, type InstanceState } from './state.js';
@@ -67,6 +67,8 @@ export interface DecideOptions {
    */
   now: string;
   inputs?: DecideInput[];
+  /** The server's bounds of an instance's work; absent: LIMITS.historyEvents and no other bound. */
+  limits?: WorkLimits;
 }
 
 export const INTERRUPTED = 'interrupted by server restart';
@@ -81,18 +83,25 @@ export function statusOf(state: InstanceState, open: readonly OpenWork[]): Insta
   return open.some((work) => work.kind !== 'wait') ? 'running' : 'waiting';
 }
 
-/** One decision; see the file header. */
+/** One decision, at once; see the file header. */
 export function decide(definition: Definition, history: readonly HistoryEvent[], options: DecideOptions): Decision {
-  const state = replay(history);
-  const alreadyFinished = state.finished !== null;
-  const first = attempt(definition, state, options);
-  const total = history.length + first.newEvents.length;
-  if (alreadyFinished || total < LIMITS.historyEvents || (state.finished && total === LIMITS.historyEvents)) return first.decision;
-  // The history would reach its limit with the instance still open: only the failure is recorded.
-  return attempt(definition, replay(history), options, 'history limit reached').decision;
+  return drain(decideWalk(definition, history, options));
 }
 
-function attempt(definition: Definition, state: InstanceState, options: DecideOptions, forcedFailure?: string) {
+/** One decision as a walk that yields between batches of steps (the service runs it in slices). */
+export function* decideWalk(definition: Definition, history: readonly HistoryEvent[], options: DecideOptions): Walk<Decision> {
+  const state = replay(history);
+  const alreadyFinished = state.finished !== null;
+  const first = yield* attempt(definition, state, options);
+  const total = history.length + first.newEvents.length;
+  const limit = options.limits?.historyEvents ?? LIMITS.historyEvents;
+  if (alreadyFinished || total < limit || (state.finished && total === limit)) return first.decision;
+  // The history would reach its limit with the instance still open: only the failure is recorded.
+  const failure = options.limits ? `history limit reached: more than ${limit} events (${LIMIT_FLAGS.historyEvents})` : 'history limit reached';
+  return (yield* attempt(definition, replay(history), options, failure)).decision;
+}
+
+function* attempt(definition: Definition, state: InstanceState, options: DecideOptions, forcedFailure?: string) {
   const { instance, inputs = [] } = options;
   const last = state.lastTimestamp ? Date.parse(state.lastTimestamp) : -Infinity;
   const stamp = new Date(Math.max(Date.parse(options.now), last)).toISOString();
@@ -104,10 +113,10 @@ function attempt(definition: Definition, state: InstanceState, options: DecideOp
   };
   const wasFinished = state.finished !== null;
 
-  const pass = (): OpenWork[] => {
+  const pass = function* (): Walk<OpenWork[]> {
     if (!state.started || state.finished) return [];
-    const walk = new Pass(definition, state, instance, stamp, emit);
-    const result = walk.run();
+    const walk = new Pass(definition, state, instance, stamp, emit, options.limits);
+    const result = yield* walk.run();
     if (result.status === 'open') return walk.open;
     if (result.status === 'failed') {
       emit('OrchestratorFailed', result.step, { error: result.error });
@@ -123,7 +132,7 @@ function attempt(definition: Definition, state: InstanceState, options: DecideOp
     return [];
   };
 
-  const before = pass();
+  const before = yield* pass();
   let open = before;
   const resolved = new Set<string>();
   const fired = new Set<string>();
@@ -136,7 +145,7 @@ function attempt(definition: Definition, state: InstanceState, options: DecideOp
   for (const input of forcedFailure ? [] : inputs) {
     if (state.finished) break;
     handle(input, open, state, stamp, emit, resolved, fired);
-    open = pass();
+    open = yield* pass();
   }
 
   const commands: Command[] = [];

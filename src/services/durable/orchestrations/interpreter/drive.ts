@@ -10,7 +10,7 @@
  * come out the same on every replay. A failure that needs no event (an expression leading
  * nowhere, a map over a non-array) is found again the same way.
  */
-import { capValue, childPath, idempotencyKey, itemPath, type HistoryEventData, type HistoryEventType } from './history.js';
+import { capValue, childPath, idempotencyKey, itemPath, jsonBytes, type HistoryEventData, type HistoryEventType } from './history.js';
 import { LIMITS, retryPolicyOf, type ActivityStep, type RetryPolicy, type Definition, type JsonObject, type JsonValue, type MapStep, type ParallelStep, type Step } from './dsl.js';
 import { evaluateCondition } from './conditions.js';
 import { ExpressionError, resolveDeep, type ExpressionContext, type StepFacts } from './expressions.js';
@@ -18,6 +18,51 @@ import { present } from '../../../../errors.js';
 import { durationMs } from '../../../../schemas/common.js';
 import type { InstanceState } from './state.js';
 import { CALL_BODY, EXEC_BODY, isTimestamp, RUN_BODY, schemaProblems } from './validate.js';
+
+/**
+ * A walk that gives the event loop a turn: it yields (nothing) every `YIELD_EVERY` steps it
+ * reaches, and returns its result. `drain()` runs one to its end at once; the service's driver
+ * runs it in slices, so no pass over a wide instance holds the event loop.
+ */
+export type Walk<T> = Generator<void, T, void>;
+
+/** Steps a walk reaches between two yields. */
+export const YIELD_EVERY = 4;
+
+/** Runs a walk to its end, synchronously. */
+export function drain<T>(walk: Walk<T>): T {
+  for (;;) {
+    const next = walk.next();
+    if (next.done) return next.value;
+  }
+}
+
+/**
+ * Bounds of the work of one instance (the server's settings, docs/orchestrations.md): a pass
+ * that passes one fails the instance with an error naming the bound.
+ */
+export interface WorkLimits {
+  /** Steps a pass may reach: every step, container, map item and step inside one counts. */
+  steps: number;
+  /** Bytes of JSON of the outputs of `set`, `activity` and `wait_for_event` steps in a pass. */
+  outputBytes: number;
+  /** History events of an instance (then it fails `history limit reached`). */
+  historyEvents: number;
+}
+
+/** What names each bound in errors: the server's flag. */
+export const LIMIT_FLAGS = { steps: '--orchestration-max-steps', outputBytes: '--orchestration-max-output-bytes', historyEvents: '--orchestration-max-history-events' } as const;
+
+/** A pass went past a bound of `WorkLimits`: the instance fails at `step`, whatever its `on_error`. */
+export class WorkLimitError extends Error {
+  override name = 'WorkLimitError';
+  constructor(
+    message: string,
+    readonly step: string,
+  ) {
+    super(message);
+  }
+}
 
 export interface InstanceMeta {
   id: string;
@@ -91,6 +136,9 @@ const isObject = (value: JsonValue | undefined): value is JsonObject => value !=
 export class Pass {
   readonly open: OpenWork[] = [];
   readonly trace: TraceEntry[] = [];
+  /** Steps reached so far, and bytes of step outputs held. */
+  private reached = 0;
+  private outputBytes = 0;
 
   constructor(
     private readonly definition: Definition,
@@ -99,26 +147,36 @@ export class Pass {
     /** The timestamp events emitted now will carry: the base of timers made in this pass. */
     private readonly stamp: string,
     private readonly emit: Emit,
+    /** Absent: no bound on steps or output bytes (the pure interpreter's own tests). */
+    private readonly limits?: Pick<WorkLimits, 'steps' | 'outputBytes'>,
   ) {}
 
-  /** Walks the top-level steps; `facts` of the last step when all are done. */
-  run(): { status: 'done'; output: JsonValue; context: ExpressionContext } | Extract<Outcome, { status: 'failed' | 'open' }> {
+  /**
+   * Walks the top-level steps; `facts` of the last step when all are done. A bound of `limits`
+   * passed fails the walk at the step that passed it, whatever the steps' `on_error`.
+   */
+  *run(): Walk<{ status: 'done'; output: JsonValue; context: ExpressionContext } | Extract<Outcome, { status: 'failed' | 'open' }>> {
     const context: ExpressionContext = { input: this.state.started?.input ?? null, orchestration: this.meta, steps: new Map() };
-    return this.list(this.definition.steps, '', context);
+    try {
+      return yield* this.list(this.definition.steps, '', context);
+    } catch (err) {
+      if (!(err instanceof WorkLimitError)) throw err;
+      return { status: 'failed', error: err.message, step: err.step };
+    }
   }
 
   /** A list of steps in order; each step sees the ones before it. */
-  private list(
+  private *list(
     steps: Step[],
     parent: string,
     outer: ExpressionContext,
-  ): { status: 'done'; output: JsonValue; context: ExpressionContext } | Extract<Outcome, { status: 'failed' | 'open' }> {
+  ): Walk<{ status: 'done'; output: JsonValue; context: ExpressionContext } | Extract<Outcome, { status: 'failed' | 'open' }>> {
     const visible = new Map(outer.steps);
     const context: ExpressionContext = { ...outer, steps: visible };
     let last: JsonValue = null;
     for (const [index, step] of steps.entries()) {
       const path = childPath(parent, step.id);
-      const outcome = this.traced(step, path, () => this.step(step, path, context));
+      const outcome = yield* this.traced(step, path, () => this.step(step, path, context));
       const stops = outcome.status === 'open' || (outcome.status === 'failed' && step.on_error !== 'continue');
       if (stops) {
         for (const rest of steps.slice(index + 1)) this.trace.push({ path: childPath(parent, rest.id), step: rest, outcome: { status: 'pending' } });
@@ -136,16 +194,33 @@ export class Pass {
     return { status: 'done', output: last, context };
   }
 
-  /** Runs `walk` with the step's trace entry placed before those of its children. */
-  private traced(step: Step, path: string, walk: () => Outcome): Outcome {
+  /**
+   * Runs `walk` with the step's trace entry placed before those of its children; counts the
+   * step and its output against the limits, and gives the event loop a turn every YIELD_EVERY steps.
+   */
+  private *traced(step: Step, path: string, walk: () => Walk<Outcome>): Walk<Outcome> {
+    this.reached += 1;
+    if (this.limits && this.reached > this.limits.steps) {
+      throw new WorkLimitError(`step limit reached: the instance would run more than ${this.limits.steps} steps (${LIMIT_FLAGS.steps})`, path);
+    }
+    if (this.reached % YIELD_EVERY === 0) yield;
     const entry: TraceEntry = { path, step, outcome: { status: 'pending' } };
     this.trace.push(entry);
-    entry.outcome = walk();
+    entry.outcome = yield* walk();
+    if (this.limits && entry.outcome.status === 'completed' && step.type !== 'map' && step.type !== 'parallel') {
+      this.outputBytes += jsonBytes(entry.outcome.facts.output);
+      if (this.outputBytes > this.limits.outputBytes) {
+        throw new WorkLimitError(
+          `output limit reached: the outputs of the instance's steps pass ${this.limits.outputBytes} bytes of JSON (${LIMIT_FLAGS.outputBytes})`,
+          path,
+        );
+      }
+    }
     return entry.outcome;
   }
 
   /** One step at `path`: its `when`, then its type's rules. */
-  private step(step: Step, path: string, context: ExpressionContext): Outcome {
+  private *step(step: Step, path: string, context: ExpressionContext): Walk<Outcome> {
     const record = this.state.steps.get(path);
     if (record?.skipped) return { status: 'skipped', facts: facts(null, 'skipped') };
     const begun = record?.activity || record?.timer || record?.consumed;
@@ -171,9 +246,9 @@ export class Pass {
         case 'wait_for_event':
           return this.wait(step.event, step.timeout, step.on_timeout ?? 'fail', path);
         case 'parallel':
-          return this.parallel(step, path, context);
+          return yield* this.parallel(step, path, context);
         case 'map':
-          return this.map(step, path, context);
+          return yield* this.map(step, path, context);
         case 'set':
           return { status: 'completed', facts: facts(resolveDeep(step.value, context, 'value')) };
       }
@@ -295,14 +370,14 @@ export class Pass {
     return { status: 'open' };
   }
 
-  private parallel(step: ParallelStep, path: string, context: ExpressionContext): Outcome {
+  private *parallel(step: ParallelStep, path: string, context: ExpressionContext): Walk<Outcome> {
     const mark = this.open.length;
     const failFast = step.fail_fast !== false;
     const output: JsonObject = {};
     let failure: Extract<Outcome, { status: 'failed' }> | undefined;
     let open = false;
     for (const [name, steps] of Object.entries(step.branches)) {
-      const result = this.list(steps, `${path}.${name}`, context);
+      const result = yield* this.list(steps, `${path}.${name}`, context);
       if (result.status === 'open') open = true;
       else if (result.status === 'failed') {
         failure ??= result;
@@ -317,7 +392,7 @@ export class Pass {
     return open ? { status: 'open' } : { status: 'completed', facts: facts(output) };
   }
 
-  private map(step: MapStep, path: string, context: ExpressionContext): Outcome {
+  private *map(step: MapStep, path: string, context: ExpressionContext): Walk<Outcome> {
     const items = resolveDeep(step.items, context, 'items');
     if (!Array.isArray(items)) return { status: 'failed', error: `items: must resolve to an array, got ${items === null ? 'null' : typeof items}`, step: path };
     if (items.length > LIMITS.mapItems) return { status: 'failed', error: `items: ${items.length} items, at most ${LIMITS.mapItems}`, step: path };
@@ -331,7 +406,7 @@ export class Pass {
       if (running >= limit) return { status: 'open' };
       const inner: Step = { ...step.step, id: step.step.id ?? step.id };
       const at = itemPath(path, index);
-      const outcome = this.traced(inner, at, () => this.step(inner, at, { ...context, map: { item, index } }));
+      const outcome = yield* this.traced(inner, at, () => this.step(inner, at, { ...context, map: { item, index } }));
       if (outcome.status === 'open') running += 1;
       else if (outcome.status === 'failed') {
         if (inner.on_error === 'continue') outputs.push(null);

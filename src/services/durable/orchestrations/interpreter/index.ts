@@ -14,12 +14,13 @@
  *   `waiting_for` for the instance view.
  */
 export * from './dsl.js';
-export { decide, openWork, statusOf, INTERRUPTED, type Command, type Decision, type DecideInput, type DecideOptions, type InstanceStatus } from './decide.js';
-export type { ActivityCommand, InstanceMeta, OpenWork } from './drive.js';
+export { decide, decideWalk, openWork, statusOf, INTERRUPTED, type Command, type Decision, type DecideInput, type DecideOptions, type InstanceStatus } from './decide.js';
+export { drain, LIMIT_FLAGS, WorkLimitError, YIELD_EVERY, type ActivityCommand, type InstanceMeta, type OpenWork, type Walk, type WorkLimits } from './drive.js';
 export { canonicalJson, definitionHash } from './definition-hash.js';
 export { evaluateCondition, jsonEqual } from './conditions.js';
 export { ExpressionError, parsePath, parseTemplate, resolveDeep, resolveString, type ExpressionContext, type StepFacts } from './expressions.js';
 export { capValue, childPath, idempotencyKey, itemPath, jsonBytes, type EventOf, type HistoryEvent, type HistoryEventData, type HistoryEventType } from './history.js';
 export { isInlineForm, translateInline } from './inline-form.js';
-export { projectInstance, stepAt, type InstanceProjection, type StepStatus, type StepView } from './instance-view.js';
+export { leastWork, type LeastWork } from './least-work.js';
+export { projectInstance, projectionWalk, stepAt, type InstanceProjection, type StepStatus, type StepView } from './instance-view.js';
 export { definitionProblems, validateDefinition } from './validate.js';

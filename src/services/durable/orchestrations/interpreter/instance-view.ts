@@ -10,7 +10,7 @@
  * instance failed or was terminated, or inside a container that failed fast, is `cancelled`.
  */
 import type { Definition, JsonValue, Step, StepType } from './dsl.js';
-import { Pass, type InstanceMeta, type TraceEntry } from './drive.js';
+import { drain, Pass, YIELD_EVERY, type InstanceMeta, type TraceEntry, type Walk, type WorkLimits } from './drive.js';
 import type { HistoryEvent } from './history.js';
 import { statusOf, type InstanceStatus } from './decide.js';
 import { applyEvent, replay, type ActivityRecord, type InstanceState, type StepRecord } from './state.js';
@@ -119,8 +119,13 @@ function view(entry: TraceEntry, state: InstanceState, cancelled: boolean): Step
 
 const completedAt = (record: StepRecord | undefined): string | null => record?.consumed?.at ?? record?.timer?.fired_at ?? null;
 
-/** The projection of an instance; see the file header. */
-export function projectInstance(definition: Definition, history: readonly HistoryEvent[], instance: InstanceMeta): InstanceProjection {
+/** The projection of an instance, at once; see the file header. */
+export function projectInstance(definition: Definition, history: readonly HistoryEvent[], instance: InstanceMeta, limits?: WorkLimits): InstanceProjection {
+  return drain(projectionWalk(definition, history, instance, limits));
+}
+
+/** The projection as a walk that yields between batches of steps (the service runs it in slices). */
+export function* projectionWalk(definition: Definition, history: readonly HistoryEvent[], instance: InstanceMeta, limits?: WorkLimits): Walk<InstanceProjection> {
   const state = replay(history);
   // A walk on a scratch state: at the history's fixed point it emits nothing, and what it would
   // emit on a finished instance (nothing is decided after the end) must not reach `state`.
@@ -129,15 +134,20 @@ export function projectInstance(definition: Definition, history: readonly Histor
   const stamp = state.lastTimestamp ?? new Date(0).toISOString();
   const walk = new Pass(definition, scratch, instance, stamp, (type, step, data) =>
     applyEvent(scratch, { sequence: scratch.lastSequence + 1, type, step, data, timestamp: stamp } as HistoryEvent),
+    limits,
   );
-  if (state.started) walk.run();
+  if (state.started) yield* walk.run();
   const finished = state.finished;
   const ended = finished !== null && finished.status !== 'completed';
   const traced = new Set(walk.trace.map((entry) => entry.path));
   // What a failed container left open was cancelled with it, even when the instance goes on.
   const failed = walk.trace.filter((entry) => entry.outcome.status === 'failed' && (entry.step.type === 'parallel' || entry.step.type === 'map')).map((entry) => entry.path);
   const dropped = (path: string) => failed.some((container) => path.startsWith(`${container}.`) || path.startsWith(`${container}[`));
-  const steps = walk.trace.map((entry) => view(entry, state, ended || dropped(entry.path)));
+  const steps: StepView[] = [];
+  for (const entry of walk.trace) {
+    steps.push(view(entry, state, ended || dropped(entry.path)));
+    if (steps.length % (YIELD_EVERY * 16) === 0) yield;
+  }
   // Work the walk no longer reaches (inside a container that failed fast) was cancelled.
   for (const [path, record] of state.steps) {
     if (traced.has(path) || !record.activity || ['completed', 'failed'].includes(record.activity.phase)) continue;

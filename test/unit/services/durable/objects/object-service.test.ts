@@ -76,10 +76,10 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
     expect(events).toEqual(expect.arrayContaining(['object.created', 'object.woken']));
     // The first call of the version described the module; later calls went straight to the method.
     expect(runner.calls).toEqual(['__describe', 'increment', 'increment']);
-    // One worker served the describe and both calls, in the class folder, with the object's class in its environment.
+    // One worker, the object's own, served the describe and both calls, in the class folder, with the object's class in its environment.
     if (mode === 'worker') {
       expect(h!.backend.workerStarts).toHaveLength(1);
-      expect(h!.backend.workerStarts[0]!.key).toBe('obj.counter.v1');
+      expect(h!.backend.workerStarts[0]!.key).toBe(`obj.counter.v1.${object.id}`);
       expect(h!.backend.workerStarts[0]!.request).toMatchObject({ workdir: '/workspace/.sandboxd/objects/counter', env: { SANDBOXD_OBJECT_CLASS: 'counter' } });
     }
     const klass = (await h!.app.inject({ url: '/objects/classes/counter' })).json().data;
@@ -133,6 +133,23 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
     expect(answers[9]!.headers['idempotent-replay']).toBe('true');
     expect((await call('get')).json().data).toBe(1);
     expect((await call('increment', {}, { 'idempotency-key': 'x'.repeat(129) })).statusCode).toBe(400);
+  });
+
+  it('refuses an Idempotency-Key sent again with another method or body: 422 naming the key, not the other call\'s answer', async () => {
+    const { define, call } = await setup();
+    await define();
+    expect((await call('increment', { by: 2 }, { 'idempotency-key': 'k-2' })).json().data).toBe(2);
+    const otherBody = await call('increment', { by: 5 }, { 'idempotency-key': 'k-2' });
+    expect(otherBody.statusCode).toBe(422);
+    expect(otherBody.json()).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', error: expect.stringContaining("Idempotency-Key 'k-2' was used for another call of 'counter/alice'") });
+    const otherMethod = await call('get', { by: 2 }, { 'idempotency-key': 'k-2' });
+    expect(otherMethod.statusCode).toBe(422);
+    expect(otherMethod.json().code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // The same method and body (keys in another order are the same body) still replays.
+    const again = await call('increment', { by: 2 }, { 'idempotency-key': 'k-2' });
+    expect(again.json().data).toBe(2);
+    expect(again.headers['idempotent-replay']).toBe('true');
+    expect((await call('get')).json().data).toBe(2);
   });
 
   it('fails a call past its timeout, a worker that prints garbage or exits, and writes nothing', async () => {

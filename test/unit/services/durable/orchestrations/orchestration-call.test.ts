@@ -26,7 +26,7 @@ afterEach(() => h.close());
 
 async function finished(id: string) {
   for (let round = 0; round < 2000; round++) {
-    const view = h.services.orchestrations.get(id);
+    const view = await h.services.orchestrations.get(id);
     if (['completed', 'failed'].includes(view.status)) return view;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }

@@ -22,9 +22,9 @@ beforeEach(async () => {
 });
 afterEach(() => h.close());
 
-async function until(check: () => boolean, what: string): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let round = 0; round < 2000; round++) {
-    if (check()) return;
+    if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
   throw new Error(`never: ${what}`);
@@ -39,8 +39,8 @@ describe('the activity pool', () => {
     for (let index = 0; index < 8; index++) long.push((await orchestrations.create({ name: 'long' })).instance.id);
     await until(() => orchestrations.inflight === 8, '8 long activities running');
     const short = (await orchestrations.create({ name: 'short' })).instance.id;
-    await until(() => orchestrations.get(short).status === 'completed', 'the short one completed');
-    expect(long.map((id) => orchestrations.get(id).status)).toEqual(Array(8).fill('running'));
+    await until(async () => (await orchestrations.get(short)).status === 'completed', 'the short one completed');
+    expect((await Promise.all(long.map((id) => orchestrations.get(id)))).map((view) => view.status)).toEqual(Array(8).fill('running'));
 
     // Now 16 long ones fill the 16 default slots: a 17th waits, scheduled, until a slot frees.
     while (long.length < 16) long.push((await orchestrations.create({ name: 'long' })).instance.id);
@@ -48,9 +48,9 @@ describe('the activity pool', () => {
     const queued = (await orchestrations.create({ name: 'long' })).instance.id;
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(orchestrations.inflight).toBe(16);
-    expect(orchestrations.get(queued).steps[0]).toMatchObject({ status: 'scheduled' });
+    expect((await orchestrations.get(queued)).steps[0]).toMatchObject({ status: 'scheduled' });
     await orchestrations.terminate(long[0]!);
-    await until(() => orchestrations.get(queued).steps[0]?.status === 'running', 'the queued one took the freed slot');
+    await until(async () => (await orchestrations.get(queued)).steps[0]?.status === 'running', 'the queued one took the freed slot');
     expect(started.filter((command) => command === 'sleep 30')).toHaveLength(17);
   });
 
@@ -96,7 +96,7 @@ describe('the activity pool', () => {
     const ok = (await orchestrations.create({ name: 'ok' })).instance.id;
     const bad = (await orchestrations.create({ name: 'bad' })).instance.id;
     const wait = (await orchestrations.create({ name: 'wait' })).instance.id;
-    await until(() => orchestrations.get(bad).status === 'failed', 'bad failed');
+    await until(async () => (await orchestrations.get(bad)).status === 'failed', 'bad failed');
     await orchestrations.terminate(wait, 'stop');
     const of = (id: string) => events.filter((event) => event.resource?.id === id).map((event) => event.type);
     expect(of(ok)).toEqual(['orchestration.started', 'orchestration.completed']);

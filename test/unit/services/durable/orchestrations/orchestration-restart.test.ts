@@ -46,13 +46,13 @@ async function open(dataDir: string, ran: string[], hang: (command: string) => b
   };
 }
 
-async function until(services: Services, id: string, done: (view: ReturnType<Services['orchestrations']['get']>) => boolean) {
+async function until(services: Services, id: string, done: (view: Awaited<ReturnType<Services['orchestrations']['get']>>) => boolean) {
   for (let round = 0; round < 2000; round++) {
-    const view = services.orchestrations.get(id);
+    const view = await services.orchestrations.get(id);
     if (done(view)) return view;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
-  throw new Error(`orchestration ${id} never got there: ${JSON.stringify(services.orchestrations.get(id).steps)}`);
+  throw new Error(`orchestration ${id} never got there: ${JSON.stringify((await services.orchestrations.get(id)).steps)}`);
 }
 
 const THREE = {
@@ -105,7 +105,7 @@ describe('orchestrations across a restart', () => {
     const ran: string[] = [];
     const second = await open(dataDir, ran, () => false);
     await second.services.orchestrations.recover();
-    const done = second.services.orchestrations.get(instance.id);
+    const done = await second.services.orchestrations.get(instance.id);
     await second.close();
     expect(ran).toEqual([]);
     expect(done).toMatchObject({ status: 'failed', failed_step: 'deploy', error: expect.stringMatching(/interrupted by server restart/) });
