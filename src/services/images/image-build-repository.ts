@@ -3,7 +3,7 @@ import type { Statements } from '../../state/store.js';
 /** Where a build is: `running` from before the engine starts it until it ends. */
 export type ImageBuildStatus = 'running' | 'succeeded' | 'failed';
 
-/** One row of `image_builds` (migration 0018_image_builds). */
+/** One row of `image_builds` (migration 0020_image_builds). */
 export interface ImageBuildRow {
   id: string;
   name: string;

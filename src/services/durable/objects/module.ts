@@ -1,7 +1,7 @@
 import { objectRouteActions, objectRoutes } from '../../../http/routes/object-routes.js';
 import { objectTools } from '../../../mcp/tools/object-tools.js';
 import type { DomainModule } from '../../domain-module.js';
-import { OBJECT_MIGRATIONS } from './migrations.js';
+import { migration as idempotencyRequest } from '../../../state/migrations/0021-object-idempotency-request.js';
 import { ObjectClasses } from './object-classes.js';
 import { ObjectService } from './object-service.js';
 import { ObjectAlarms, ObjectHibernation } from './object-timers.js';
@@ -30,7 +30,7 @@ export const objectsModule = {
     });
     return { objectClasses, objects };
   },
-  migrations: OBJECT_MIGRATIONS,
+  migrations: { '0021_object_idempotency_request': idempotencyRequest },
   routes: [objectRoutes],
   routeActions: objectRouteActions,
   tools: objectTools,
