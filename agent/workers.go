@@ -86,6 +86,7 @@ func (w *worker) stop(killTree bool) {
 		close(w.killed)
 		if killTree {
 			w.proc.killTree()
+			runs.release(w.proc)
 		}
 		w.stdin.Close()
 	})
@@ -205,6 +206,8 @@ func startWorker(key string, s spec, defaultUser string, dropCaps bool) (*worker
 		errR.Close()
 		return nil, err
 	}
+	// Live between calls, until it is killed or a reset ends it.
+	runs.keep(proc)
 	w := &worker{
 		key: key, spec: s, proc: proc, startedAt: time.Now().UTC(),
 		stdin: inW, stdout: outR, lines: make(chan workerLine), stderr: drain,
