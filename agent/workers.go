@@ -313,6 +313,7 @@ func (t *workerTable) call(w *worker, nonce string, line []byte, timeout time.Du
 		return notRunning(w.key)
 	}
 	started := time.Now()
+	oomBefore, oomKnown := oomKills()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	written := make(chan error, 1)
@@ -336,7 +337,12 @@ func (t *workerTable) call(w *worker, nonce string, line []byte, timeout time.Du
 	exitedFailure := func(why string) *callResult {
 		w.kill()
 		w.waitExit()
-		return fail(502, "exited", fmt.Sprintf("worker '%s' %s during the call (exit code %d)", w.key, why, w.exitCode), map[string]interface{}{"exit_code": w.exitCode})
+		extra := map[string]interface{}{"exit_code": w.exitCode}
+		// As for an exec (exec.go): SIGKILL while an OOM killer counted a new kill.
+		if after, _ := oomKills(); w.exitCode == 137 && oomKnown && after > oomBefore {
+			extra["oom_killed"] = true
+		}
+		return fail(502, "exited", fmt.Sprintf("worker '%s' %s during the call (exit code %d)", w.key, why, w.exitCode), extra)
 	}
 	for {
 		select {
