@@ -27,11 +27,9 @@ import (
 // That kernel grows with the processes it ran and keeps what it grew (its heap, the page tables
 // of systrap's stub processes): measured in a 256 MB sandbox, MemFree showed 16 MB in use and the
 // host's cgroup 18 MB at start, but 84 MB after 128 processes started and were killed, 100 MB after
-// a second time. With a reserve of 64 MB, a memory hog stopped at 64 MB free then took the host's
-// usage past the limit, and the host killed the whole sandbox (agent and exec stream with it):
-// whether a hog held depended on how many processes the sandbox had run before (the full test run
-// starts 600 just before it, alone it does not) and on when gVisor's kernel collected its garbage.
-// The peak of processes keeps the reserve above what the kernel may have grown.
+// a second time. Much of it may be reclaimable (a hog stopped at 64 MB free after two such waves
+// still held with a fixed reserve here), but the host counts it against the limit, and whether a
+// hog holds must not depend on what ran before: the reserve follows the peak of processes.
 const (
 	// reservePerProcess is the room kept for gVisor's kernel per process of the peak (measured:
 	// about 0.55 MiB per process that ran, growing a little with each wave).
