@@ -94,19 +94,25 @@ func scanProcesses() []procEntry {
 	self := os.Getpid()
 	list := make([]procEntry, 0, len(entries))
 	for _, entry := range entries {
-		pid, err := strconv.Atoi(entry.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if e, ok := parseStat(pid, stat); ok && e.state != 'Z' && e.state != 'X' {
+		if e, ok := liveProcess(entry, self); ok {
 			list = append(list, e)
 		}
 	}
 	return list
+}
+
+// liveProcess reads the /proc entry of a process other than self that has not ended.
+func liveProcess(entry os.DirEntry, self int) (procEntry, bool) {
+	pid, err := strconv.Atoi(entry.Name())
+	if err != nil || pid == self {
+		return procEntry{}, false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
+	if err != nil {
+		return procEntry{}, false
+	}
+	e, ok := parseStat(pid, stat)
+	return e, ok && e.state != 'Z' && e.state != 'X'
 }
 
 // parseStat reads state, parent, group and session from /proc/N/stat ("pid (comm) state ppid
@@ -211,16 +217,8 @@ func (p *process) stopRound(others []*process, frozen *bool) int {
 			syscall.Kill(-1, syscall.SIGSTOP)
 			*frozen = true
 		}
-		pid, err := strconv.Atoi(entry.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		e, ok := parseStat(pid, stat)
-		if !ok || e.state == 'Z' || e.state == 'X' {
+		e, ok := liveProcess(entry, self)
+		if !ok {
 			continue
 		}
 		list = append(list, e)

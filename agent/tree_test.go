@@ -20,6 +20,19 @@ func alive(pid int) bool {
 	return ok && e.state != 'Z' && e.state != 'X'
 }
 
+// expectGone fails the test (and kills pid) unless pid ends within 3 s.
+func expectGone(t *testing.T, pid int, why string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal(why)
+	}
+}
+
 // escapee starts a command whose child leaves its session (through wrap: "env -i" also drops
 // the tag) and is orphaned; it returns the command and the escapee's pid.
 func escapee(t *testing.T, name, wrap string) (*process, int) {
@@ -55,14 +68,7 @@ func TestKillTreeFindsWhatLeftTheSessionAndItsTag(t *testing.T) {
 	defer runs.release(proc)
 	proc.killTree()
 	<-proc.done
-	deadline := time.Now().Add(3 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if alive(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatal("the escapee outlived its command's killTree")
-	}
+	expectGone(t, pid, "the escapee outlived its command's killTree")
 }
 
 // TestKillTreeSparesTheProcessesOfOtherLiveCommands: killing one command's tree leaves another
@@ -93,12 +99,5 @@ func TestKillTreeSparesTheProcessesOfOtherLiveCommands(t *testing.T) {
 	<-next.done
 	next.killTree()
 	runs.release(next)
-	deadline := time.Now().Add(3 * time.Second)
-	for alive(otherPid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if alive(otherPid) {
-		syscall.Kill(otherPid, syscall.SIGKILL)
-		t.Fatal("a leftover of an ended command survived the next command's end")
-	}
+	expectGone(t, otherPid, "a leftover of an ended command survived the next command's end")
 }
