@@ -20,24 +20,8 @@ import (
 // reserve is left, kills the command process with the largest resident set, as the kernel's OOM
 // killer would: that command fails (exit 137, oom_killed) and the sandbox lives. The reserve is
 // room for gVisor's own kernel, whose memory counts against the host's limit but not in MemFree:
-// a quarter of MemTotal, at least the flag's bytes, plus half a MiB for each process of the most
-// the sandbox has run at once, at most half of MemTotal (a sandbox may be resized while stopped,
-// and MemTotal follows its limit).
-//
-// That kernel grows with the processes it ran and keeps what it grew (its heap, the page tables
-// of systrap's stub processes): measured in a 256 MB sandbox, MemFree showed 16 MB in use and the
-// host's cgroup 18 MB at start, but 84 MB after 128 processes started and were killed, 100 MB after
-// a second time. Much of it may be reclaimable (a hog stopped at 64 MB free after two such waves
-// still held with a fixed reserve here), but the host counts it against the limit, and whether a
-// hog holds must not depend on what ran before: the reserve follows the peak of processes.
-const (
-	// reservePerProcess is the room kept for gVisor's kernel per process of the peak (measured:
-	// about 0.55 MiB per process that ran, growing a little with each wave).
-	reservePerProcess = 512 * 1024
-	// processCountPeriod is how often the guard counts the processes (a listing of /proc).
-	processCountPeriod = 50 * time.Millisecond
-)
-
+// a quarter of MemTotal, at least the flag's bytes, at most half of MemTotal (a sandbox may be
+// resized while stopped, and MemTotal follows its limit).
 const (
 	// memoryGuardPeriod is how often the guard reads the free memory while nothing is short. A
 	// command allocating as fast as it can takes ~1 s per GiB under gVisor here, so one period
@@ -66,18 +50,11 @@ func startMemoryGuard(leastReserve uint64) (stop func()) {
 	memoryGuarded.Store(true)
 	quit := make(chan struct{})
 	go func() {
-		peak, counted := 0, time.Time{}
 		for {
-			if time.Since(counted) >= processCountPeriod {
-				if n := countProcs(); n > peak {
-					peak = n
-				}
-				counted = time.Now()
-			}
-			if free, total, ok := freeMemory(); ok && free < memoryReserve(total, leastReserve, peak) {
+			if free, total, ok := freeMemory(); ok && free < memoryReserve(total, leastReserve) {
 				if pid := largestProcess(); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 					guardKills.Add(1)
-					waitGone(pid, memoryReserve(total, leastReserve, peak))
+					waitGone(pid, memoryReserve(total, leastReserve))
 					continue
 				}
 			}
@@ -94,27 +71,16 @@ func startMemoryGuard(leastReserve uint64) (stop func()) {
 	}
 }
 
-// memoryReserve is the free memory the guard keeps: a quarter of total, at least least, plus
-// reservePerProcess for each process of the peak, at most half.
-func memoryReserve(total, least uint64, peak int) uint64 {
+// memoryReserve is the free memory the guard keeps: a quarter of total, at least least, at most half.
+func memoryReserve(total, least uint64) uint64 {
 	reserve := total / 4
 	if reserve < least {
 		reserve = least
 	}
-	reserve += uint64(peak) * reservePerProcess
 	if reserve > total/2 {
 		reserve = total / 2
 	}
 	return reserve
-}
-
-// countProcs is how many processes the sandbox runs (the entries of /proc that name one).
-func countProcs() int {
-	entries, err := os.ReadDir(procDir)
-	if err != nil {
-		return 0
-	}
-	return processEntries(entries)
 }
 
 // waitGone waits, at most memoryGuardSettle, until the killed process pid is gone (or a zombie)
