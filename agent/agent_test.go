@@ -23,9 +23,13 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(threadScenarioVar); mode != "" {
 		os.Exit(threadScenario(mode))
 	}
+	// Orphans come to the test process, as they come to the agent as PID 1 (tree.go).
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	go children.run()
 	os.Exit(m.Run())
 }
+
+const prSetChildSubreaper = 36
 
 // client talks HTTP to an agent serving on a fresh Unix socket.
 func startAgent(t *testing.T) *http.Client {

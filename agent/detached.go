@@ -100,6 +100,7 @@ func (a *agent) handleDetachedItem(w http.ResponseWriter, r *http.Request) {
 	case sub == "" && r.Method == http.MethodDelete:
 		if a.detached.markKilled(item) {
 			item.proc.killTree()
+			runs.release(item.proc)
 			// The answer carries the final status: SIGKILL ends the tree at once, so the wait is short.
 			select {
 			case <-item.ended:
@@ -149,6 +150,8 @@ func (t *detachedTable) start(s spec, defaultUser string, dropCaps bool) (*detac
 		errR.Close()
 		return nil, err
 	}
+	// What it leaves running after its own exit is wanted: only its DELETE or a reset kills it.
+	runs.keep(proc)
 	go func() { io.Copy(stdout, outR); outR.Close() }()
 	go func() { io.Copy(stderr, errR); errR.Close() }()
 	t.mu.Lock()

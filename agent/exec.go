@@ -103,9 +103,14 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 		}(pipe.file, pipe.kind)
 	}
 
+	// The time limit covers the whole exec: the command, its output's grace and the killing of
+	// what it left behind (a fork bomb whose first shell exits at once is still a timeout when its
+	// processes are not all dead by then).
 	var timeout <-chan time.Time
+	var deadline time.Time
 	if req.TimeoutMs > 0 {
-		timer := time.NewTimer(time.Duration(req.TimeoutMs) * time.Millisecond)
+		deadline = time.Now().Add(time.Duration(req.TimeoutMs) * time.Millisecond)
+		timer := time.NewTimer(time.Until(deadline))
 		defer timer.Stop()
 		timeout = timer.C
 	}
@@ -135,8 +140,16 @@ func (a *agent) run(req execRequest, frames *frameWriter, cancel <-chan struct{}
 	// An exec's processes end with it: whatever the command left behind (background jobs,
 	// daemons that called setsid, a fork bomb) is killed once its output is read. What must
 	// outlive a command is started detached.
-	if !req.KeepBackground && proc.mayHaveSurvivors() {
-		proc.killTree()
+	if req.KeepBackground {
+		runs.keep(proc)
+	} else {
+		if proc.mayHaveSurvivors() {
+			proc.killTree()
+		}
+		runs.release(proc)
+	}
+	if !deadline.IsZero() && time.Now().After(deadline) {
+		result.TimedOut = true
 	}
 	result.ExitCode = exitCode(wait)
 	if result.TimedOut {

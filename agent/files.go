@@ -138,6 +138,7 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	code := exitCode(<-proc.done)
+	runs.release(proc)
 	stderrR.Close()
 	if (op == "read" || isView(op)) && marker == 0 && markerErr == nil {
 		return

@@ -2,12 +2,12 @@
 // files, detached processes and workers over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N] [--memory-guard BYTES]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N] [--memory-guard BYTES] [--mask-proc] [--drop-sys-admin]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
 //	sandboxd-agent drop-caps PATH ARGV0 ARGS...        (internal: exec PATH without capabilities)
-//	sandboxd-agent kill-tagged TAG                     (internal: kill a command's processes as its user)
+//	sandboxd-agent open-pty                            (internal: open a terminal as the calling user)
 //	sandboxd-agent wipe PATH...                        (internal: remove paths as the calling user)
 //	sandboxd-agent remove-xattrs PATH NAME...          (internal: remove attributes as the calling user)
 //	sandboxd-agent ipc-remove KIND:ID...               (internal: remove System V objects as the calling user)
@@ -52,11 +52,11 @@ type agent struct {
 var internalCommands = map[string]func([]string) int{
 	"file":          fileCommand,
 	"drop-caps":     dropCapsCommand,
-	"kill-tagged":   killTaggedCommand,
 	"wipe":          wipeCommand,
 	"remove-xattrs": removeXattrsCommand,
 	"ipc-remove":    ipcRemoveCommand,
 	"sethostname":   setHostnameCommand,
+	"open-pty":      openPtyCommand,
 	"set-immutable": setImmutableCommand,
 }
 
@@ -98,6 +98,8 @@ func main() {
 	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
 	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
 	memoryReserve := flags.Uint64("memory-guard", 0, "kill the largest command when less than a quarter of the memory (at least this many bytes, at most half) is free (gVisor; 0: no guard)")
+	maskOwnProc := flags.Bool("mask-proc", false, "hide the agent's environ and memory maps in /proc (gVisor shows them to every user; needs CAP_SYS_ADMIN)")
+	dropAdmin := flags.Bool("drop-sys-admin", false, "give up CAP_SYS_ADMIN once started (it was granted for --mask-proc alone)")
 	flags.Parse(os.Args[2:])
 	if *memoryReserve > 0 {
 		_ = startMemoryGuard(*memoryReserve)
@@ -108,7 +110,8 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if err := serve(*socket, *user, workspaceSetup{dir: *workspace, claim: *claim}, *dropCaps); err != nil {
+	hide := procHiding{mask: *maskOwnProc, dropSysAdmin: *dropAdmin}
+	if err := serve(*socket, *user, workspaceSetup{dir: *workspace, claim: *claim}, *dropCaps, hide); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxd-agent:", err)
 		os.Exit(1)
 	}
@@ -117,7 +120,7 @@ func main() {
 // serve listens on the socket (owner-only: the sandbox's unprivileged user cannot use the agent
 // to act as another user) and handles requests until the process is killed. It first makes the
 // OS threads it will ever need, while no command can have taken the pids (threads.go).
-func serve(socket, user string, workspace workspaceSetup, dropCaps bool) error {
+func serve(socket, user string, workspace workspaceSetup, dropCaps bool, hide procHiding) error {
 	if err := hideEnvironment(); err != nil {
 		return fmt.Errorf("moving the environment out of /proc/1/environ: %w", err)
 	}
@@ -128,6 +131,17 @@ func serve(socket, user string, workspace workspaceSetup, dropCaps bool) error {
 	// The probe of per-thread credentials ends a thread of its own: before the reserve is made.
 	a := newAgent(user, workspace, dropCaps)
 	reserveThreads(reservedThreads)
+	// Once every reserved thread exists: each one is hidden too.
+	if hide.mask {
+		if err := maskProc(); err != nil {
+			return err
+		}
+	}
+	if hide.dropSysAdmin {
+		if err := dropSysAdmin(); err != nil {
+			return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
+		}
+	}
 	go children.run()
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		return err
@@ -140,6 +154,12 @@ func serve(socket, user string, workspace workspaceSetup, dropCaps bool) error {
 		return err
 	}
 	return http.Serve(listener, a.routes())
+}
+
+// procHiding is what the agent does at start to hide itself from the sandbox's /proc (proc_mask.go).
+type procHiding struct {
+	mask         bool
+	dropSysAdmin bool
 }
 
 // rlimitNproc is RLIMIT_NPROC (the syscall package of Go 1.19 does not name it).

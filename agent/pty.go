@@ -74,6 +74,7 @@ func (a *agent) handlePty(w http.ResponseWriter, r *http.Request) {
 	}
 	defer master.Close()
 	conn, buffered, err := w.(http.Hijacker).Hijack()
+	defer runs.release(proc)
 	if err != nil {
 		proc.killTree()
 		<-proc.done
@@ -116,7 +117,11 @@ func (a *agent) handlePty(w http.ResponseWriter, r *http.Request) {
 // startTerminal opens a pseudo-terminal of the requested size and starts the shell on it as a
 // session leader with the terminal as its controlling one; it returns the master side.
 func (a *agent) startTerminal(req ptyRequest) (*os.File, *process, error) {
-	master, slave, err := openPty()
+	id, err := resolveUser(req.User, a.defaultUser)
+	if err != nil {
+		return nil, nil, &startError{code: 126, msg: err.Error()}
+	}
+	master, slave, err := openPtyAs(id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,9 +141,6 @@ func (a *agent) startTerminal(req ptyRequest) (*os.File, *process, error) {
 		master.Close()
 		return nil, nil, err
 	}
-	// The shell's user may reopen its terminal (tty, sudo, ssh); best effort: a profile
-	// without CAP_CHOWN leaves it to root, which the shell itself does not need.
-	slave.Chown(int(proc.uid), int(proc.gid))
 	return master, proc, nil
 }
 

@@ -165,3 +165,22 @@ func TestPtyClientGoneKillsTheShell(t *testing.T) {
 	}
 	t.Fatalf("background job %s of a closed terminal still runs", pid)
 }
+
+// TestPtyBelongsToItsUser: a terminal opened for another user is that user's device (the agent
+// opens it as the user: root without CAP_CHOWN could not hand it over).
+func TestPtyBelongsToItsUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	socket := serveAgentSocket(t)
+	term, res := openTerminal(t, socket, ptyRequest{spec: spec{Argv: []string{"sh"}, User: "65534", Cwd: "/tmp"}, Cols: 80, Rows: 24})
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	term.send(frameInput, []byte("echo owner=$(stat -c %u $(tty))\n"))
+	term.readUntil(t, "owner=6")
+	term.readUntil(t, "\n")
+	if !strings.Contains(term.output.String(), "owner=65534") {
+		t.Fatalf("output %q", term.output.String())
+	}
+}

@@ -147,6 +147,7 @@ func (a *agent) reset() []string {
 		return []string{"processes still running: " + strings.Join(pids, ", ")}
 	}
 	a.detached = newDetachedTable()
+	runs.forgetKept()
 	removeIPC(a.defaultUser)
 	for _, tree := range a.baseline.mounts {
 		tree.restore(a.defaultUser)

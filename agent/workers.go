@@ -86,6 +86,7 @@ func (w *worker) stop(killTree bool) {
 		close(w.killed)
 		if killTree {
 			w.proc.killTree()
+			runs.release(w.proc)
 		}
 		w.stdin.Close()
 	})
@@ -205,6 +206,8 @@ func startWorker(key string, s spec, defaultUser string, dropCaps bool) (*worker
 		errR.Close()
 		return nil, err
 	}
+	// Live between calls, until it is killed or a reset ends it.
+	runs.keep(proc)
 	w := &worker{
 		key: key, spec: s, proc: proc, startedAt: time.Now().UTC(),
 		stdin: inW, stdout: outR, lines: make(chan workerLine), stderr: drain,
@@ -310,6 +313,7 @@ func (t *workerTable) call(w *worker, nonce string, line []byte, timeout time.Du
 		return notRunning(w.key)
 	}
 	started := time.Now()
+	oomBefore, oomKnown := oomKills()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	written := make(chan error, 1)
@@ -333,7 +337,12 @@ func (t *workerTable) call(w *worker, nonce string, line []byte, timeout time.Du
 	exitedFailure := func(why string) *callResult {
 		w.kill()
 		w.waitExit()
-		return fail(502, "exited", fmt.Sprintf("worker '%s' %s during the call (exit code %d)", w.key, why, w.exitCode), map[string]interface{}{"exit_code": w.exitCode})
+		extra := map[string]interface{}{"exit_code": w.exitCode}
+		// As for an exec (exec.go): SIGKILL while an OOM killer counted a new kill.
+		if after, _ := oomKills(); w.exitCode == 137 && oomKnown && after > oomBefore {
+			extra["oom_killed"] = true
+		}
+		return fail(502, "exited", fmt.Sprintf("worker '%s' %s during the call (exit code %d)", w.key, why, w.exitCode), extra)
 	}
 	for {
 		select {

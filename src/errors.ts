@@ -181,7 +181,7 @@ export class UnsupportedError extends ServiceError {
  * line), and `details.stderr` holds what it printed to stderr.
  */
 export class WorkerFailed extends ServiceError {
-  constructor(message: string, details: { reason: 'exited' | 'garbage'; exit_code?: number; line?: string; stderr: string }) {
+  constructor(message: string, details: { reason: 'exited' | 'garbage'; exit_code?: number; oom_killed?: true; line?: string; stderr: string }) {
     super('METHOD_FAILED', message, { details });
     this.name = 'WorkerFailed';
   }

@@ -18,6 +18,7 @@ export function whoami() { return { uid: process.getuid(), cwd: process.cwd(), o
 export function spin() { for (;;) {} }
 export function later(args, ctx) { ctx.setAlarm({ in_seconds: 1 }, 'rang', { n: 7 }); return 'set'; }
 export function rang(args, ctx) { ctx.storage.put('rang', args.n); }
+export function hog() { const kept = []; for (;;) kept.push(Buffer.alloc(8 * 1024 * 1024, 1)); }
 `;
 
 const PYTHON_COUNTER = `
@@ -134,7 +135,19 @@ describe('durable objects on Docker', () => {
     await removeObjects(restricted);
   });
 
-  it('refuses a source that does not parse, naming the line, in the class image', async () => {
+  it('reports a method killed for memory as oom_killed, under runc and gVisor alike, and keeps the object usable', async () => {
+    for (const profile of ['moderate', 'restrictive']) {
+      const klass = await defineClass({ runtime: 'node', source: NODE_COUNTER, profile, memory_mb: 256 });
+      await api('POST', `/objects/${klass}/h/call/increment`);
+      const hog = await api('POST', `/objects/${klass}/h/call/hog`);
+      expect(hog.body.code, profile).toBe('METHOD_FAILED');
+      expect(hog.body.details, profile).toMatchObject({ reason: 'exited', exit_code: 137, oom_killed: true });
+      expect((await api('POST', `/objects/${klass}/h/call/increment`)).body.data, profile).toBe(2);
+      await removeObjects(klass);
+    }
+  }, 180_000);
+
+    it('refuses a source that does not parse, naming the line, in the class image', async () => {
     const bad = await api('POST', '/objects/classes', { name: uniqueName('bad').replaceAll('-', ''), runtime: 'node', source: 'export function a() {\n  return 1;\n}}\n' });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatch(/^source: SyntaxError: Unexpected token '}' \(3:2\)$/);

@@ -160,9 +160,12 @@ describe('terminals over WebSocket', () => {
     const restrictive = uniqueName('pty-gvisor');
     expect((await api('POST', '/sandboxes', { name: restrictive, profile: 'restrictive' })).status).toBe(201);
     const term = await open(`/sandboxes/${restrictive}/pty?cols=90&rows=20`);
-    term.ws.send("echo g''v; id -un; stty size\n");
-    await term.waitFor('20 90\r\n');
+    // The terminal device is the user's (the agent, without CAP_CHOWN there, opens it as the user).
+    term.ws.send("echo g''v; id -un; stty size; stat -c o=%U $(tty); echo done$((1+1))\n");
+    await term.waitFor('done2\r\n');
     expect(term.output()).toContain('gv\r\nsandbox\r\n');
+    expect(term.output()).toContain('o=sandbox\r\n');
+    expect(term.output()).toContain('20 90\r\n');
     term.ws.send('exit 5\n');
     expect((await term.closed).messages).toEqual([{ type: 'exit', exit_code: 5 }]);
     // Deleting the sandbox closes its terminals too.

@@ -362,6 +362,8 @@ interface AgentWorkerError {
   error: string;
   reason?: 'exited' | 'garbage' | 'timeout';
   exit_code?: number;
+  /** The worker was killed for memory (the kernel's OOM killer, or the agent's guard under gVisor). */
+  oom_killed?: boolean;
   line?: string;
   stderr?: string;
 }
@@ -409,7 +411,12 @@ function workerError(status: number | undefined, key: string, answer: AgentWorke
       return new ServiceError('TIMEOUT', `${answer.error}; the worker was stopped`, { details: { stderr } });
     case 502:
       if (answer.reason === 'garbage') return new WorkerFailed(`${answer.error}; the worker was stopped`, { reason: 'garbage', line: answer.line ?? '', stderr });
-      return new WorkerFailed(answer.error, { reason: 'exited', ...(answer.exit_code === undefined ? {} : { exit_code: answer.exit_code }), stderr });
+      return new WorkerFailed(answer.error, {
+        reason: 'exited',
+        ...(answer.exit_code === undefined ? {} : { exit_code: answer.exit_code }),
+        ...(answer.oom_killed === true ? { oom_killed: true } : {}),
+        stderr,
+      });
     default:
       return new ServiceError('INTERNAL', `the sandbox agent failed: ${answer.error}`);
   }

@@ -32,6 +32,8 @@ interface ProfileSettings {
   noNewPrivileges: boolean;
   /** Runs under the restrictive runtime (gVisor when available). */
   restrictiveRuntime: boolean;
+  /** Under runsc, the agent keeps gVisor's CAP_SYS_ADMIN after its start (reusableSettings). */
+  keepSysAdmin?: boolean;
 }
 
 /** The security profiles, exactly as docs/decisions.md, "Security profiles" lays them out. */
@@ -221,6 +223,10 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       ...(ctx.runtime === 'runsc' ? ['--max-procs', String(runscMaxProcesses(ctx.pidsLimit, spec.memory_mb))] : []),
       // gVisor has no OOM killer of its own: the agent's guard fails the largest command instead.
       ...(ctx.runtime === 'runsc' ? ['--memory-guard', String(RUNSC_MEMORY_RESERVE_MB * 1024 * 1024)] : []),
+      // gVisor shows every process's environ and maps to every user: the agent masks its own
+      // (agent/proc_mask.go) with gVisor's CAP_SYS_ADMIN, which it then gives up unless a pool
+      // claim or a reusable sandbox's resets need it (reusableSettings).
+      ...(ctx.runtime === 'runsc' ? ['--mask-proc', ...(profile.keepSysAdmin ? [] : ['--drop-sys-admin'])] : []),
     ],
     Cmd: [],
     // The sandbox's name, not the container id (a claimed pool instance is renamed by its claim).
@@ -318,10 +324,13 @@ function writablePaths(owner: UserIds, reusable?: { home?: string }): Record<str
  */
 function reusableSettings(spec: SandboxSpec, runtime: string): ProfileSettings {
   const profile = PROFILE_SETTINGS[spec.profile];
-  // A gVisor pool instance's agent sets the hostname at its claim, then drops it (agent/hostname.go).
-  if (!spec.reusable && spec.role === 'pool' && runtime === 'runsc') return { ...profile, capAdd: [...profile.capAdd, 'SYS_ADMIN'] };
-  if (!spec.reusable) return profile;
-  return { ...profile, readonlyRootfs: true, capAdd: runtime === 'runsc' ? [...profile.capAdd, 'SYS_ADMIN'] : profile.capAdd };
+  if (runtime !== 'runsc') return spec.reusable ? { ...profile, readonlyRootfs: true } : profile;
+  // Every gVisor agent starts with gVisor's CAP_SYS_ADMIN, to mask its own /proc files
+  // (agent/proc_mask.go); a pool instance's keeps it to set the hostname at its claim, then drops
+  // it (agent/hostname.go); a reusable sandbox's keeps it for its resets.
+  const capAdd = [...profile.capAdd, 'SYS_ADMIN'];
+  if (spec.reusable) return { ...profile, readonlyRootfs: true, capAdd, keepSysAdmin: true };
+  return { ...profile, capAdd, keepSysAdmin: spec.role === 'pool' };
 }
 
 /** The InstanceState of an inspected container. */

@@ -213,7 +213,7 @@ export class ObjectRuntime {
     const answer = result.stdout.split('\n').find((candidate) => candidate.startsWith(`${nonce} `));
     if (!answer) {
       throw new ServiceError('METHOD_FAILED', `the runner exited with code ${result.exit_code} without an answer`, {
-        details: { reason: 'exited', exit_code: result.exit_code, stderr: result.stderr.slice(-16_384) },
+        details: { reason: 'exited', exit_code: result.exit_code, ...(result.oom_killed ? { oom_killed: true } : {}), stderr: result.stderr.slice(-16_384) },
       });
     }
     return { reply: parseReply(answer, nonce), logs: result.stderr.slice(-65_536), worker_started: false };

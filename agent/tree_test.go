@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// alive says whether pid runs (a zombie has ended).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	e, ok := parseStat(pid, stat)
+	return ok && e.state != 'Z' && e.state != 'X'
+}
+
+// expectGone fails the test (and kills pid) unless pid ends within 3 s.
+func expectGone(t *testing.T, pid int, why string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal(why)
+	}
+}
+
+// escapee starts a command whose child leaves its session (through wrap: "env -i" also drops
+// the tag) and is orphaned; it returns the command and the escapee's pid.
+func escapee(t *testing.T, name, wrap string) (*process, int) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "pid")
+	proc, err := startProcess(spec{Argv: []string{"sh", "-c", "(setsid " + wrap + "sleep " + name + " & echo $! > " + file + "); exec sleep " + name}}, "", false, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(file); err == nil && strings.HasSuffix(string(data), "\n") {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+			// Once re-parented to the agent (here: the test, a subreaper), it is an orphan.
+			for time.Now().Before(deadline) {
+				stat, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+				if parentOf(stat) == os.Getpid() {
+					return proc, pid
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the escapee did not start")
+	return nil, 0
+}
+
+// TestKillTreeFindsWhatLeftTheSessionAndItsTag: a process that called setsid, dropped its
+// environment and was orphaned still goes with its command.
+func TestKillTreeFindsWhatLeftTheSessionAndItsTag(t *testing.T) {
+	proc, pid := escapee(t, "41", "env -i ")
+	defer runs.release(proc)
+	proc.killTree()
+	<-proc.done
+	expectGone(t, pid, "the escapee outlived its command's killTree")
+}
+
+// TestKillTreeSparesTheProcessesOfOtherLiveCommands: killing one command's tree leaves another
+// live command's orphan alone (it is in that command's session), and a leftover whose command is
+// gone goes with the next command that ends.
+func TestKillTreeSparesTheProcessesOfOtherLiveCommands(t *testing.T) {
+	other, otherPid := escapee(t, "42", "")
+	proc, err := startProcess(spec{Argv: []string{"sh", "-c", "setsid sleep 43 & exec sleep 43"}}, "", false, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The escapee left the other command's session: only its tag (readable here) claims it.
+	proc.killTree()
+	<-proc.done
+	runs.release(proc)
+	time.Sleep(100 * time.Millisecond)
+	if !alive(otherPid) {
+		t.Fatal("the escapee of a live command was killed with another command's tree")
+	}
+	// Its command ends without a kill (its exec returned): the leftover goes with the next one.
+	syscall.Kill(other.pid, syscall.SIGKILL)
+	<-other.done
+	runs.release(other)
+	next, err := startProcess(spec{Argv: []string{"true"}}, "", false, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-next.done
+	next.killTree()
+	runs.release(next)
+	expectGone(t, otherPid, "a leftover of an ended command survived the next command's end")
+}
