@@ -190,6 +190,8 @@ export interface ImageBuildCapability {
   listLabelled(label: string): Promise<Array<BuiltImage & { labels: Record<string, string> }>>;
   /** Removes the tag (and the image when nothing else holds it); a missing tag is not an error. */
   remove(tag: string): Promise<void>;
+  /** Tags the image `source` (a tag or id) as `tag` too. */
+  tag(source: string, tag: string): Promise<void>;
 }
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */

@@ -16,6 +16,7 @@ import { migration as m0014 } from './0014-orchestrations.js';
 import { migration as m0015 } from './0015-sandbox-network.js';
 import { migration as m0016 } from './0016-proxy-hooks.js';
 import { migration as m0017 } from './0017-volumes.js';
+import { migration as m0018 } from './0018-deployment-id.js';
 
 /**
  * The core schema migrations, one file each (`NNNN-what.ts`), applied in name order at start
@@ -40,4 +41,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0015_sandbox_network': m0015,
   '0016_proxy_hooks': m0016,
   '0017_volumes': m0017,
+  '0018_deployment_id': m0018,
 };

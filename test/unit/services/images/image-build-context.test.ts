@@ -11,8 +11,9 @@ const builds: ImageBuildCapability = {
   inspect: async (reference): Promise<BuiltImage> => ({ id: 'sha256:base', tag: reference, sizeBytes: 1, createdAt: '2026-01-01T00:00:00.000Z' }),
   listLabelled: async () => [],
   remove: async () => undefined,
+  tag: async () => undefined,
 };
-const images = new ImageService({ backend: { capabilities: { imageBuild: builds } } as Backend } as unknown as ConstructorParameters<typeof ImageService>[0]);
+const images = new ImageService({ backend: { capabilities: { imageBuild: builds } } as Backend, store: { deploymentId: 'ctxtest' } } as unknown as ConstructorParameters<typeof ImageService>[0]);
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const listing = async (context: Buffer) => (await readTar(context)).map(({ header, content }) => [header.name, content.toString()]);
 
