@@ -34,7 +34,7 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
       bodyLimit: BODY_LIMIT_BYTES,
       schema: {
         tags,
-        summary: 'Build an image from a Dockerfile, offline, as sandboxd-user/<name>:latest',
+        summary: 'Build an image from a Dockerfile, offline, as sandboxd-user/<deployment id>/<name>:latest',
         description:
           'FROM only images present on the engine (nothing is pulled); build steps have no network. The context (files, or a ' +
           'base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, ' +

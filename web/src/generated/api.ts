@@ -478,7 +478,7 @@ export interface paths {
         get: operations["listImages"];
         put?: never;
         /**
-         * Build an image from a Dockerfile, offline, as sandboxd-user/<name>:latest
+         * Build an image from a Dockerfile, offline, as sandboxd-user/<deployment id>/<name>:latest
          * @description FROM only images present on the engine (nothing is pulled); build steps have no network. The context (files, or a base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, or 400 with the build log in `details.log`. With it, Server-Sent Events: `log` {content} as the engine reports, then `done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.
          */
         post: operations["buildImage"];
@@ -3101,7 +3101,7 @@ export interface components {
             via: "rule" | "grant" | "default";
         };
         BuildImage: {
-            /** @description Built as sandboxd-user/<name>:latest (a rebuild replaces it) */
+            /** @description Built as sandboxd-user/<deployment id>/<name>:latest (a rebuild replaces it); a sandbox takes the name as its image */
             name: string;
             /** @description The Dockerfile; FROM only images present on the engine (nothing is pulled). Required unless `context` holds a Dockerfile */
             dockerfile?: string;
