@@ -75,19 +75,14 @@ const teardownNetwork = async (name: string | undefined) => {
  * id): what one makes, lists, removes and rebuilds never touches the other's.
  */
 describe('two deployments on one engine', () => {
+  /** Each server's build of IMAGE, as its POST /images answered. */
+  const built: Record<string, { tag: string; id: string }> = {};
   beforeAll(async () => {
     for (const marker of ['A', 'B'] as const) {
       const dataDir = mkdtempSync(join(tmpdir(), `sandboxd-deployment-${marker}-`));
       deployments.push({ marker, dataDir, server: await startServer(dataDir, FLAGS, OWN_NETWORK) });
     }
-  });
-  afterAll(async () => {
-    for (const d of deployments) await dispose(d).catch(() => undefined);
-    for (const d of deployments) await teardownNetwork(d.network).catch(() => undefined);
-  });
-
-  it('each makes snapshot x and a built image of one name; each restores and runs its own, and lists only its own', async () => {
-    const built: Record<string, { tag: string; id: string }> = {};
+    // A first, then B: on a shared namespace B's would replace A's.
     for (const d of deployments) {
       await ok(d, 'POST', '/sandboxes', { name: box(d, 'src'), image: BASE_IMAGE });
       await ok(d, 'POST', `/sandboxes/${box(d, 'src')}/exec`, { command: ['sh', '-c', `echo ${d.marker} > /workspace/who`] });
@@ -96,31 +91,47 @@ describe('two deployments on one engine', () => {
       built[d.marker] = { tag: image.tag, id: image.id };
       d.network = await networkOf(box(d, 'src'));
     }
-    expect(built.A!.tag).not.toBe(built.B!.tag);
+  }, 600_000);
+  afterAll(async () => {
+    for (const d of deployments) await dispose(d).catch(() => undefined);
+    for (const d of deployments) await teardownNetwork(d.network).catch(() => undefined);
+  });
 
+  it('each restores its own snapshot x', async () => {
     for (const d of deployments) {
       await ok(d, 'POST', `/snapshots/${SNAPSHOT}/restore`, { as_name: box(d, 'restored') });
-      expect(await cat(d, box(d, 'restored'), '/workspace/who')).toBe(`${d.marker}\n`);
-      // `image: NAME` is the deployment's own built image.
-      await ok(d, 'POST', '/sandboxes', { name: box(d, 'built'), image: IMAGE });
-      expect(await cat(d, box(d, 'built'), '/who')).toBe(`${d.marker}\n`);
-
-      const images = (await ok(d, 'GET', '/images')) as { name: string; kind: string; tag: string; id: string }[];
-      expect(images.filter((i) => i.kind === 'built').map((i) => [i.name, i.id])).toEqual([[IMAGE, built[d.marker]!.id]]);
-      // Catalog images are the installation's: both list them.
-      expect(images).toContainEqual(expect.objectContaining({ name: 'base', kind: 'catalog', tag: BASE_IMAGE, present: true }));
-      const snapshots = (await ok(d, 'GET', '/snapshots')) as { name: string; image_tag: string }[];
-      expect(snapshots.map((s) => s.name)).toEqual([SNAPSHOT]);
+      expect(await cat(d, box(d, 'restored'), '/workspace/who'), `${d.marker}'s restore`).toBe(`${d.marker}\n`);
     }
     const [a, b] = deployments as [Deployment, Deployment];
-    const tags = [(await ok(a, 'GET', `/snapshots/${SNAPSHOT}`)).image_tag, (await ok(b, 'GET', `/snapshots/${SNAPSHOT}`)).image_tag];
-    expect(tags[0]).not.toBe(tags[1]);
+    expect((await ok(a, 'GET', `/snapshots/${SNAPSHOT}`)).image_tag).not.toBe((await ok(b, 'GET', `/snapshots/${SNAPSHOT}`)).image_tag);
+  });
+
+  it('each runs its own built image of the same name, by its tag and by its name', async () => {
+    expect(built.A!.tag).not.toBe(built.B!.tag);
+    for (const d of deployments) {
+      await ok(d, 'POST', '/sandboxes', { name: box(d, 'tagged'), image: built[d.marker]!.tag });
+      expect(await cat(d, box(d, 'tagged'), '/who'), `${d.marker}'s image by tag`).toBe(`${d.marker}\n`);
+      // `image: NAME` is the deployment's own built image.
+      await ok(d, 'POST', '/sandboxes', { name: box(d, 'built'), image: IMAGE });
+      expect(await cat(d, box(d, 'built'), '/who'), `${d.marker}'s image by name`).toBe(`${d.marker}\n`);
+    }
+  });
+
+  it('GET /images and GET /snapshots of each list only its own (and the shared catalog)', async () => {
+    for (const d of deployments) {
+      const images = (await ok(d, 'GET', '/images')) as { name: string; kind: string; tag: string; id: string }[];
+      expect(images.filter((i) => i.kind === 'built').map((i) => [i.name, i.id]), `${d.marker}'s built images`).toEqual([[IMAGE, built[d.marker]!.id]]);
+      // Catalog images are the installation's: both list them.
+      expect(images).toContainEqual(expect.objectContaining({ name: 'base', kind: 'catalog', tag: BASE_IMAGE, present: true }));
+      const snapshots = (await ok(d, 'GET', '/snapshots')) as { name: string }[];
+      expect(snapshots.map((s) => s.name)).toEqual([SNAPSHOT]);
+    }
   });
 
   it("deleting B's snapshot and built image leaves A's restorable and runnable", async () => {
     const [a, b] = deployments as [Deployment, Deployment];
     await ok(b, 'DELETE', `/snapshots/${SNAPSHOT}`);
-    await ok(b, 'DELETE', `/sandboxes/${box(b, 'built')}`);
+    for (const what of ['built', 'tagged']) await api(b, 'DELETE', `/sandboxes/${box(b, what)}`);
     await ok(b, 'DELETE', `/images/${IMAGE}`);
     expect((await api(b, 'GET', `/snapshots/${SNAPSHOT}`)).status).toBe(404);
 
@@ -133,10 +144,8 @@ describe('two deployments on one engine', () => {
   it("the two servers' networks and packet-filter chains are distinct; one's restart neither rewrites the other's rules nor removes its containers", async () => {
     const [a, b] = deployments as [Deployment, Deployment];
     expect(a.network).toBeDefined();
-    expect(a.network).not.toBe(b.network);
     const chainA = chainsOf(a.network!).egress;
     const chainB = chainsOf(b.network!).egress;
-    expect(chainA).not.toBe(chainB);
     const rulesA = await chainRules(chainA);
     expect(rulesA).toContain('--dport');
 
@@ -146,14 +155,16 @@ describe('two deployments on one engine', () => {
     await restart(b);
     expect(await chainRules(chainA)).toBe(rulesA);
     expect(await sandboxesOf(a)).toEqual(beforeA);
-    expect(await cat(a, box(a, 'restored'), '/workspace/who')).toBe('A\n');
+    expect(await cat(a, box(a, 'src'), '/workspace/who')).toBe('A\n');
 
     const beforeB = await sandboxesOf(b);
     const rulesB = await chainRules(chainB);
     await restart(a);
     expect(await chainRules(chainB)).toBe(rulesB);
     expect(await sandboxesOf(b)).toEqual(beforeB);
-    expect(await cat(b, box(b, 'restored'), '/workspace/who')).toBe('B\n');
+    expect(await cat(b, box(b, 'src'), '/workspace/who')).toBe('B\n');
+    expect(a.network).not.toBe(b.network);
+    expect(chainA).not.toBe(chainB);
   });
 });
 
