@@ -29,16 +29,11 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ c
 const exited = (child: ChildProcess) =>
   new Promise<void>((resolveExit) => (child.exitCode !== null || child.signalCode ? resolveExit() : child.once('exit', () => resolveExit())));
 
-/**
- * Starts `sandboxd serve` on a free port and waits until it writes server.json. Its networks
- * and packet-filter chains are the shared `sandboxd` ones, as a server's before deployment ids
- * (a new data directory's own would outlive the test): env `SANDBOXD_NETWORK_NAME: undefined`
- * gives it its deployment's.
- */
+/** Starts `sandboxd serve` on a free port and waits until it writes server.json. */
 export async function startServer(dataDir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
   const serverFile = join(dataDir, 'server.json');
   const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', '0', ...args], {
-    env: { ...process.env, SERVICE_LOG_LEVEL: 'warn', SANDBOXD_NETWORK_NAME: 'sandboxd', ...env },
+    env: { ...process.env, SERVICE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -1,11 +1,17 @@
 import Sqlite from 'better-sqlite3';
+import Dockerode from 'dockerode';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BASE_IMAGE, call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
+const docker = new Dockerode();
+
 let rt: DockerRuntime | undefined;
 afterAll(async () => {
+  const id = rt?.deploymentId;
   await rt?.dispose();
+  // The adopted tags of other tests' built images (the images themselves keep their own tags).
+  if (id) for (const image of await docker.listImages({ filters: { reference: [`sandboxd-user/${id}/*`] } })) for (const tag of image.RepoTags ?? []) await docker.getImage(tag).remove().catch(() => undefined);
 });
 
 /**
