@@ -25,8 +25,8 @@ export interface Runtime {
   services: Services;
   backend: Backend;
   app: App;
-  /** This data directory's id: every container of it carries the label sandboxd.instance=<id>. */
-  instanceId: string;
+  /** The deployment id (see Store): every engine object of it carries the label sandboxd.instance=<id>. */
+  deploymentId: string;
   /** Base URL while listening. */
   url?: string;
   close(): Promise<void>;
@@ -65,7 +65,7 @@ export async function startRuntime(
   }
   const backend = createBackend(
     config.backend,
-    { instanceId: store.instanceId, dataDir: config.dataDir, logger: logger.child({ part: 'backend' }), imageHint: buildHint },
+    { deploymentId: store.deploymentId, networkName: store.networkName, dataDir: config.dataDir, logger: logger.child({ part: 'backend' }), imageHint: buildHint },
     config,
   );
   const tracing = config.otelEndpoint ? new Tracing({ endpoint: config.otelEndpoint, version: VERSION }) : undefined;
@@ -102,6 +102,8 @@ export async function startRuntime(
   const recover = async (): Promise<void> => {
     try {
       await services.recovery.reconcile();
+      // A data directory from before deployment ids: its built images become this deployment's.
+      await services.images.adoptLegacy();
       await services.objects.recover();
       // Image builds the stop cut: failed, and their containers and layers removed.
       await services.images.recover();
@@ -184,7 +186,7 @@ export async function startRuntime(
     services,
     backend,
     app,
-    instanceId: store.instanceId,
+    deploymentId: store.deploymentId,
     ...(url ? { url } : {}),
     async close() {
       // First: a tick in flight finishes while everything it may use is still open.

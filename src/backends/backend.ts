@@ -223,6 +223,8 @@ export interface ImageBuildCapability {
    * untagged images (`BUILD_LABEL=buildId`) and what it set up on the host.
    */
   sweep(buildId: string): Promise<{ containers: number; images: number }>;
+  /** Tags the image `source` (a tag or id) as `tag` too. */
+  tag(source: string, tag: string): Promise<void>;
 }
 
 /** Saved images of an instance's whole filesystem, and the images this backend made. */

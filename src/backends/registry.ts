@@ -9,8 +9,10 @@ export type { BackendId };
 
 /** What every backend factory receives from the service, besides its own options. */
 export interface BackendContext {
-  /** Id of the data directory; the backend labels and finds its instances by it. */
-  instanceId: string;
+  /** The deployment id (see Store): the backend labels, names and finds its engine objects by it. */
+  deploymentId: string;
+  /** The deployment's network name, where the configuration names none (`--network-name`). */
+  networkName: string;
   /** The data directory, for what a backend keeps on the host (the Docker agents' sockets). */
   dataDir: string;
   logger: Logger;
@@ -38,17 +40,17 @@ export const BACKENDS = {
       pidsLimit: z.number().int().min(16).default(512),
       /** Hosts, addresses and ranges a source_url may reach although not public (`--source-allowed-hosts`). */
       sourceAllowedHosts: z.array(z.string()).default([]),
-      /** sandboxd's networks and packet-filter chains are named from it (`--network-name`). */
-      networkName: z.string().default('sandboxd'),
+      /** sandboxd's networks and packet-filter chains are named from it (`--network-name`; else the deployment's). */
+      networkName: z.string().optional(),
     }),
     factory: (ctx, options) =>
       new DockerBackend({
-        instanceId: ctx.instanceId,
+        instanceId: ctx.deploymentId,
         dataDir: ctx.dataDir,
         logger: ctx.logger,
         pidsLimit: options.pidsLimit,
         sourceAllowedHosts: options.sourceAllowedHosts,
-        networkName: options.networkName,
+        networkName: options.networkName ?? ctx.networkName,
         imageHint: ctx.imageHint,
       }),
   }),

@@ -13,7 +13,7 @@ export function registerImagesCommand(program: Command): void {
     .command('build')
     .description(
       `build catalog images from Debian packages (${CATALOG.map((e) => e.name).join(', ')}), or, with --file, ` +
-        'an image from a Dockerfile and a directory through the server (sandboxd-user/NAME:latest)',
+        'an image from a Dockerfile and a directory through the server (sandboxd-user/<deployment id>/NAME:latest)',
     )
     .argument('<name...>', 'catalog image names, e.g. base; with --file: the context directory')
     .option('--force', 'rebuild even when an up-to-date image is present', false)

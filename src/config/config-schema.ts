@@ -121,10 +121,12 @@ export const configSchema = z.object({
     .default([]),
   /**
    * sandboxd's Docker networks (`<name>`, `<name>-proxy`; bridges `<name>-o`, `<name>-p`) and
-   * packet-filter chains (`<NAME>-EGRESS`, `<NAME>-RULES`) are named from it. Servers sharing a
-   * host need different names.
+   * packet-filter chains (`<NAME>-EGRESS`, `<NAME>-RULES`) are named from it. Unset: the
+   * deployment's own name, kept in the data directory (`sd` and ten digits of the deployment
+   * id; `sandboxd` for a data directory made before deployment ids), so that servers sharing an
+   * engine never share them.
    */
-  networkName: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, 'must be 1-12 lowercase letters and digits, starting with a letter (bridge interface names are at most 15 characters)').default('sandboxd'),
+  networkName: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, 'must be 1-12 lowercase letters and digits, starting with a letter (bridge interface names are at most 15 characters)').optional(),
   snapshotPrefix: z
     .string()
     .regex(/^[a-z0-9]+([._\/-][a-z0-9]+)*$/, 'must be an image repository name such as sandboxd-snapshot')

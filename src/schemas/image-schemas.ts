@@ -11,7 +11,7 @@ export const imageNameParams = z.object({ name: imageName });
 
 export const buildImageBody = z
   .strictObject({
-    name: imageName.meta({ description: 'Built as sandboxd-user/<name>:latest (a rebuild replaces it)' }),
+    name: imageName.meta({ description: 'Built as sandboxd-user/<deployment id>/<name>:latest (a rebuild replaces it); a sandbox takes the name as its image' }),
     dockerfile: z.string({ error: 'must be a string' }).min(1).optional().meta({
       description: 'The Dockerfile; FROM only images present on the engine (nothing is pulled). Required unless `context` holds a Dockerfile',
     }),

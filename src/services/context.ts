@@ -63,9 +63,10 @@ export interface ServiceBase {
   secrets: SecretBox;
   /**
    * The state store: its data directory (stores' files, host figures), and its database, where
-   * a domain with tables of its own builds its repository.
+   * a domain with tables of its own builds its repository; the deployment id, which names the
+   * engine objects of this server (snapshot and built images).
    */
-  store: Pick<Store, 'db' | 'statements' | 'dataDir'>;
+  store: Pick<Store, 'db' | 'statements' | 'dataDir' | 'deploymentId'>;
   /** The server's environment (LLM keys given as `env`). */
   env: NodeJS.ProcessEnv;
   /** The one driver of work due at a time; sources register with it and poke it after writes. */

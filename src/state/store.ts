@@ -44,8 +44,19 @@ export interface Store {
   db: Kysely<Database>;
   /** Prepared statements for the hot paths, on the same connection. */
   statements: Statements;
-  /** Stable id of this data directory; labels every container it makes. */
-  instanceId: string;
+  /**
+   * The deployment id: made once, at the first open of the data directory, and kept in it
+   * (replicas of one deployment share it). Every engine object the server makes carries it
+   * (the `sandboxd.instance` label, and the names of snapshot and built images), and the
+   * server lists only the objects that do.
+   */
+  deploymentId: string;
+  /**
+   * The deployment's network name (`sd` and the id's first ten digits; `sandboxd` for a data
+   * directory made before deployment ids): its Docker networks and packet-filter chains are
+   * named from it unless `--network-name` says otherwise.
+   */
+  networkName: string;
   dataDir: string;
   close(): Promise<void>;
 }
@@ -67,11 +78,12 @@ export async function openStore(dataDir: string, migrations: Record<string, Migr
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     const { error } = await new Migrator({ db, provider }).migrateToLatest();
     if (error) throw error;
-    const instanceId = await ensureInstanceId(db);
+    const { deploymentId, networkName } = await ensureDeployment(db);
     return {
       db,
       statements: new Statements(sqlite),
-      instanceId,
+      deploymentId,
+      networkName,
       dataDir,
       async close() {
         await db.destroy();
@@ -84,10 +96,21 @@ export async function openStore(dataDir: string, migrations: Record<string, Migr
   }
 }
 
-async function ensureInstanceId(db: Kysely<Database>): Promise<string> {
-  const row = await db.selectFrom('meta').select('value').where('key', '=', 'instance_id').executeTakeFirst();
-  if (row) return row.value;
-  const id = randomUUID().slice(0, 12);
-  await db.insertInto('meta').values({ key: 'instance_id', value: id }).execute();
-  return id;
+/** The deployment id and network name of the data directory, made at its first open. */
+async function ensureDeployment(db: Kysely<Database>): Promise<{ deploymentId: string; networkName: string }> {
+  const read = async (key: string) => (await db.selectFrom('meta').select('value').where('key', '=', key).executeTakeFirst())?.value;
+  let deploymentId = await read('deployment_id');
+  if (deploymentId === undefined) {
+    deploymentId = randomUUID().replaceAll('-', '').slice(0, 12);
+    await db.insertInto('meta').values({ key: 'deployment_id', value: deploymentId }).execute();
+  }
+  let networkName = await read('network_name');
+  if (networkName === undefined) {
+    networkName = deploymentNetworkName(deploymentId);
+    await db.insertInto('meta').values({ key: 'network_name', value: networkName }).execute();
+  }
+  return { deploymentId, networkName };
 }
+
+/** A deployment's own network name: 12 characters at most, as `[network].name` (bridge interfaces are 15). */
+export const deploymentNetworkName = (deploymentId: string): string => `sd${deploymentId.replaceAll('-', '').slice(0, 10)}`;

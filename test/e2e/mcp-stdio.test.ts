@@ -163,7 +163,7 @@ describe('sandboxd mcp (in-process, stdio)', () => {
       expect(await json('sandbox_resize', { name: source, memory_mb: 384 })).toMatchObject({ memory_mb: 384 });
       expect(await json('snapshot_take', { sandbox: source, name: snap })).toMatchObject({ name: snap, sandbox: source, memory_mb: 384 });
       expect((await json('snapshot_list', {})).map((s: { name: string }) => s.name)).toContain(snap);
-      expect(await json('snapshot_get', { name: snap })).toMatchObject({ image_tag: `sandboxd-snapshot:${snap}` });
+      expect(await json('snapshot_get', { name: snap })).toMatchObject({ image_tag: expect.stringMatching(new RegExp(`^sandboxd-snapshot/[0-9a-f]{12}:${snap}$`)) });
       expect(await json('snapshot_restore', { name: snap, as_name: copy })).toMatchObject({ name: copy, status: 'running' });
       expect(texts(await mcp.call('sandbox_file_read', { name: copy, path: '/workspace/kept.txt' }))).toEqual(['kept by the snapshot']);
 

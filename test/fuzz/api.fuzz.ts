@@ -120,7 +120,7 @@ describe('fuzzing every route', () => {
     await h?.close();
     if (runtime) {
       await runtime.dispose();
-      await removeInstanceContainers(runtime.instanceId);
+      await removeInstanceContainers(runtime.deploymentId);
     }
   });
 
@@ -140,7 +140,7 @@ describe('fuzzing every route', () => {
     const statuses = await fuzz(runtime.url, known, DOCKER_RUNS, DEADLINE_MS.docker, BASE_IMAGE);
     process.stdout.write(`fuzz (docker): ${JSON.stringify(Object.fromEntries(statuses))}\n`);
     expect((await fetch(`${runtime.url}/health`)).status).toBe(200);
-    const instanceId = runtime.instanceId;
+    const instanceId = runtime.deploymentId;
     await runtime.dispose();
     await removeInstanceContainers(instanceId);
     runtime = undefined;

@@ -18,7 +18,8 @@ export async function startMcp(args: string[], env: Record<string, string> = {})
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp', ...args],
-    env: { ...getDefaultEnvironment(), SERVICE_LOG_LEVEL: 'warn', ...env },
+    // The shared network name of spawned servers (vitest.config.ts), which the SDK's default environment leaves out.
+    env: { ...getDefaultEnvironment(), SERVICE_LOG_LEVEL: 'warn', SANDBOXD_NETWORK_NAME: process.env.SANDBOXD_NETWORK_NAME ?? 'sandboxd', ...env },
     stderr: 'pipe',
   });
   let stderr = '';

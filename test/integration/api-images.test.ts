@@ -23,6 +23,8 @@ const nameOf = (what: string) => {
   return name;
 };
 const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body);
+/** This server's tag of its built image `name` (each deployment builds under its own id). */
+const tagOf = (name: string) => `sandboxd-user/${rt.deploymentId}/${name}:latest`;
 const b64 = (text: string | Buffer) => Buffer.from(text).toString('base64');
 const exists = (inspect: () => Promise<unknown>) => inspect().then(
   () => true,
@@ -54,7 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await rt.dispose();
-  for (const name of names) await docker.getImage(`sandboxd-user/${name}:latest`).remove().catch(() => undefined);
+  for (const name of names) await docker.getImage(tagOf(name)).remove().catch(() => undefined);
 });
 
 describe('images from a Dockerfile', () => {
@@ -64,7 +66,7 @@ describe('images from a Dockerfile', () => {
     const dockerfile = `FROM ${BASE_IMAGE}\nUSER root\nCOPY app/hello.txt /opt/hello.txt\nRUN echo "built in $(cut -c1-2 /etc/debian_version)" > /opt/built\nUSER sandbox\n`;
     const built = await api('POST', '/images', { name, dockerfile, files: { 'app/hello.txt': b64('hello from the context\n') } });
     expect(built.status, JSON.stringify(built.body)).toBe(201);
-    const tag = `sandboxd-user/${name}:latest`;
+    const tag = tagOf(name);
     expect(built.body.data).toEqual({ name, tag, id: expect.stringMatching(/^sha256:/), size_bytes: expect.any(Number) });
 
     const listed = (await api('GET', '/images')).body.data as { name: string; kind: string; tag: string; present: boolean }[];
@@ -111,7 +113,7 @@ describe('images from a Dockerfile', () => {
     for (const id of ids.images.slice(1)) expect(await exists(() => docker.getImage(id).inspect())).toBe(false);
     expect(await exists(() => docker.getImage(ids.images[0]!).inspect())).toBe(true);
     for (const id of ids.containers) expect(await exists(() => docker.getContainer(id).inspect())).toBe(false);
-    expect(await exists(() => docker.getImage(`sandboxd-user/${name}:latest`).inspect())).toBe(false);
+    expect(await exists(() => docker.getImage(tagOf(name)).inspect())).toBe(false);
   });
 
   it('streams the log as Server-Sent Events: log, then done; or error with the log', async () => {
@@ -121,7 +123,7 @@ describe('images from a Dockerfile', () => {
     expect(kinds.at(-1)).toBe('done');
     expect(kinds.slice(0, -1).every((k) => k === 'log')).toBe(true);
     expect(events.map(([, data]) => data.content ?? '').join('')).toContain('streamed-step-output');
-    expect(events.at(-1)![1]).toEqual({ name, tag: `sandboxd-user/${name}:latest`, id: expect.stringMatching(/^sha256:/), size_bytes: expect.any(Number) });
+    expect(events.at(-1)![1]).toEqual({ name, tag: tagOf(name), id: expect.stringMatching(/^sha256:/), size_bytes: expect.any(Number) });
 
     const broken = await sse('/images', { name: nameOf('stream-fails'), dockerfile: `FROM ${BASE_IMAGE}\nRUN echo before-the-fall && exit 7\n` });
     const [event, data] = broken.at(-1)!;
@@ -153,7 +155,7 @@ describe('images from a Dockerfile', () => {
       .toBe(false);
     for (const id of containers) expect(await exists(() => docker.getContainer(id).inspect())).toBe(false);
     expect(await exists(() => docker.getImage(images[1]!).inspect())).toBe(false);
-    expect(await exists(() => docker.getImage(`sandboxd-user/${name}:latest`).inspect())).toBe(false);
+    expect(await exists(() => docker.getImage(tagOf(name)).inspect())).toBe(false);
   });
 
   it('takes a tar context (its Dockerfile, or one given beside it)', async () => {
@@ -170,7 +172,7 @@ describe('images from a Dockerfile', () => {
     // The rebuild took the tag; the old image went with it.
     expect(await exists(() => docker.getImage(built.body.data.id).inspect())).toBe(false);
     const box = `tar-${run}`;
-    expect((await api('POST', '/sandboxes', { name: box, image: `sandboxd-user/${name}:latest` })).status).toBe(201);
+    expect((await api('POST', '/sandboxes', { name: box, image: tagOf(name) })).status).toBe(201);
     expect((await api('POST', `/sandboxes/${box}/exec`, { command: ['cat', '/opt/only.txt'] })).body.data.stdout).toBe('from the tar\n');
     await api('DELETE', `/sandboxes/${box}`);
   });
@@ -186,10 +188,10 @@ describe('images from a Dockerfile', () => {
       const name = nameOf('cli');
       const built = await runCli(['images', 'build', '--file', join(dir, 'Dockerfile'), dir, '--name', name, '--server', rt.url]);
       expect(built.code, built.stderr).toBe(0);
-      expect(built.stdout).toBe(`sandboxd-user/${name}:latest\n`);
+      expect(built.stdout).toBe(`${tagOf(name)}\n`);
       expect(built.stderr).toContain('script-ran-in-build');
       const box = `cli-${run}`;
-      expect((await api('POST', '/sandboxes', { name: box, image: `sandboxd-user/${name}:latest` })).status).toBe(201);
+      expect((await api('POST', '/sandboxes', { name: box, image: tagOf(name) })).status).toBe(201);
       expect((await api('POST', `/sandboxes/${box}/exec`, { command: ['cat', '/opt/ctx/sub/a.txt'] })).body.data.stdout).toBe('in a subfolder\n');
       await api('DELETE', `/sandboxes/${box}`);
 
@@ -225,7 +227,7 @@ describe('images from a Dockerfile', () => {
       expect(refused.body.error).toMatch(message);
     }
     for (const name of names.filter((n) => /big|nofrom|arg|badref|escape|nodockerfile|notar/.test(n))) {
-      expect(await exists(() => docker.getImage(`sandboxd-user/${name}:latest`).inspect())).toBe(false);
+      expect(await exists(() => docker.getImage(tagOf(name)).inspect())).toBe(false);
     }
   });
 });

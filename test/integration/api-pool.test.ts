@@ -30,7 +30,7 @@ const inspect = async (name: string) => {
 
 beforeAll(async () => {
   rt = await dockerRuntime({ poolSize: 2, poolSizes: `${PYTHON}@restrictive=1` });
-  instanceId = rt.instanceId;
+  instanceId = rt.deploymentId;
   await rt.services.pool.settled();
 });
 

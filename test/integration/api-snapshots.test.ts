@@ -7,6 +7,8 @@ import { manualClock } from '../helpers/manual-clock.js';
 const docker = new Docker();
 const time = manualClock(new Date().toISOString());
 const prefix = `sandboxd-snapshot-it${process.pid}`;
+/** The image tag of snapshot `name`: under this server's deployment id. */
+const tagOf = (name: string) => `${prefix}/${rt.deploymentId}:${name}`;
 let rt: DockerRuntime;
 let api: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 
@@ -33,8 +35,8 @@ async function snapshotRoundTrip(profile: 'moderate' | 'restrictive') {
   const snapName = uniqueName('s');
   const created = await api('POST', '/snapshots', { sandbox: source, name: snapName });
   expect(created.status).toBe(201);
-  expect(created.body.data).toMatchObject({ name: snapName, sandbox: source, image_tag: `${prefix}:${snapName}`, backend: 'docker', base_image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 256, profile });
-  const labels = (await docker.getImage(`${prefix}:${snapName}`).inspect()).Config.Labels;
+  expect(created.body.data).toMatchObject({ name: snapName, sandbox: source, image_tag: tagOf(snapName), backend: 'docker', base_image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 256, profile });
+  const labels = (await docker.getImage(tagOf(snapName)).inspect()).Config.Labels;
   expect(labels).toMatchObject({ 'sandboxd.saved': 'snapshot', 'sandboxd.instance': expect.any(String) });
   expect(labels['sandboxd.workspace-archive']).toBe(profile === 'restrictive' ? '/.sandboxd-workspace.tar' : undefined);
   expect((await api('GET', `/sandboxes/${source}`)).body.data.status).toBe('running');
@@ -58,7 +60,7 @@ async function snapshotRoundTrip(profile: 'moderate' | 'restrictive') {
 
   // Deleting the snapshot removes its image; the restored sandboxes live on.
   expect((await api('DELETE', `/snapshots/${snapName}`)).body.data).toBe(`snapshot '${snapName}' deleted`);
-  expect(await imageExists(`${prefix}:${snapName}`)).toBe(false);
+  expect(await imageExists(tagOf(snapName))).toBe(false);
   expect((await api('GET', `/snapshots/${snapName}`)).status).toBe(404);
   expect(await read(secondName, '/workspace/a.txt')).toBe('alpha');
   for (const name of [source, `${source}-restored`, secondName]) expect((await api('DELETE', `/sandboxes/${name}`)).status).toBe(200);
@@ -70,7 +72,7 @@ describe('snapshots on Docker', () => {
   it('snapshot and restore twice keep the tmpfs /workspace (restrictive, gVisor)', () => snapshotRoundTrip('restrictive'));
 
   it('leaves no image behind once snapshots and restored sandboxes are gone', async () => {
-    const images = await docker.listImages({ filters: { reference: [`${prefix}:*`] } });
+    const images = await docker.listImages({ filters: { reference: [`${prefix}/${rt.deploymentId}:*`] } });
     expect(images).toEqual([]);
   });
 });

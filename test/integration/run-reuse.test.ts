@@ -21,7 +21,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const instanceId = rt.instanceId;
+  const instanceId = rt.deploymentId;
   await rt.dispose();
   expect(await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${instanceId}`)).toBe('');
 });

@@ -67,7 +67,7 @@ const expectNoMoreFds = (before: string[], slack: number) => {
   expect(after.length, `new descriptors: ${added.map(socketOf).join(', ')}`).toBeLessThanOrEqual(before.length + slack);
 };
 /** Containers of this runtime on the engine, running or not. */
-const containers = async () => (await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${rt.instanceId}`)).split('\n').filter(Boolean).sort();
+const containers = async () => (await docker('ps', '-aq', '--filter', `label=sandboxd.instance=${rt.deploymentId}`)).split('\n').filter(Boolean).sort();
 /**
  * Processes inside a sandbox and the agent's open descriptors, counted by one shell with
  * builtins only, so that the count holds nothing but the agent, this shell and leftovers.

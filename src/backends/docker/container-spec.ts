@@ -1,12 +1,14 @@
 import type Docker from 'dockerode';
 import type { InstanceRole, InstanceState, Profile, ResizeRequest, SandboxSpec } from '../backend.js';
+import { DEPLOYMENT_LABEL } from '../../images/deployment-names.js';
 import { AGENT_IN_SANDBOX } from './agent-sockets.js';
 import { hostnameOf } from './docker-hostname.js';
 
 /** Labels every container of this service carries; reconciliation finds its containers by them. */
 export const LABEL = {
   managed: 'sandboxd.managed',
-  instance: 'sandboxd.instance',
+  /** The deployment id (see Store): every engine object of one server carries it. */
+  instance: DEPLOYMENT_LABEL,
   name: 'sandboxd.name',
   uuid: 'sandboxd.uuid',
   role: 'sandboxd.role',

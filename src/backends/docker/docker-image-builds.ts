@@ -187,6 +187,11 @@ export class DockerImageBuilds implements ImageBuildCapability {
     }
   }
 
+  async tag(source: string, tag: string): Promise<void> {
+    const at = tag.lastIndexOf(':');
+    await this.docker.getImage(source).tag({ repo: tag.slice(0, at), tag: tag.slice(at + 1) });
+  }
+
   /**
    * Removes images by id, newest first, with their untagged parents. After a cancelled build the
    * engine may still be stopping the step's container, which holds its parent image: a conflict

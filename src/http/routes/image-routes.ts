@@ -46,7 +46,7 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
       bodyLimit: BODY_LIMIT_BYTES,
       schema: {
         tags,
-        summary: 'Build an image from a Dockerfile, offline, as sandboxd-user/<name>:latest',
+        summary: 'Build an image from a Dockerfile, offline, as sandboxd-user/<deployment id>/<name>:latest',
         description:
           'Every image the Dockerfile reads (FROM, --from) is an earlier stage or present on the engine, and what would fetch (ADD of a URL...) is a 400 naming the line: nothing is pulled; build steps have no network. The context (files, or a ' +
           'base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, ' +

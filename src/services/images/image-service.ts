@@ -6,6 +6,7 @@ import { badRequest, conflict, isServiceError, notFound, ServiceError } from '..
 import { CATALOG } from '../../images/catalog.js';
 import { BUILD_LABEL } from '../../backends/backend.js';
 import { DockerfileError, dockerfileImages, labelStages, triggerProblem } from '../../images/dockerfile.js';
+import { DEPLOYMENT_LABEL, legacyUserImageTag, USER_IMAGE_LABEL, userImageTag } from '../../images/deployment-names.js';
 import { readTar, tarArchive, type TarEntry, type TarRead } from '../../images/tar-archive.js';
 import type { BuildImageInput, ImageView } from '../../schemas/image-schemas.js';
 import { requireCapability } from '../support/capabilities.js';
@@ -13,18 +14,12 @@ import { isoNow } from '../support/clock.js';
 import type { ServiceContext } from '../context.js';
 import { ImageBuildRepository, type ImageBuildRow } from './image-build-repository.js';
 
-/** Where images built from a Dockerfile live: `sandboxd-user/<name>:latest`. */
-export const USER_IMAGE_REPOSITORY = 'sandboxd-user';
-/** The label that marks them (its value is the name). */
-export const USER_IMAGE_LABEL = 'sandboxd.user_image';
 /** The most a build context (the tar the engine receives) may hold. */
 export const MAX_CONTEXT_BYTES = 64 * 1024 * 1024;
 
 /** The Dockerfile's entry in a context made of `files`, or added to a given one. */
 const DOCKERFILE = 'Dockerfile';
 const ADDED_DOCKERFILE = '.sandboxd.Dockerfile';
-
-export const userImageTag = (name: string): string => `${USER_IMAGE_REPOSITORY}/${name}:latest`;
 
 const MIB = 1024 * 1024;
 
@@ -66,6 +61,11 @@ export class ImageService {
     this.records = new ImageBuildRepository(ctx.store.statements);
   }
 
+  /** The tag of this deployment's built image `name`. */
+  private tagOf(name: string): string {
+    return userImageTag(this.ctx.store.deploymentId, name);
+  }
+
   /**
    * Checks a POST /images body and makes its build context: a 400 for a bad field or a FROM
    * image the engine lacks, 413 for a context over the limit; nothing is built yet.
@@ -100,11 +100,11 @@ export class ImageService {
       throw new ServiceError('BUSY', `${this.running} image builds are running, the most at once (--build-concurrency, [images].build_concurrency = ${most}): try again when one has ended`);
     }
     this.running += 1;
-    return { buildId, name: input.name, tag: userImageTag(input.name), context, dockerfile };
+    return { buildId, name: input.name, tag: this.tagOf(input.name), context, dockerfile };
   }
 
   /**
-   * Builds a prepared image as `sandboxd-user/<name>:latest`; each log chunk goes to `onLog`. The
+   * Builds a prepared image as `sandboxd-user/<deployment id>/<name>:latest`; each log chunk goes to `onLog`. The
    * build is recorded before the engine starts it and settled when it ends (GET /images/builds).
    */
   async build(prepared: PreparedBuild, onLog: (text: string) => void = () => undefined, signal?: AbortSignal) {
@@ -121,7 +121,7 @@ export class ImageService {
             tag,
             context,
             dockerfile,
-            labels: { [USER_IMAGE_LABEL]: name },
+            labels: { [USER_IMAGE_LABEL]: name, [DEPLOYMENT_LABEL]: this.ctx.store.deploymentId },
             ...(signal ? { signal } : {}),
           },
           onLog,
@@ -156,7 +156,7 @@ export class ImageService {
     }
   }
 
-  /** GET /images: the catalog (present or not), then the built images, newest first. */
+  /** GET /images: the catalog (present or not), then this deployment's built images, newest first. */
   async list(): Promise<ImageView[]> {
     const builds = this.ctx.backend.capabilities.imageBuild;
     const catalog = await Promise.all(
@@ -171,7 +171,7 @@ export class ImageService {
       ...built
         .flatMap((image): ImageView[] => {
           const name = image.labels[USER_IMAGE_LABEL] ?? '';
-          return image.tag !== userImageTag(name) ? [] : [{ name, tag: image.tag, kind: 'built', present: true, id: image.id, size_bytes: image.sizeBytes, created_at: image.createdAt, description: null }];
+          return image.tag !== this.tagOf(name) ? [] : [{ name, tag: image.tag, kind: 'built', present: true, id: image.id, size_bytes: image.sizeBytes, created_at: image.createdAt, description: null }];
         }),
     ];
   }
@@ -179,13 +179,33 @@ export class ImageService {
   /** DELETE /images/{name}: 409 while a sandbox uses it; the pools' instances of it go first. */
   async remove(name: string): Promise<{ deleted: true; name: string; tag: string }> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
-    const tag = userImageTag(name);
+    const tag = this.tagOf(name);
     if (!(await builds.inspect(tag))) throw notFound(`image '${name}' not found (no ${tag})`, { hint: { action: 'list_images' } });
     const users = (await this.ctx.repos.sandboxes.all()).filter((sandbox) => sandbox.image === tag).map((sandbox) => sandbox.name);
     if (users.length > 0) throw conflict(`image '${name}' is used by sandbox${users.length > 1 ? 'es' : ''} ${users.join(', ')}: delete ${users.length > 1 ? 'them' : 'it'} first`);
     await Promise.all([this.ctx.pool.forgetImage(tag), this.ctx.runPool.forgetImage(tag)]);
     await builds.remove(tag);
     return { deleted: true, name, tag };
+  }
+
+  /**
+   * At the first start of a data directory made before deployment ids: its built images were
+   * tagged `sandboxd-user/<name>:latest`, outside any deployment, so they become this
+   * deployment's by a second tag in its repository (the old tag stays: sandboxes and settings
+   * that name it keep working). Done once (meta `adopt_built_images`, set by migration 0022).
+   */
+  async adoptLegacy(): Promise<void> {
+    const db = this.ctx.store.db;
+    const pending = await db.selectFrom('meta').select('value').where('key', '=', 'adopt_built_images').executeTakeFirst();
+    const builds = this.ctx.backend.capabilities.imageBuild;
+    if (!pending || !builds) return;
+    for (const image of await builds.listLabelled(USER_IMAGE_LABEL)) {
+      const name = image.labels[USER_IMAGE_LABEL] ?? '';
+      if (image.tag !== legacyUserImageTag(name) || (await builds.inspect(this.tagOf(name)))) continue;
+      await builds.tag(image.id, this.tagOf(name));
+      this.ctx.logger.info({ image: image.tag, tag: this.tagOf(name) }, 'built image from before deployment ids adopted');
+    }
+    await db.deleteFrom('meta').where('key', '=', 'adopt_built_images').execute();
   }
 
   /**

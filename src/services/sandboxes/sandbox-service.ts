@@ -1,3 +1,4 @@
+import { resolveBuiltImage } from '../../images/deployment-names.js';
 import { v7 as uuidv7 } from 'uuid';
 import type { Backend, InstanceState, SandboxSpec } from '../../backends/backend.js';
 import { validateSource } from '../../backends/source-validation.js';
@@ -43,6 +44,8 @@ export class SandboxService implements SandboxesApi {
   private readonly options: Pick<Config, 'defaultImage' | 'maxSandboxes'>;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  /** Names this server's built images (`image: NAME`). */
+  private readonly deploymentId: string;
   private readonly stopHooks: StopHook[] = [];
   private readonly removeHooks: RemoveHook[] = [];
   private readonly createHooks: CreateHook[] = [];
@@ -54,7 +57,7 @@ export class SandboxService implements SandboxesApi {
    */
   proxyListening: () => boolean = () => false;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'clock' | 'logger'> & { config: Pick<Config, 'defaultImage' | 'maxSandboxes'>; host: HostLimits }) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'clock' | 'logger' | 'store'> & { config: Pick<Config, 'defaultImage' | 'maxSandboxes'>; host: HostLimits }) {
     this.repo = ctx.repos.sandboxes;
     this.backend = ctx.backend;
     this.pool = ctx.pool;
@@ -62,6 +65,7 @@ export class SandboxService implements SandboxesApi {
     this.options = ctx.config;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
+    this.deploymentId = ctx.store.deploymentId;
     this.hostCpus = ctx.host.cpus;
     this.hostMemoryMb = ctx.host.memoryMb;
     this.networkRules = new NetworkRules(this.repo, this.backend, this.logger);
@@ -109,6 +113,11 @@ export class SandboxService implements SandboxesApi {
     return this.locks.run(name, work);
   }
 
+  private builtImage(image: string): Promise<string> {
+    const builds = this.backend.capabilities.imageBuild;
+    return resolveBuiltImage(image, this.deploymentId, builds && ((reference) => builds.inspect(reference)));
+  }
+
   get backendName(): string {
     return this.backend.name;
   }
@@ -146,7 +155,8 @@ export class SandboxService implements SandboxesApi {
       status: 'creating',
       backend: this.backend.name,
       backend_id: null,
-      image: input.image ?? this.options.defaultImage,
+      // `image: NAME` names a built image of this deployment before it is an engine reference.
+      image: rootImage ? (input.image ?? this.options.defaultImage) : await this.builtImage(input.image ?? this.options.defaultImage),
       vcpus,
       memory_mb: memoryMb,
       disk_mb: diskMb ?? null,

@@ -1,3 +1,4 @@
+import { snapshotTag } from '../../images/deployment-names.js';
 import type { Backend } from '../../backends/backend.js';
 import { badRequest, conflict, notFound } from '../../errors.js';
 import { NAME_PATTERN } from '../../schemas/common.js';
@@ -31,10 +32,11 @@ export class SnapshotService {
   private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  /** Repository part of snapshot image tags: `<prefix>:<snapshot name>`. */
+  /** Repository part of snapshot image tags: `<prefix>/<deployment id>:<snapshot name>`. */
   private readonly snapshotPrefix: string;
+  private readonly deploymentId: string;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger'> & { sandboxes: SandboxService } & { config: Pick<Config, 'snapshotPrefix'> }) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger' | 'store'> & { sandboxes: SandboxService } & { config: Pick<Config, 'snapshotPrefix'> }) {
     this.repo = ctx.repos.snapshots;
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
@@ -42,6 +44,7 @@ export class SnapshotService {
     this.clock = ctx.clock;
     this.logger = ctx.logger;
     this.snapshotPrefix = ctx.config.snapshotPrefix;
+    this.deploymentId = ctx.store.deploymentId;
   }
 
   async list(): Promise<SnapshotView[]> {
@@ -66,7 +69,7 @@ export class SnapshotService {
           status: 'creating',
           sandbox: sandbox.name,
           sandbox_uuid: sandbox.uuid,
-          image_tag: `${this.snapshotPrefix}:${input.name}`,
+          image_tag: snapshotTag(this.snapshotPrefix, this.deploymentId, input.name),
           backend: this.backend.name,
           base_image: sandbox.image,
           vcpus: sandbox.vcpus,

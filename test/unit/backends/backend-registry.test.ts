@@ -18,7 +18,7 @@ afterEach(async () => {
 
 const context = (): BackendContext => {
   dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-registry-'));
-  return { instanceId: 'registry-test', dataDir, logger: silentLogger(), imageHint: () => 'build it' };
+  return { deploymentId: 'registry-test', networkName: 'sdregistry', dataDir, logger: silentLogger(), imageHint: () => 'build it' };
 };
 
 describe('backend registry', () => {
@@ -26,7 +26,7 @@ describe('backend registry', () => {
     expect(Object.keys(BACKENDS).sort()).toEqual([...BACKEND_IDS].sort());
     const config = loadConfig({ env: {}, flags: { dataDir: '/tmp/unused' } });
     for (const [id, entry] of Object.entries(BACKENDS)) expect(entry.configSchema.safeParse(config).success, id).toBe(true);
-    expect(BACKENDS.docker.configSchema.parse({ ...config, pidsLimit: 300 })).toEqual({ pidsLimit: 300, sourceAllowedHosts: [], networkName: 'sandboxd' });
+    expect(BACKENDS.docker.configSchema.parse({ ...config, pidsLimit: 300 })).toEqual({ pidsLimit: 300, sourceAllowedHosts: [] });
   });
 
   it('makes each backend from its options, and names the option that does not fit', async () => {

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { cidrOf, inList } from '../../../domain/destinations.js';
+import { addRange, inList } from '../../../domain/private-addresses.js';
 import { badRequest, ServiceError } from '../../../errors.js';
 import { InternalAddresses } from '../../egress/internal-addresses.js';
 import { hostAllowed } from './store-credentials.js';
@@ -37,10 +37,10 @@ export class StoreDestinations {
     private readonly resolve: StoreResolver = resolveAll,
   ) {
     for (const entry of entries) {
-      const cidr = entry.includes('*') || entry.includes('?') ? undefined : cidrOf(entry);
-      if (cidr) this.ranges.addSubnet(cidr.address, cidr.prefix, cidr.family);
-      else this.globs.push(entry);
-      if (!cidr && !/[*?]/.test(entry)) this.names.add(entry.toLowerCase());
+      const glob = /[*?]/.test(entry);
+      const range = !glob && addRange(this.ranges, entry);
+      if (!range) this.globs.push(entry);
+      if (!range && !glob) this.names.add(entry.toLowerCase());
     }
   }
 

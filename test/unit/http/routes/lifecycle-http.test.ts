@@ -14,7 +14,7 @@ describe('lifecycle and snapshot routes (fake backend)', () => {
 
     const snap = await post('/snapshots', { sandbox: 'a', name: 's1' });
     expect(snap.statusCode).toBe(201);
-    expect(snap.json().data).toMatchObject({ name: 's1', sandbox: 'a', image_tag: 'sandboxd-snapshot:s1' });
+    expect(snap.json().data).toMatchObject({ name: 's1', sandbox: 'a', image_tag: `sandboxd-snapshot/${h.store.deploymentId}:s1` });
     expect((await h.app.inject({ url: '/snapshots' })).json().data).toHaveLength(1);
     expect((await h.app.inject({ url: '/snapshots/s1' })).json().data.name).toBe('s1');
 

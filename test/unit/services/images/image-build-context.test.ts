@@ -12,8 +12,9 @@ const builds: ImageBuildCapability = {
   listLabelled: async () => [],
   remove: async () => undefined,
   sweep: async () => ({ containers: 0, images: 0 }),
+  tag: async () => undefined,
 };
-const images = new ImageService({ backend: { capabilities: { imageBuild: builds } } as Backend, store: { statements: {} }, config: { buildConcurrency: 64 } } as unknown as ConstructorParameters<typeof ImageService>[0]);
+const images = new ImageService({ backend: { capabilities: { imageBuild: builds } } as Backend, store: { statements: {}, deploymentId: 'ctxtest' }, config: { buildConcurrency: 64 } } as unknown as ConstructorParameters<typeof ImageService>[0]);
 /** The Dockerfile as the engine gets it: each stage labelled with the build's id. */
 const labelled = (text: string, buildId: string) => text.replace(/^(FROM .*)$/gm, `$1\nLABEL sandboxd.build="${buildId}"`);
 const b64 = (text: string) => Buffer.from(text).toString('base64');

@@ -11,7 +11,7 @@ describe('SnapshotService', () => {
     await h.services.sandboxes.create({ name: 'src', vcpus: 1, memory_mb: 256, profile: 'restrictive' });
     await h.services.files.write('src', '/workspace/a.txt', 'hello');
     const snap = await h.services.snapshots.create({ sandbox: 'src', name: 'snap1' });
-    expect(snap).toMatchObject({ name: 'snap1', sandbox: 'src', image_tag: 'my-snaps:snap1', backend: 'fake', base_image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 256, profile: 'restrictive' });
+    expect(snap).toMatchObject({ name: 'snap1', sandbox: 'src', image_tag: `my-snaps/${h.store.deploymentId}:snap1`, backend: 'fake', base_image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 256, profile: 'restrictive' });
     await h.services.files.write('src', '/workspace/a.txt', 'changed later');
 
     const first = await h.services.snapshots.restore('snap1');
@@ -89,7 +89,7 @@ describe('SnapshotService', () => {
     h.backend.savedImages.set('sandboxd-snapshot:stray', { kind: 'snapshot', files: new Map() });
     const report = await h.services.recovery.reconcile();
     expect(report.imagesRemoved).toBe(2);
-    expect([...h.backend.savedImages.keys()]).toEqual(['sandboxd-snapshot:keep']);
+    expect([...h.backend.savedImages.keys()]).toEqual([`sandboxd-snapshot/${h.store.deploymentId}:keep`]);
     expect((await h.services.snapshots.list()).map((s) => s.name)).toEqual(['keep']);
   });
 
