@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ANONYMOUS } from '../domain/principals.js';
 import { isServiceError, ServiceError } from '../errors.js';
 import type { PreviewService, PreviewTarget } from '../services/preview/index.js';
-import { cookieOf, grantOf, PREVIEW_COOKIE, PREVIEW_PRINCIPAL } from './preview-access.js';
+import { cookiesOf, grantOf, PREVIEW_COOKIE, PREVIEW_PRINCIPAL } from './preview-access.js';
 import type { Upgrade } from './websocket-upgrade.js';
 
 /** Methods whose requests carry no body: sent again when a kept-alive connection turns out closed. */
@@ -72,7 +72,7 @@ function upstreamHeaders(request: FastifyRequest, forwarding: Forwarding): Outgo
     if (headers.authorization) delete headers.authorization;
     else delete headers['x-api-key'];
   }
-  if (cookieOf(request.raw, PREVIEW_COOKIE) !== undefined) {
+  if (cookiesOf(request.raw, PREVIEW_COOKIE).length > 0) {
     const rest = String(headers.cookie)
       .split(';')
       .filter((pair) => pair.split('=')[0]?.trim() !== PREVIEW_COOKIE)
