@@ -12,6 +12,7 @@ import type { Logger } from '../telemetry/logger.js';
 import { principalsOf, type ApiKey } from '../domain/principals.js';
 import { registerAuth } from './auth.js';
 import { previewGrant, previewRewrite } from './preview-access.js';
+import { closeWithin, timeRequestBodies } from './request-timeouts.js';
 import { registerPolicy } from './policy.js';
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './errors.js';
 import type { App } from './route-types.js';
@@ -35,18 +36,22 @@ export interface AppOptions {
   https?: { cert: string; key: string };
   /** Heartbeat comment interval of GET /events (15 s). */
   eventsHeartbeatMs?: number;
-  /** Longest a client may take to send a whole request, headers and body (REQUEST_TIMEOUT_MS). */
+  /** Longest a client may take to send a request's headers, then its body (REQUEST_TIMEOUT_MS). */
   requestTimeoutMs?: number;
   /** The built dashboard served at /ui/ and /docs (dist/web). */
   webRoot?: string;
 }
 
 /**
- * Longest a client may take to send a whole request (headers and body); past it the connection
- * is answered 408 and closed. It ends when the request has arrived, so replies that take long
- * (an exec up to its timeout_ms, an SSE stream) are not limited by it.
+ * Longest a client may take to send a request's headers, and then its body; past it the
+ * connection is answered 408 and closed. It ends when the request has arrived, so replies that
+ * take long (an exec up to its timeout_ms, an SSE stream) are not limited by it. A preview's body
+ * is timed on idleness: it may take as long as it keeps coming.
  */
 export const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Longest a stop waits for the connections under way (requests, WebSockets, preview uploads) before it cuts them. */
+export const CLOSE_GRACE_MS = 5_000;
 
 /** Longest parameter of a path (a sandbox name is at most 63; a file path is the wildcard, which has no limit here). */
 const MAX_PARAM_LENGTH = 100;
@@ -99,9 +104,10 @@ export async function buildApp({
   requestTimeoutMs = REQUEST_TIMEOUT_MS,
   webRoot = DEFAULT_WEB_ROOT,
 }: AppOptions): Promise<App> {
-  // Node checks the time-outs of requests under way this often (30 s by default, as long as the limit itself).
+  // Node times the headers, checking this often (30 s by default, as long as the limit itself);
+  // bodies are timed by timeRequestBodies, a preview upload's on idleness.
   const timeouts = {
-    requestTimeout: requestTimeoutMs,
+    requestTimeout: 0,
     headersTimeout: requestTimeoutMs,
     connectionsCheckingInterval: Math.min(1_000, requestTimeoutMs),
   };
@@ -109,9 +115,8 @@ export async function buildApp({
     // Per-request lines would cost more than an exec: at most warnings, never more than the parent.
     loggerInstance: logger.child({ part: 'http' }, { level: quieter(logger.level, 'warn') }),
     bodyLimit: BODY_LIMIT_BYTES,
-    // A request (headers and body) that has not fully arrived within requestTimeoutMs is cut.
-    // Only its arrival is timed: a reply may take as long as it needs (exec, SSE).
-    requestTimeout: requestTimeoutMs,
+    // Headers, then a body, that have not arrived within requestTimeoutMs are cut. Only the
+    // arrival is timed: a reply may take as long as it needs (exec, SSE).
     http: timeouts,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -139,6 +144,10 @@ export async function buildApp({
   // The HTTPS server type differs only in its raw server; routes never touch it.
   const server = https ? Fastify({ ...options, https: { ...https, ...timeouts } } as FastifyServerOptions) : Fastify(options);
   const app = server.withTypeProvider<ZodTypeProvider>() as App;
+  timeRequestBodies(app.server, requestTimeoutMs);
+  // A stop waits for requests under way for CLOSE_GRACE_MS at most, then cuts what is left.
+  const stop = closeWithin(app.server, CLOSE_GRACE_MS);
+  app.addHook('preClose', async () => stop.stopping());
 
   app.setValidatorCompiler(zodValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -4,7 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ANONYMOUS } from '../domain/principals.js';
 import { isServiceError, ServiceError } from '../errors.js';
 import type { PreviewService, PreviewTarget } from '../services/preview/index.js';
-import { cookieOf, grantOf, PREVIEW_COOKIE, PREVIEW_PRINCIPAL } from './preview-access.js';
+import { cookiesOf, grantOf, PREVIEW_COOKIE, PREVIEW_PRINCIPAL } from './preview-access.js';
+import { timeBodyOnIdleness } from './request-timeouts.js';
 import type { Upgrade } from './websocket-upgrade.js';
 
 /** Methods whose requests carry no body: sent again when a kept-alive connection turns out closed. */
@@ -19,6 +20,9 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authe
  * sessionStorage) nor call the API with its cookies. The host form has an origin of its own.
  */
 const PATH_FORM_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
+
+/** How long a client's connection may keep sending a body the sandbox's server answered without reading, before it is closed. */
+const LINGER_MS = 5_000;
 
 /** How one request is forwarded: where to, the path and query to ask for, and which form it came by. */
 export interface Forwarding {
@@ -72,7 +76,7 @@ function upstreamHeaders(request: FastifyRequest, forwarding: Forwarding): Outgo
     if (headers.authorization) delete headers.authorization;
     else delete headers['x-api-key'];
   }
-  if (cookieOf(request.raw, PREVIEW_COOKIE) !== undefined) {
+  if (cookiesOf(request.raw, PREVIEW_COOKIE).length > 0) {
     const rest = String(headers.cookie)
       .split(';')
       .filter((pair) => pair.split('=')[0]?.trim() !== PREVIEW_COOKIE)
@@ -110,18 +114,48 @@ function gatewayError(err: unknown, port: number): Error {
 }
 
 /**
+ * Ends the client's connection after an answer given before its request's body was all sent:
+ * the rest is read and dropped, for LINGER_MS at most, so that the client reads the answer
+ * rather than a reset, and the connection is closed at the client's end or after it.
+ */
+function closeAfterAnswer(request: FastifyRequest): void {
+  const socket = request.raw.socket;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
+  request.raw.resume();
+  socket.end();
+}
+
+/**
  * Forwards one HTTP request to the target's port on a kept-alive connection and streams the
  * answer back: the request body as it arrives, the response as the server sends it. Until the
  * server answers, a failure is thrown (the error envelope: 502 when nothing listens); after
- * that the reply is the server's own.
+ * that the reply is the server's own. The client's connection is held by the preview service
+ * until the exchange is over (closed with the sandbox, and at shutdown); an answer that ends
+ * before the request's body has all arrived ends the exchange and its connections. The body
+ * is timed on idleness, not on its total time.
  */
-export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, forwarding: Forwarding): Promise<void> {
+export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, forwarding: Forwarding, preview: PreviewService): Promise<void> {
   const { target } = forwarding;
+  timeBodyOnIdleness(request.raw);
+  const release = preview.hold(target, request.raw.socket);
   const options = { agent: target.connections, method: request.method, path: upstreamPath(request, forwarding), headers: upstreamHeaders(request, forwarding) };
   let outgoing = httpRequest(options);
   // A client that leaves, before the answer or during it, ends the request to the sandbox.
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) outgoing.destroy();
+  });
+  // The answer (the server's or an error) is sent. A body not all passed on leaves the request to
+  // the sandbox unfinished: that connection is closed, and so is the client's when its body is
+  // not all read (the rest is not wanted).
+  reply.raw.once('finish', () => {
+    const read = request.raw.readableEnded;
+    if (!read || !outgoing.writableFinished) {
+      request.raw.unpipe(outgoing);
+      outgoing.destroy();
+    }
+    if (read) release();
+    else closeAfterAnswer(request);
   });
   const send = (again = false) =>
     new Promise<IncomingMessage>((resolve, reject) => {
@@ -149,6 +183,11 @@ export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, 
   response.pipe(reply.raw);
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) response.destroy();
+  });
+  // An answer cut short (the server died, the sandbox went away) cuts the client's connection:
+  // the client must not wait for the rest, nor take what came for all of it.
+  response.once('close', () => {
+    if (!response.complete) reply.raw.destroy();
   });
 }
 

@@ -3,23 +3,28 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { getWithHeaders } from '../helpers/host-request.js';
+import { upload } from '../helpers/preview-upload.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 const KEY = 'preview-integration-key';
 const auth = { authorization: `Bearer ${KEY}` };
 const WS_ECHO = readFileSync(join(import.meta.dirname, 'fixtures', 'ws-echo.py'), 'utf8');
+const UNREAD = readFileSync(join(import.meta.dirname, 'fixtures', 'unread-upload.py'), 'utf8');
+const UNREAD_COMMAND = 'python3 /tmp/unread-upload.py 8003 /tmp/unread.log';
+/** An upload larger than every buffer on its way: it backs up against a server that does not read it. */
+const LARGE = 256 * 1024 * 1024;
 
 let rt: DockerRuntime;
 const name = uniqueName('preview');
 const closed = uniqueName('preview-restrictive');
 const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body, auth);
 
-/** Starts a server in a sandbox as a detached command and waits until the proxy reaches it. */
-async function serve(sandbox: string, command: string, port: number): Promise<void> {
+/** Starts a server in a sandbox as a detached command and waits until the proxy reaches it (at `path`). */
+async function serve(sandbox: string, command: string, port: number, path = '/'): Promise<void> {
   const started = await api('POST', `/sandboxes/${sandbox}/exec/detach`, { command: ['sh', '-c', command] });
   expect(started.status, JSON.stringify(started.body)).toBe(200);
   for (let i = 0; i < 100; i++) {
-    const response = await fetch(`${rt.url}/sandboxes/${sandbox}/ports/${port}/`, { headers: auth });
+    const response = await fetch(`${rt.url}/sandboxes/${sandbox}/ports/${port}${path}`, { headers: auth });
     await response.arrayBuffer();
     if (response.status !== 502) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -35,12 +40,13 @@ beforeAll(async () => {
   expect((await api('POST', '/sandboxes', { name })).status).toBe(201);
   expect((await api('POST', '/sandboxes', { name: closed, profile: 'restrictive' })).status).toBe(201);
   for (const sandbox of [name, closed]) {
-    const files = { '/tmp/site/index.html': `hello from ${sandbox}\n`, '/tmp/ws-echo.py': WS_ECHO };
+    const files = { '/tmp/site/index.html': `hello from ${sandbox}\n`, '/tmp/ws-echo.py': WS_ECHO, '/tmp/unread-upload.py': UNREAD };
     expect((await api('POST', `/sandboxes/${sandbox}/files`, { files })).status).toBe(200);
   }
   await serve(name, 'python3 -m http.server 8000 --bind 0.0.0.0 --directory /tmp/site', 8000);
   await serve(name, 'python3 -m http.server 8001 --bind 127.0.0.1 --directory /tmp/site', 8001);
   await serve(name, 'python3 /tmp/ws-echo.py 0.0.0.0 8002', 8002);
+  await serve(name, UNREAD_COMMAND, 8003, '/ready');
   await serve(closed, 'python3 -m http.server 8000 --bind 127.0.0.1 --directory /tmp/site', 8000);
 }, 300_000);
 afterAll(async () => {
@@ -89,6 +95,24 @@ describe('preview URLs on Docker', () => {
     expect((await rawGet(`/${tampered}`, { host: signed.host })).status).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 2_100));
     expect((await rawGet(`/${signed.search}`, { host: signed.host })).status).toBe(403);
+  });
+
+  it('closes the connection of an upload the app answered without reading it', async () => {
+    const sending = upload(rt.url, `/sandboxes/${name}/ports/8003/early`, auth, LARGE, 64 * 1024);
+    expect(await sending.closed).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nno\n$/);
+  });
+
+  it('closes the connections of uploads under way when their sandbox is deleted', async () => {
+    const doomed = uniqueName('preview-doomed');
+    expect((await api('POST', '/sandboxes', { name: doomed })).status).toBe(201);
+    expect((await api('POST', `/sandboxes/${doomed}/files`, { files: { '/tmp/unread-upload.py': UNREAD } })).status).toBe(200);
+    await serve(doomed, UNREAD_COMMAND, 8003, '/ready');
+    const waiting = upload(rt.url, `/sandboxes/${doomed}/ports/8003/never`, auth, LARGE, 64 * 1024);
+    // Under way: the app has the request, and will never answer.
+    await expect.poll(async () => (await api('POST', `/sandboxes/${doomed}/exec`, { command: ['cat', '/tmp/unread.log'] })).body.data?.stdout, { timeout: 30_000 }).toContain('/never');
+    expect((await api('DELETE', `/sandboxes/${doomed}`)).status).toBe(200);
+    // Closed by the delete: not left open until the request time-out cuts it (with a 408 after the sandbox's 502).
+    expect(await waiting.closed).not.toMatch(/HTTP\/1\.1 408 /);
   });
 
   it('answers 400 for ports outside 1-65535, 401 without a key, 502 when nothing listens, 409 once stopped', async () => {

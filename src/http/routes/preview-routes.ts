@@ -24,6 +24,8 @@ const proxyResponses = { ...errors(400, 401, 403, 404, 409, 422, 502), 200: { de
  */
 export async function previewRoutes(app: App, { services }: RouteContext): Promise<void> {
   const preview = services.preview;
+  // A stop does not wait for previews: their connections (uploads under way, WebSockets) are closed first.
+  app.addHook('preClose', async () => preview.close());
 
   app.post(
     '/sandboxes/:name/ports/:port/url',
@@ -87,7 +89,7 @@ async function forward(preview: PreviewService, request: FastifyRequest, reply: 
   const forwarding = { ...where, target: await preview.target(name, port) };
   const upgrade = upgradeOf(request);
   if (upgrade) await forwardUpgrade(request, reply, forwarding, preview, upgrade);
-  else await forwardHttp(request, reply, forwarding);
+  else await forwardHttp(request, reply, forwarding, preview);
 }
 
 /** How policy sees each route of this file (see src/http/policy-actions.ts). */

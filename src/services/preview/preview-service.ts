@@ -60,7 +60,10 @@ export class PreviewService {
   /** Kept-alive connections per `<uuid>:<port>`. */
   private readonly pools = new Map<string, Agent>();
   private readonly touched = new Map<string, number>();
-  /** Connections held by relayed upgrades (WebSockets), per sandbox uuid: closed with their sandbox. */
+  /**
+   * Connections of exchanges under way, per sandbox uuid: clients' connections with a request to
+   * the sandbox in flight, and those of relayed upgrades (WebSockets). Closed with their sandbox.
+   */
   private readonly held = new Map<string, Set<Duplex>>();
 
   constructor(ctx: Pick<ServiceContext, 'sandboxes' | 'backend' | 'secrets' | 'clock' | 'bus'> & { config: ConfigSection<'preview'> }) {
@@ -104,15 +107,27 @@ export class PreviewService {
    */
   async connect(target: PreviewTarget): Promise<Duplex> {
     const connection = await requireCapability(this.backend, 'ports').connectPort(target.sandbox.backend_id, target.port);
+    this.hold(target, connection);
+    return connection;
+  }
+
+  /**
+   * Holds a connection while an exchange with the target's sandbox is under way: it is destroyed
+   * when the sandbox stops or goes away and when the service closes, unless the returned release
+   * comes first (or the connection closes).
+   */
+  hold(target: PreviewTarget, connection: Duplex): () => void {
     const uuid = target.sandbox.uuid;
     const held = this.held.get(uuid) ?? new Set<Duplex>();
     this.held.set(uuid, held);
     held.add(connection);
-    connection.once('close', () => {
+    const release = () => {
+      connection.off('close', release);
       held.delete(connection);
       if (held.size === 0 && this.held.get(uuid) === held) this.held.delete(uuid);
-    });
-    return connection;
+    };
+    connection.once('close', release);
+    return release;
   }
 
   /** Mints a signed URL to `port` of sandbox `name`, valid for `expiresIn` (a duration, at most 30d). */
@@ -147,7 +162,7 @@ export class PreviewService {
     return this.signer.check(sandbox.uuid, port, exp, sig, Math.floor(this.clock().getTime() / 1000));
   }
 
-  /** Closes every kept-alive connection and every relayed upgrade. */
+  /** Closes every kept-alive connection, every client's connection with an exchange under way and every relayed upgrade. */
   close(): void {
     for (const pool of this.pools.values()) pool.destroy();
     this.pools.clear();

@@ -181,8 +181,8 @@ describe('preview proxy (fake backend: ports on the loopback)', () => {
     const sub = await rawGet('/app.js', { host, cookie: `${cookie!.split(';')[0]}; theirs=2` });
     expect(sub.status).toBe(200);
     expect(seen.headers?.cookie).toBe('theirs=2');
-    // The page's WebSocket carries the cookie too.
-    const socket = new WebSocket(`ws://127.0.0.1:${new URL(api).port}/live`, { headers: { host, cookie: cookie!.split(';')[0]! } });
+    // The page's WebSocket carries the cookie too, and its Origin.
+    const socket = new WebSocket(`ws://127.0.0.1:${new URL(api).port}/live`, { headers: { host, cookie: cookie!.split(';')[0]!, origin: `http://${host}` } });
     expect(await echoOver(socket)).toBe('echo:ping');
     // Path form with the same grant.
     expect((await fetch(link.path_url)).status).toBe(200);
