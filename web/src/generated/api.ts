@@ -267,7 +267,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Write several files; relative paths are taken from /workspace */
+        /** Write several files; a path without a leading slash resolves as in the file route (docs/files-and-volumes.md, "Paths") */
         post: operations["writeFiles"];
         delete?: never;
         options?: never;
@@ -479,9 +479,26 @@ export interface paths {
         put?: never;
         /**
          * Build an image from a Dockerfile, offline, as sandboxd-user/<deployment id>/<name>:latest
-         * @description FROM only images present on the engine (nothing is pulled); build steps have no network. The context (files, or a base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, or 400 with the build log in `details.log`. With it, Server-Sent Events: `log` {content} as the engine reports, then `done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.
+         * @description Every image the Dockerfile reads (FROM, --from) is an earlier stage or present on the engine, and what would fetch (ADD of a URL...) is a 400 naming the line: nothing is pulled; build steps have no network. The context (files, or a base64 tar) is at most 64 MiB (413). Without `Accept: text/event-stream` the answer waits: 201 {name, tag, id, size_bytes}, or 400 with the build log in `details.log` (also for a build past its bounds: processes, disk per step and per build, which the log's last line names); 429 when --build-concurrency builds are running. With it, Server-Sent Events: `log` {content} as the engine reports, then `done` {name, tag, id, size_bytes} or `error` {message, log}. A failed build leaves no image or container behind.
          */
         post: operations["buildImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/images/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the recorded image builds, newest first (the last 200 finished and every running one) */
+        get: operations["getImagesBuilds"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -626,7 +643,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory) */
+        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory); admin keys, others where a policy rule or grant allows proxy.log */
         get: operations["getProxyLog"];
         put?: never;
         post?: never;
@@ -1262,7 +1279,7 @@ export interface paths {
         put?: never;
         /**
          * Start an orchestration instance (202; 200 when `id` names an existing instance of the same definition)
-         * @description The instance row and its first decision commit together: the answer's status is committed (pending with a future start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413.
+         * @description The instance row and its first decision commit together: the answer's status is committed (pending with a future start_at, else running, waiting or completed). Unknown definition: 404; id taken by another definition: 409; input over 1 MiB: 413; a definition that would surely run more steps or keep more history events than an instance may: 400 naming the bound.
          */
         post: operations["createOrchestration"];
         delete?: never;
@@ -1278,7 +1295,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an orchestration instance, with its history unless history=false */
+        /**
+         * Get an orchestration instance, with its history unless history=false
+         * @description One page of its steps (steps_offset, steps_limit: 1000 at most) and of its history (history_after, history_limit: 1000 at most), each also cut at 4 MiB of JSON; steps_next and history_next give where the next page starts (null: none left).
+         */
         get: operations["getOrchestration"];
         put?: never;
         post?: never;
@@ -1914,9 +1934,11 @@ export interface components {
                 method?: string;
                 /**
                  * Format: starts_with
-                 * @description Matches requests whose path begins with it; CONNECT tunnels have no path and never match one
+                 * @description Matches requests whose path, as the upstream reads it, begins with it: percent-encoded characters decoded, ;parameters, duplicate slashes and dot segments removed (/%62locked, //blocked and /;/blocked are /blocked); CONNECT tunnels have no path and never match one
                  */
                 path_prefix?: string;
+                /** @description true: path_prefix matches in any case (/BLOCKED too), for upstreams whose paths ignore case; default false */
+                path_ignore_case?: boolean;
                 sandbox?: string;
                 /** @description Sandbox labels that must all be present with these values */
                 labels?: {
@@ -1949,6 +1971,7 @@ export interface components {
                 host?: string;
                 method?: string;
                 path_prefix?: string;
+                path_ignore_case?: boolean;
                 sandbox?: string;
                 labels?: {
                     [key: string]: string;
@@ -2015,11 +2038,11 @@ export interface components {
         };
         CreateSandboxNetwork: {
             /**
-             * @description open: the outside directly (never the host's addresses nor 169.254.0.0/16 unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy
+             * @description open: the outside directly (never the host's addresses nor private, link-local or cloud-internal ranges unless allowed); proxy: only the egress proxy on the gateway (HTTP_PROXY), nothing else; none: no network. Default: open, none for restrictive (which refuses the others); a non-empty allow implies proxy
              * @enum {string}
              */
             egress?: "open" | "proxy" | "none";
-            /** @description proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host or link-local that the packet filter lets this sandbox reach */
+            /** @description proxy: the hosts (globs such as *.github.com), addresses and CIDR ranges the proxy lets through. open: addresses and CIDR ranges of the host, private or link-local networks that the packet filter lets this sandbox reach. Each may name a port (127.0.0.1:8080, api.example.com:443, [::1]:8080): that port alone; without one, every port */
             allow?: string[];
             /** @description Refused even where allow matches (open: addresses and CIDR ranges only) */
             deny?: string[];
@@ -2079,17 +2102,22 @@ export interface components {
             source_ref?: string;
             /** @description LLM tokens (input and output) the sandbox may use through the gateway; past it the gateway answers 429 and publishes llm.budget_exceeded */
             llm_budget_tokens?: number;
-            /** @description The sandbox env gets a placeholder (sbx-secret-...) per name, never the value; the egress proxy swaps the value in for the placeholder in request headers (and basic-auth) sent to `host` only, on plain-HTTP requests through the proxy (no HTTPS interception) */
+            /** @description The sandbox env gets a placeholder (sbx-secret-...) per name, never the value; the egress proxy swaps the value in for the placeholder in request headers (and basic-auth) sent to `host` only, on plain-HTTP requests through the proxy and, with `intercept_tls`, on HTTPS ones; the value is replaced by the placeholder again in what the upstream answers */
             secrets?: {
                 [key: string]: {
                     value: string;
-                    /** @description A host-name glob (`*` is any run of characters: `*.github.com`), or an IP address or CIDR for literal addresses */
+                    /** @description A host-name glob or an IP/CIDR, with an optional port (`api.example.com:8443`, `[::1]:8443`); without one, the default port of the request (80 for http://, 443 for https://) */
                     host: string;
+                    /**
+                     * @description Also swap it in HTTPS requests: the proxy terminates TLS for this secret's host (and port) only, with a certificate of the server's own CA, which the sandbox then trusts; every other host is tunnelled untouched
+                     * @default false
+                     */
+                    intercept_tls?: boolean;
                 };
             };
             network?: components["schemas"]["CreateSandboxNetwork"];
-            /** @description Named volumes (POST /volumes) mounted at absolute paths; their contents outlive the sandbox and are not in its snapshots */
-            volumes?: components["schemas"]["VolumeMount"][];
+            /** @description Named volumes (POST /volumes) mounted at absolute paths, each {name, path, read_only?} or "name:/path[:ro]"; their contents outlive the sandbox and are not in its snapshots */
+            volumes?: (components["schemas"]["VolumeMount"] | string)[];
         };
         PatchSandbox: {
             /** @description Replaces all labels */
@@ -2571,6 +2599,10 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
+            /** @description Steps of the instance in all */
+            steps_total: number;
+            /** @description The steps_offset of the next page of steps; null when this page holds the last */
+            steps_next: number | null;
             waiting_for: string[];
             history?: {
                 sequence: number;
@@ -2582,6 +2614,8 @@ export interface components {
                 /** @description RFC 3339 timestamp in UTC */
                 timestamp: string;
             }[];
+            /** @description The history_after of the next page of history; null when this page holds the last event */
+            history_next?: number | null;
         };
         CreateSchedule: {
             name: string;
@@ -2682,6 +2716,8 @@ export interface components {
             last_run_status: ("running" | "succeeded" | "failed" | "skipped" | "missed" | "interrupted") | null;
             /** @description Firings that ran the target (triggers not counted) */
             fire_count: number;
+            /** @description Runs started by POST /schedules/{id}/trigger */
+            trigger_count: number;
             /** @description RFC 3339 timestamp in UTC */
             created_at: string;
             /** @description RFC 3339 timestamp in UTC */
@@ -3133,6 +3169,21 @@ export interface components {
             id: string;
             size_bytes: number;
         };
+        ImageBuild: {
+            /** @description The build id; what the build makes on the engine is labelled sandboxd.build=<id> */
+            id: string;
+            name: string;
+            /**
+             * @description running from before the engine starts it; a build the server was stopped in is failed at the next start
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed";
+            error: string | null;
+            image_id: string | null;
+            /** @description RFC 3339 timestamp in UTC */
+            started_at: string;
+            finished_at: string | null;
+        };
         PreviewUrlRequest: {
             /** @description How long the URL works; default 1h, at most 30d */
             expires_in?: string;
@@ -3144,35 +3195,6 @@ export interface components {
             path_url: string;
             /** @description RFC 3339 */
             expires_at: string;
-        };
-        CreateSnapshot: {
-            /** @description Source sandbox */
-            sandbox: string;
-            /** @description Snapshot name */
-            name: string;
-        };
-        RestoreSnapshot: {
-            /** @description Name of the new sandbox, default <sandbox>-restored */
-            as_name?: string;
-        };
-        Snapshot: {
-            name: string;
-            /** @description Source sandbox name */
-            sandbox: string;
-            /** @description <prefix>:<name> */
-            image_tag: string;
-            backend: string;
-            base_image: string;
-            vcpus: number;
-            memory_mb: number;
-            /** @description The sandbox's disk_mb, which a restore gives back */
-            disk_mb?: number;
-            /** @enum {string} */
-            profile: "permissive" | "moderate" | "restrictive";
-            /** @description RFC 3339 timestamp in UTC */
-            created_at: string;
-            /** @description What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes) */
-            note?: string;
         };
         FsEntry: {
             name: string;
@@ -3267,6 +3289,35 @@ export interface components {
             sandbox: string;
         } & {
             [key: string]: unknown;
+        };
+        CreateSnapshot: {
+            /** @description Source sandbox */
+            sandbox: string;
+            /** @description Snapshot name */
+            name: string;
+        };
+        RestoreSnapshot: {
+            /** @description Name of the new sandbox, default <sandbox>-restored */
+            as_name?: string;
+        };
+        Snapshot: {
+            name: string;
+            /** @description Source sandbox name */
+            sandbox: string;
+            /** @description <prefix>:<name> */
+            image_tag: string;
+            backend: string;
+            base_image: string;
+            vcpus: number;
+            memory_mb: number;
+            /** @description The sandbox's disk_mb, which a restore gives back */
+            disk_mb?: number;
+            /** @enum {string} */
+            profile: "permissive" | "moderate" | "restrictive";
+            /** @description RFC 3339 timestamp in UTC */
+            created_at: string;
+            /** @description What the snapshot does not hold: the contents of the named volumes its sandbox mounted (they live on in the volumes) */
+            note?: string;
         };
         TerminalToken: {
             /** @description Pass as ?token= on GET /sandboxes/{name}/pty; valid once */
@@ -4332,7 +4383,7 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-                /** @description Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py */
+                /** @description Path inside the sandbox: absolute when its first name exists at the root or is a volume's mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute */
                 path: string;
             };
             cookie?: never;
@@ -4433,7 +4484,7 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-                /** @description Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py */
+                /** @description Path inside the sandbox: absolute when its first name exists at the root or is a volume's mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute */
                 path: string;
             };
             cookie?: never;
@@ -4529,7 +4580,7 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-                /** @description Absolute path inside the sandbox, e.g. workspace/a.py for /workspace/a.py */
+                /** @description Path inside the sandbox: absolute when its first name exists at the root or is a volume's mount point (etc/hosts, data/v.txt beside a volume at /data), else under /workspace (main.py); a leading slash (files//app/x) forces absolute */
                 path: string;
             };
             cookie?: never;
@@ -4703,7 +4754,7 @@ export interface operations {
     listDirectory: {
         parameters: {
             query: {
-                /** @description Absolute path in the sandbox, e.g. /workspace */
+                /** @description Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume's mount point, else under /workspace) */
                 path: string;
             };
             header?: never;
@@ -4795,7 +4846,7 @@ export interface operations {
     statPath: {
         parameters: {
             query: {
-                /** @description Absolute path in the sandbox, e.g. /workspace */
+                /** @description Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume's mount point, else under /workspace) */
                 path: string;
             };
             header?: never;
@@ -4887,7 +4938,7 @@ export interface operations {
     watchPath: {
         parameters: {
             query: {
-                /** @description Absolute path in the sandbox, e.g. /workspace */
+                /** @description Path in the sandbox, e.g. /workspace; one without a leading slash resolves as in the file routes (absolute when its first name exists at the root or is a volume's mount point, else under /workspace) */
                 path: string;
                 /** @description Watch every directory below the path too (default true) */
                 recursive?: "true" | "false";
@@ -5747,6 +5798,57 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getImagesBuilds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ImageBuild"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -6358,6 +6460,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10958,6 +11069,14 @@ export interface operations {
             query?: {
                 /** @description Include the history (default true) */
                 history?: "true" | "false";
+                /** @description The first step of the page (default 0) */
+                steps_offset?: number;
+                /** @description Steps in the page (default and most 1000) */
+                steps_limit?: number;
+                /** @description History events after this sequence (default 0) */
+                history_after?: number;
+                /** @description History events in the page (default and most 1000) */
+                history_limit?: number;
             };
             header?: never;
             path: {
