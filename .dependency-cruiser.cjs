@@ -149,11 +149,12 @@ module.exports = {
       name: 'orchestration-interpreter-is-pure',
       comment:
         'the orchestration interpreter (services/durable/orchestrations/interpreter/) is pure: decide() replays a history and ' +
-        'returns events and commands, so it is tested and fuzzed without I/O; it may import only itself, schemas/ and errors.ts, ' +
+        'returns events and commands, so it is tested and fuzzed without I/O; it may import only itself, schemas/, errors.ts ' +
+        'and the pure JSON depth bound (domain/json-depth.ts), ' +
         'never the service around it, a repository, a backend or another domain (type-only imports included)',
       severity: 'error',
       from: { path: '^src/services/durable/orchestrations/interpreter/' },
-      to: { path: '^src/', pathNot: ['^src/services/durable/orchestrations/interpreter/', '^src/schemas/', '^src/errors\\.ts$'] },
+      to: { path: '^src/', pathNot: ['^src/services/durable/orchestrations/interpreter/', '^src/schemas/', '^src/errors\\.ts$', '^src/domain/json-depth\\.ts$'] },
     },
     {
       name: 'no-circular',

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { textDeeperThan, TOO_DEEP } from '../domain/json-depth.js';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { badRequest, isServiceError, STATUS_BY_CODE, withNextStep, type ErrorCode, type NextStepRenderers, type ServiceError } from '../errors.js';
 
@@ -99,7 +100,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    if (typeof body === 'string' && nestedDeeperThan(body, MAX_JSON_DEPTH)) return done(tooDeep(), undefined);
+    if (typeof body === 'string' && textDeeperThan(body)) return done(tooDeep(), undefined);
     const sent = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
     if (!sent || JSON_TYPE.test(sent)) return json(request, body as string, done);
     json(request, body as string, (err, value) =>
@@ -108,35 +109,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 }
 
-/**
- * The deepest nesting of arrays and objects a JSON body may have. Far beyond any request the API
- * takes (an orchestration's steps nest a few levels), and far below what would exhaust the stack
- * of a recursive walk (validation, views, storage sizes) behind the route.
- */
-export const MAX_JSON_DEPTH = 64;
-
-const tooDeep = (): ServiceError => badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`);
-
-/**
- * Whether JSON text nests arrays and objects deeper than `max`: one pass over the characters,
- * outside strings, before the text is parsed. Text that is not JSON is left to the parser.
- */
-function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i += 1; // a backslash escapes the next character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      depth += 1;
-      if (depth > max) return true;
-    } else if (c === 0x5d || c === 0x7d) depth -= 1;
-  }
-  return false;
-}
+const tooDeep = (): ServiceError => badRequest(`body: ${TOO_DEEP}`);
 
 /** application/json and the structured +json types. */
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/;

@@ -11,6 +11,7 @@ import type { LlmKeys } from './llm-keys.js';
 import { PROVIDER_ALIASES, type LlmProvider, type ProviderFormat } from './llm-providers.js';
 import { UsageMeter, type MeteredUsage } from './llm-usage-meter.js';
 import { looksLikeToken, type SandboxTokens } from './sandbox-token.js';
+import { textDeeperThan } from '../../domain/json-depth.js';
 
 /** The most of a request body the gateway reads (it may add stream_options to it). */
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
@@ -247,7 +248,8 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
 export function prepareBody(provider: LlmProvider, method: string, path: string, body: Buffer, streamUsage: boolean): { body: Buffer; model: string | undefined; stripUsageChunk: boolean } {
   const pathModel = /models\/([^/:]+)/.exec(path)?.[1];
   let parsed: Record<string, unknown> | undefined;
-  if (body.length > 0) {
+  // A body nested past the limit is forwarded as it is, unread (as one that is not JSON).
+  if (body.length > 0 && !textDeeperThan(body.toString('utf8'))) {
     try {
       const value: unknown = JSON.parse(body.toString('utf8'));
       if (typeof value === 'object' && value !== null && !Array.isArray(value)) parsed = value as Record<string, unknown>;

@@ -9,6 +9,7 @@ import { checkedReply, type AlarmChange, type RunnerReply, type Writes } from '.
 
 export type { AlarmChange, RunnerReply, Writes } from './call-outcome.js';
 import { classDir, runnerAsset, versionDir } from './runner-assets.js';
+import { textDeeperThan, TOO_DEEP } from '../../../domain/json-depth.js';
 
 /** The labels of an object's managed sandbox. */
 export const OBJECT_LABEL = 'sandboxd.object';
@@ -290,6 +291,9 @@ function fits(sandbox: SandboxRecord, klass: ObjectClassRecord): boolean {
 /** The runner's answer line, `<nonce> <json>`, checked; METHOD_FAILED for anything else. */
 function parseReply(line: string, nonce: string): RunnerReply {
   let reply: unknown;
+  // The answer (result and storage writes) comes from the object's code: one nested past the
+  // limit fails the call here, before any walk of it could overflow the stack.
+  if (textDeeperThan(line)) throw new ServiceError('METHOD_FAILED', `the method's answer is ${TOO_DEEP}`, { details: { reason: 'too_deep', stderr: '' } });
   try {
     if (line.startsWith(`${nonce} `)) reply = JSON.parse(line.slice(nonce.length + 1));
   } catch {

@@ -131,6 +131,8 @@ describe('prepareBody', () => {
       prepareBody(providers.get('openai')!, 'POST', 'v1/chat/completions', body({ stream: true }), false),
       prepareBody(providers.get('anthropic')!, 'POST', 'v1/messages', body({ stream: true }), true),
       prepareBody(providers.get('openai')!, 'POST', 'v1/chat/completions', Buffer.from('not json'), true),
+      // Nested 100,000 levels deep: forwarded as it is, unread (no walk of it).
+      prepareBody(providers.get('openai')!, 'POST', 'v1/chat/completions', Buffer.from(`${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`), true),
     ];
     for (const result of unchanged) expect(result.stripUsageChunk).toBe(false);
     expect(prepareBody(providers.get('google')!, 'POST', 'v1beta/models/gemini-x:generateContent', body({}), true).model).toBe('gemini-x');

@@ -16,6 +16,7 @@ import { capOutput, drain, LIMIT_FLAGS, Pass, type ActivityCommand, type Emit, t
 import { resolveDeep, ExpressionError } from './expressions.js';
 import { tailUtf8, type HistoryEvent, type HistoryEventData, type HistoryEventType } from './history.js';
 import { applyEvent, replay, type FinalStatus, type InstanceState } from './state.js';
+import { textDeeperThan, TOO_DEEP } from '../../../../domain/json-depth.js';
 
 /** Something that happened to an instance, reported by the service. */
 export type DecideInput =
@@ -227,6 +228,7 @@ function handle(input: DecideInput, open: OpenWork[], state: InstanceState, stam
     }
     value = input.stdout ?? '';
     if (work.command.output === 'json') {
+      if (textDeeperThan(input.stdout ?? '')) return fail(`output is ${TOO_DEEP}`, { exit_code: input.exit_code ?? 0, stderr: input.stderr ?? '' });
       try {
         value = JSON.parse(input.stdout ?? '') as JsonValue;
       } catch (err) {

@@ -3,7 +3,7 @@ import { injectClient } from '../../../../../src/client/inject-client.js';
 import { objectTools } from '../../../../../src/mcp/tools/object-tools.js';
 import { fakeHarness, type FakeHarness } from '../../../../helpers/fake-app.js';
 import { manualClock } from '../../../../helpers/manual-clock.js';
-import { EXIT, GARBAGE, HANG, scriptObjectRunner, type DoubleClasses } from '../../../../helpers/object-runner-double.js';
+import { EXIT, GARBAGE, HANG, RawResult, scriptObjectRunner, type DoubleClasses } from '../../../../helpers/object-runner-double.js';
 
 const COUNTER: DoubleClasses = {
   counter: {
@@ -21,6 +21,7 @@ const COUNTER: DoubleClasses = {
     grow: (args: { bytes: number }, ctx) => ctx.storage.put('blob', 'x'.repeat(args.bytes)),
     hang: () => HANG,
     garbage: () => GARBAGE,
+    deep: () => new RawResult(`${'['.repeat(100_000)}${']'.repeat(100_000)}`),
     exit: () => EXIT,
     schedule: (args: { at: string }, ctx) => ctx.setAlarm(args.at, 'ring', { n: 1 }),
     ring: (args: { n: number }, ctx) => {
@@ -161,6 +162,10 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
     expect(timedOut.json()).toMatchObject({ code: 'TIMEOUT' });
     expect(timedOut.json().error).toContain('counter/alice.hang did not finish within 200 ms');
     expect((await call('garbage')).json()).toMatchObject({ code: 'METHOD_FAILED' });
+    // An answer nested 100,000 levels deep fails the call naming the bound, before any walk of it.
+    const deep = await call('deep');
+    expect(deep.statusCode).toBeLessThan(500);
+    expect(deep.json()).toMatchObject({ code: 'METHOD_FAILED', error: "counter/alice.deep failed: the method's answer is nested deeper than 64 levels of arrays and objects; nothing was written" });
     const exited = await call('exit');
     expect(exited.statusCode).toBe(422);
     expect(exited.json().error).toContain('counter/alice.exit failed');

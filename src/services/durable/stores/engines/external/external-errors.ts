@@ -7,6 +7,7 @@
 import { ServiceError, badRequest } from '../../../../../errors.js';
 import { hostPort, type Endpoint, type ExternalKind } from './external-config.js';
 import type { StoreParams } from '../../store-engine.js';
+import { MAX_JSON_DEPTH, TOO_DEEP } from '../../../../../domain/json-depth.js';
 
 /**
  * `text` with every occurrence of the password (as given and url-encoded) replaced by `****`.
@@ -188,17 +189,20 @@ export function rowJsonBytes(row: unknown[]): number {
 
 /**
  * A driver's value made JSON-safe: bytes as base64, dates as ISO strings, big integers as
- * strings (numbers when exact), infinities and NaN as strings; arrays and objects walked.
+ * strings (numbers when exact), infinities and NaN as strings; arrays and objects walked, to
+ * MAX_JSON_DEPTH levels (a JSON value of the database's nested deeper is a 400 that says to
+ * select it as text, never a walk that overflows the stack).
  */
-export function jsonValue(value: unknown): unknown {
+export function jsonValue(value: unknown, depth = 0): unknown {
   if (value === null || value === undefined) return null;
+  if (depth > MAX_JSON_DEPTH) throw badRequest(`a value of the result is ${TOO_DEEP}: select it as text (e.g. CAST(x AS TEXT), x::text)`);
   if (Buffer.isBuffer(value)) return value.toString('base64');
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
   if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
-  if (Array.isArray(value)) return value.map(jsonValue);
+  if (Array.isArray(value)) return value.map((inner) => jsonValue(inner, depth + 1));
   if (typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, jsonValue(inner)]));
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, jsonValue(inner, depth + 1)]));
   }
   return value;
 }

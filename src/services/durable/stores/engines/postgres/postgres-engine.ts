@@ -264,7 +264,7 @@ class PostgresHandle implements StoreHandle {
     return {
       columns: result.fields.map((field) => field.name),
       column_types: await this.#columnTypes(client, result.fields),
-      rows: result.rows.map((row) => row.map(jsonValue)),
+      rows: result.rows.map((row) => row.map((value) => jsonValue(value))),
       truncated: result.truncated,
     };
   }

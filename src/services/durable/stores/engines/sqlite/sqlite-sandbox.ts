@@ -12,6 +12,7 @@ import { isServiceError, ServiceError } from '../../../../../errors.js';
 import { PACKAGE_ROOT } from '../../../../../paths.js';
 import { MAX_RESULT_BYTES, storeError, type WireParams, type WireStatement } from './sqlite-protocol.js';
 import type { RowSet, StatementResult } from '../../store-engine.js';
+import { textDeeperThan } from '../../../../../domain/json-depth.js';
 
 /**
  * Runs a command in a sandbox and waits for it: the shape of `ExecService.exec(name, input)`,
@@ -116,7 +117,9 @@ export async function runInSandbox(exec: SandboxExec, file: SandboxFile, request
   return value;
 }
 
+/** The helper's answer; undefined (a malformed answer) when it is not JSON or nests past the limit. */
 function parseJson(line: string): unknown {
+  if (textDeeperThan(line)) return undefined;
   try {
     return JSON.parse(line);
   } catch {

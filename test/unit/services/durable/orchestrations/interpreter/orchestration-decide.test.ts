@@ -60,6 +60,12 @@ describe('decide: activities', () => {
     const failed = bad.complete('a', 'not json');
     expect(failed.newEvents[0]).toMatchObject({ type: 'ActivityFailed', data: { error: expect.stringMatching(/^output is not JSON: /) } });
     expect(failed.commands.at(-1)).toMatchObject({ type: 'finish', status: 'failed', failed_step: 'a' });
+    // Output nested 100,000 levels deep (a command's own stdout) fails the attempt naming the bound.
+    const deep = new Run(def([activity('a', { output: 'json', retry_policy: { max_attempts: 1 } })]));
+    deep.start();
+    const tooDeep = deep.complete('a', `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`);
+    expect(tooDeep.newEvents[0]).toMatchObject({ type: 'ActivityFailed', data: { error: 'output is nested deeper than 64 levels of arrays and objects' } });
+    expect(tooDeep.commands.at(-1)).toMatchObject({ type: 'finish', status: 'failed', failed_step: 'a' });
   });
 
   it('a non-zero exit code fails the attempt and retries after the back-off, capped', () => {

@@ -77,6 +77,14 @@ describe('external store helpers', () => {
     ).toEqual(['AQI=', '2024-01-02T03:04:05.678Z', '1152921504606846976', 7, 'Infinity', 'NaN', { a: ['eA=='] }, null]);
   });
 
+  it("refuses a database's JSON value nested past 64 levels with a 400 saying to select it as text, at any depth", () => {
+    const nested = (levels: number): unknown => JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`);
+    expect(jsonValue(nested(64))).toEqual(nested(64));
+    for (const levels of [66, 100_000]) {
+      expect(() => jsonValue(nested(levels))).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', message: expect.stringContaining('nested deeper than 64 levels of arrays and objects: select it as text') }));
+    }
+  });
+
   it('sends objects and arrays as JSON text and refuses named parameters', () => {
     expect(positionalParams('postgres', [1, 'a', null, true, [1, 2], { k: 'v' }])).toEqual([1, 'a', null, true, '[1,2]', '{"k":"v"}']);
     expect(thrown(() => positionalParams('mysql', { a: 1 })).message).toBe('params: a mysql store takes positional params (?), not an object');
