@@ -2,7 +2,7 @@
 // files, detached processes and workers over a Unix socket, so that the service reaches a sandbox in
 // about the cost of a process spawn instead of an Engine API exec.
 //
-// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N] [--memory-guard BYTES] [--mask-proc] [--drop-sys-admin]
+// Usage: sandboxd-agent serve --socket PATH [--user USER] [--workspace DIR] [--drop-caps] [--max-procs N] [--memory-guard BYTES] [--memory-headroom BYTES] [--mask-proc] [--drop-sys-admin]
 //
 //	sandboxd-agent file read|write|delete|mkdir PATH   (internal: a file operation as the
 //	                                                     calling user, started by the agent)
@@ -98,10 +98,12 @@ func main() {
 	claim := flags.Bool("claim-workspace", false, "an existing workspace directory is given to the default user (an image whose default user was root may own it as anyone)")
 	maxProcs := flags.Uint64("max-procs", 0, "RLIMIT_NPROC of the agent and every command (0: unchanged)")
 	memoryReserve := flags.Uint64("memory-guard", 0, "kill the largest command when less than a quarter of the memory (at least this many bytes, at most half) is free (gVisor; 0: no guard)")
+	headroom := flags.Uint64("memory-headroom", 0, "bytes of the memory limit that are gVisor's own kernel's: the guard treats the sandbox as having that much less (gVisor)")
 	maskOwnProc := flags.Bool("mask-proc", false, "hide the agent's environ and memory maps in /proc (gVisor shows them to every user; needs CAP_SYS_ADMIN)")
 	dropAdmin := flags.Bool("drop-sys-admin", false, "give up CAP_SYS_ADMIN once started (it was granted for --mask-proc alone)")
 	flags.Parse(os.Args[2:])
 	if *memoryReserve > 0 {
+		kernelHeadroom = *headroom
 		_ = startMemoryGuard(*memoryReserve)
 	}
 	if *maxProcs > 0 {

@@ -42,6 +42,12 @@ var (
 	meminfoFile = "/proc/meminfo"
 	// procDir lists the sandbox's processes (a variable for the tests).
 	procDir = "/proc"
+	// kernelHeadroom is the part of the memory limit kept for gVisor's own kernel (the host's
+	// limit is the sandbox's memory plus it): gVisor's MemTotal and MemFree count it as the
+	// sandbox's, so the guard takes it off both, and the sandbox's programs get the memory asked
+	// for while the kernel, which grows with every process the sandbox ran and which MemFree does
+	// not show, has this much beside the reserve.
+	kernelHeadroom uint64
 )
 
 // startMemoryGuard runs the guard until stop is called (the agent never does): whenever less
@@ -134,7 +140,15 @@ func freeMemory() (free, total uint64, ok bool) {
 		}
 		seen++
 	}
-	return free, total, seen == 2
+	return withoutHeadroom(free), withoutHeadroom(total), seen == 2
+}
+
+// withoutHeadroom is a MemFree or MemTotal figure less the kernel's headroom (at least 0).
+func withoutHeadroom(bytes uint64) uint64 {
+	if bytes <= kernelHeadroom {
+		return 0
+	}
+	return bytes - kernelHeadroom
 }
 
 // largestProcess is the pid with the largest resident set, the agent (PID 1, and this process

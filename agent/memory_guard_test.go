@@ -29,6 +29,16 @@ func TestMemoryGuardReadsFreeMemoryAndPicksTheLargestCommand(t *testing.T) {
 	if free, total, ok := freeMemory(); !ok || free != 1024*1024 || total != 262144*1024 {
 		t.Fatalf("free memory: %d of %d %v", free, total, ok)
 	}
+	// With a headroom for gVisor's kernel, both figures are that much less (never below 0).
+	kernelHeadroom = 512 * 1024
+	if free, total, ok := freeMemory(); !ok || free != 512*1024 || total != (262144-512)*1024 {
+		t.Fatalf("free memory less the headroom: %d of %d %v", free, total, ok)
+	}
+	kernelHeadroom = 2048 * 1024
+	if free, _, _ := freeMemory(); free != 0 {
+		t.Fatalf("free memory less a headroom larger than it: %d", free)
+	}
+	kernelHeadroom = 0
 	// A quarter, at least the least reserve, at most half.
 	for _, c := range [][3]uint64{{1024, 64, 256}, {256, 64, 64}, {100, 64, 50}} {
 		if got := memoryReserve(c[0], c[1]); got != c[2] {

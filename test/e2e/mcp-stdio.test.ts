@@ -212,7 +212,7 @@ describe('sandboxd mcp (in-process, stdio)', () => {
       ['sandbox_exec', { name: 'x', command: 'echo hi' }, /command/],
       ['sandbox_create', { name: 'x', vcpus: 'two' }, /vcpus/],
       ['sandbox_create', { name: 'Bad Name' }, /must match/],
-      ['sandbox_file_write', { name: 'x', path: 'rel.txt', content: 'x' }, /absolute path/],
+      ['sandbox_file_write', { name: 'x', path: '', content: 'x' }, /a path is required/],
       ['sandbox_run', { command: [] }, /non-empty array/],
       ['sandbox_list', { unexpected: true }, /unexpected/],
       ['sandbox_teleport', {}, /sandbox_teleport not found/],

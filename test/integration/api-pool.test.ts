@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docker } from '../helpers/docker.js';
+import { RUNSC_KERNEL_HEADROOM_MB } from '../../src/backends/docker/container-spec.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 
 const PYTHON = 'sandboxd/python:bookworm';
@@ -124,7 +125,8 @@ describe('creating a sandbox from the pool', () => {
     expect(created.status).toBe(201);
     const { info } = await inspect(name);
     expect(info.Config.Labels['sandboxd.role']).toBe('sandbox');
-    expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    // Its memory_mb, and the headroom of gVisor's own kernel (RUNSC_KERNEL_HEADROOM_MB) beside it.
+    expect(info.HostConfig.Memory).toBe((256 + RUNSC_KERNEL_HEADROOM_MB) * 1024 * 1024);
     await rt.services.pool.settled();
     expect(rt.services.pool.size).toBeGreaterThanOrEqual(3);
   });

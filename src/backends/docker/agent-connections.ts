@@ -5,7 +5,7 @@ import type { DetachedProcess, InstanceState } from '../backend.js';
 import { AgentClient, type AgentDetached, type AgentHealth } from '../agent/agent-client.js';
 import { AgentUnreachable, UnixSocketTransport } from '../agent/agent-transport.js';
 import { agentMountsOf, type AgentSockets } from './agent-sockets.js';
-import { LABEL } from './container-spec.js';
+import { LABEL, RUNSC_KERNEL_HEADROOM_MB } from './container-spec.js';
 
 /** How long a started sandbox's agent may take to answer before the engine's exec is used. */
 const AGENT_READY_MS = 5_000;
@@ -32,7 +32,8 @@ export function identityOf(labels: Record<string, string>, host: Docker.HostConf
     user: labels[LABEL.user] || undefined,
     runtime: host.Runtime,
     vcpus: (host.NanoCpus ?? 0) / 1e9,
-    memoryMb: (host.Memory ?? 0) / 1024 / 1024,
+    // The host's limit of a gVisor sandbox also holds its kernel's headroom (hostMemoryBytes).
+    memoryMb: (host.Memory ?? 0) / 1024 / 1024 - (host.Runtime === 'runsc' && host.Memory ? RUNSC_KERNEL_HEADROOM_MB : 0),
     ...(labels[LABEL.diskMb] ? { diskMb: Number(labels[LABEL.diskMb]) } : {}),
     ...agentMountsOf(host.Binds),
   };

@@ -205,7 +205,7 @@ export class DockerBackend
     await this.engine(async () => {
       const container = this.docker.getContainer(id);
       await container.rename({ name: containerName(spec) });
-      if (limitsChange) await container.update(limitsOf(spec));
+      if (limitsChange) await container.update(limitsOf(spec, identity.runtime));
       // The instance was made under its pool name; the sandbox's hostname is its own name.
       await this.nameHost(id, await container.inspect(), spec.name);
     }, id);
@@ -295,7 +295,7 @@ export class DockerBackend
       if (info.State.Running && info.HostConfig.Runtime === 'runsc') {
         throw new UnsupportedError('docker', 'resizing a running gVisor (runsc) sandbox: stop it, resize, then start it');
       }
-      await container.update(limitsOf(request)).catch((err: unknown) => {
+      await container.update(limitsOf(request, info.HostConfig.Runtime)).catch((err: unknown) => {
         if (dockerStatus(err) === 400 || dockerStatus(err) === 500) throw badRequest(`the engine refused the new limits: ${dockerMessage(err)}`);
         throw err;
       });

@@ -119,7 +119,8 @@ describe('the bounds of one orchestration instance', () => {
     expect(done).toMatchObject({ status: 'failed', error: 'step limit reached: the instance would run more than 10000 steps (--orchestration-max-steps)' });
     expect(done.failed_step).toMatch(/^outer\[\d+\]\[\d+\]$/);
     expect(blocked.longestMs, `the event loop was held ${blocked.longestMs.toFixed(1)} ms of CPU at once (wall-clock delay: ${blocked.wallMaxMs.toFixed(1)} ms)`).toBeLessThan(50);
-    expect(blocked.ticks).toBeGreaterThan(100);
+    // The probe ran while the work did (how many times depends on the machine's speed).
+    expect(blocked.ticks).toBeGreaterThanOrEqual(10);
 
     // A GET of it is one page: at most 1000 steps, the rest behind steps_next.
     const got = await app.inject({ method: 'GET', url: `/orchestrations/${done.id}` });
