@@ -191,6 +191,13 @@ const (
 	freezeAbove = 64
 )
 
+// mayFreezeAll says whether kill(-1) reaches the sandbox alone: only for PID 1 of the sandbox's
+// own PID namespace. Anywhere else (the agent's tests on a host) it would stop every process the
+// user may signal, the machine's services included, so there the rounds stop p's one by one.
+func mayFreezeAll() bool {
+	return os.Getpid() == 1
+}
+
 // stopRound SIGSTOPs every process of p that still runs, each as soon as the listing shows it to
 // be p's (so that the CPU goes back to the agent while it lists the rest), and says how many it
 // stopped. A listing slower than freezeAfter stops every process (*frozen is then true): the
@@ -198,7 +205,7 @@ const (
 func (p *process) stopRound(others []*process, frozen *bool) int {
 	started := time.Now()
 	entries, _ := os.ReadDir("/proc")
-	if !*frozen && processEntries(entries) > freezeAbove {
+	if !*frozen && mayFreezeAll() && processEntries(entries) > freezeAbove {
 		syscall.Kill(-1, syscall.SIGSTOP)
 		*frozen = true
 	}
@@ -213,7 +220,7 @@ func (p *process) stopRound(others []*process, frozen *bool) int {
 		}
 	}
 	for _, entry := range entries {
-		if !*frozen && time.Since(started) > freezeAfter {
+		if !*frozen && mayFreezeAll() && time.Since(started) > freezeAfter {
 			syscall.Kill(-1, syscall.SIGSTOP)
 			*frozen = true
 		}

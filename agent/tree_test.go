@@ -101,3 +101,11 @@ func TestKillTreeSparesTheProcessesOfOtherLiveCommands(t *testing.T) {
 	runs.release(next)
 	expectGone(t, otherPid, "a leftover of an ended command survived the next command's end")
 }
+
+// The agent's tests run on a host, where kill(-1, SIGSTOP) would stop every process the user may
+// signal (dockerd and the test runner included): the freeze of every process is PID 1's alone.
+func TestFreezingEveryProcessIsForPidOneAlone(t *testing.T) {
+	if os.Getpid() != 1 && mayFreezeAll() {
+		t.Fatal("kill(-1) would reach every process of the host")
+	}
+}
