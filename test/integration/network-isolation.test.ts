@@ -4,6 +4,7 @@ import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+import { TCP_PROBE } from '../helpers/tcp-probe.js';
 
 /**
  * Network isolation and enforced egress on real Docker (README, 'Security model'): sandboxd's own
@@ -23,25 +24,8 @@ let hostAddress: string;
 const api = (method: string, path: string, body?: unknown) => call(rt.url, method, path, body);
 
 /** Prints one line per target: `open <first bytes>` or `closed <error>`; the proxy variables are dropped. */
-const PROBE = `
-import json, os, socket, sys
-for name in list(os.environ):
-    if name.lower().endswith('_proxy'): del os.environ[name]
-out = {}
-for target in json.loads(sys.argv[1]):
-    host, port = target.rsplit(':', 1)
-    s = socket.socket(); s.settimeout(2)
-    try:
-        s.connect((host, int(port))); s.sendall(b'GET / HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n'); out[target] = 'open ' + s.recv(64).decode(errors='replace')
-    except Exception as e:
-        out[target] = 'closed ' + type(e).__name__
-    finally:
-        s.close()
-print(json.dumps(out))
-`;
-
 async function probe(sandbox: string, targets: string[]): Promise<Record<string, string>> {
-  const res = await api('POST', `/sandboxes/${sandbox}/exec`, { command: ['python3', '-c', PROBE, JSON.stringify(targets)], timeout_ms: 60_000 });
+  const res = await api('POST', `/sandboxes/${sandbox}/exec`, { command: ['python3', '-c', TCP_PROBE, JSON.stringify(targets)], timeout_ms: 60_000 });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body.data.exit_code, res.body.data.stderr).toBe(0);
   return JSON.parse(res.body.data.stdout) as Record<string, string>;

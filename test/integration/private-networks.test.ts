@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { chainsOf } from '../../src/backends/docker/packet-filter.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+import { TCP_PROBE } from '../helpers/tcp-probe.js';
 
 /**
  * What `open` sandboxes and the egress proxy reach of private networks (issue 25, item 10), and
@@ -38,23 +39,6 @@ const HOST_RESOLVES = (() => {
 const inNamespace = (...args: string[]) => sh('ip', ['netns', 'exec', NAMESPACE, ...args]);
 
 /** Prints `open <first bytes>` or `closed <error>` per target, the proxy variables dropped. */
-const PROBE = `
-import json, os, socket, sys
-for name in list(os.environ):
-    if name.lower().endswith('_proxy'): del os.environ[name]
-out = {}
-for target in json.loads(sys.argv[1]):
-    host, port = target.rsplit(':', 1)
-    s = socket.socket(); s.settimeout(2)
-    try:
-        s.connect((host, int(port))); s.sendall(b'GET / HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n'); out[target] = 'open ' + s.recv(200).decode(errors='replace')
-    except Exception as e:
-        out[target] = 'closed ' + type(e).__name__
-    finally:
-        s.close()
-print(json.dumps(out))
-`;
-
 /** Fetches a URL through the sandbox's proxy variables: `<status> <body>`. */
 const FETCH = `
 import sys, urllib.request, urllib.error
@@ -73,7 +57,7 @@ async function exec(sandbox: string, command: string[]): Promise<{ exit_code: nu
 }
 
 async function probe(sandbox: string, target: string): Promise<string> {
-  const out = await exec(sandbox, ['python3', '-c', PROBE, JSON.stringify([target])]);
+  const out = await exec(sandbox, ['python3', '-c', TCP_PROBE, JSON.stringify([target])]);
   expect(out.exit_code, out.stderr).toBe(0);
   return (JSON.parse(out.stdout) as Record<string, string>)[target] ?? '';
 }
