@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,8 +133,17 @@ func TestEnvironOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { syscall.Kill(pid, syscall.SIGKILL); <-done }()
-	if environ := environOf(pid); !strings.Contains(string(environ), tagVar+"="+tag+"\x00") {
-		t.Fatalf("the environment of %d as its owner: %q", pid, environ)
+	// Between its fork and its exec the child has changed its ids and is not dumpable, so its
+	// environment reads empty to anyone: read until the exec has happened.
+	var environ []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if environ = environOf(pid); strings.Contains(string(environ), tagVar+"="+tag+"\x00") {
+			break
+		}
+	}
+	if !strings.Contains(string(environ), tagVar+"="+tag+"\x00") {
+		stat, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		t.Fatalf("the environment of %d (%s) as its owner: %q", pid, stat, environ)
 	}
 	tasks, _ := filepath.Glob("/proc/self/task/*/status")
 	for _, task := range tasks {
