@@ -69,8 +69,8 @@ describe('image build limits', () => {
     const peak = await peakBuildPids(build);
     const failed = await build;
     expect(failed.status, JSON.stringify(failed.body).slice(0, 500)).toBe(400);
-    expect(failed.body.error).toMatch(/^the image build failed: step 3\/4 \(RUN echo bombing;.*\) reached the build's limit of 64 processes \(--build-pids-limit/);
-    expect(failed.body.details.log).toMatch(/\nsandboxd: step 3\/4 .* reached the build's limit of 64 processes.*\n$/);
+    expect(failed.body.error).toMatch(/^the image build failed: step 3\/5 \(RUN echo bombing;.*\) reached the build's limit of 64 processes \(--build-pids-limit/);
+    expect(failed.body.details.log).toMatch(/\nsandboxd: step 3\/5 .* reached the build's limit of 64 processes.*\n$/);
     expect(peak).toBeGreaterThan(0);
     expect(peak).toBeLessThanOrEqual(64);
     const record = await buildOf(name);
@@ -84,7 +84,7 @@ describe('image build limits', () => {
     const name = nameOf('bigstep');
     const failed = await api('POST', '/images', { name, dockerfile: `FROM ${BASE_IMAGE}\nRUN dd if=/dev/zero of=/tmp/big bs=1M count=100 && echo written && sleep 600\n` });
     expect(failed.status).toBe(400);
-    expect(failed.body.error).toMatch(/^the image build failed: step 3\/4 \(RUN dd .*\) wrote 1\d\d MiB, past the limit of 64 MiB per step \(--build-step-disk-mb/);
+    expect(failed.body.error).toMatch(/^the image build failed: step 3\/5 \(RUN dd .*\) wrote 1\d\d MiB, past the limit of 64 MiB per step \(--build-step-disk-mb/);
     expect(failed.body.details.log).toContain('written');
     const record = await buildOf(name);
     await expect.poll(() => leftOf(record.id), { timeout: 30_000 }).toBe(0);
@@ -114,7 +114,9 @@ describe('image build limits', () => {
     });
     let log = '';
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    while (!log.includes('slow-step')) log += (await reader.read()).value ?? '';
+    // The step's own output (`slow-step` and a newline, escaped in the event's JSON), not the step's
+    // header that names it: by then the log has named the step's container.
+    while (!log.includes('slow-step\\n')) log += (await reader.read()).value ?? '';
     const refused = await api('POST', '/images', { name: nameOf('second'), dockerfile: `FROM ${BASE_IMAGE}\n` });
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('BUSY');

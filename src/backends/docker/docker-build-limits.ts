@@ -47,12 +47,21 @@ export class BuildCgroup {
     return new BuildCgroup(`/${name}`, pidsDir);
   }
 
-  /** Whether a fork failed at the limit (pids.events), or the count stands at it. */
+  /**
+   * Whether a fork failed at the limit, or the count reached it. The kernel counts a refused
+   * fork in `pids.events` of the cgroup of the process that forked (under cgroup v1, the step
+   * container's, below this one), so each child's is read too; `pids.peak`, where the kernel
+   * has it, keeps a peak that a poll between two bursts would miss.
+   */
   async limitReached(pidsMax: number): Promise<boolean> {
-    const events = await readFile(join(this.pidsDir, 'pids.events'), 'utf8').catch(() => '');
-    if (Number(/^max (\d+)/m.exec(events)?.[1] ?? 0) > 0) return true;
-    const current = Number((await readFile(join(this.pidsDir, 'pids.current'), 'utf8').catch(() => '0')).trim());
-    return current >= pidsMax;
+    const children = await readdir(this.pidsDir, { withFileTypes: true }).catch(() => []);
+    const dirs = [this.pidsDir, ...children.filter((entry) => entry.isDirectory()).map((entry) => join(this.pidsDir, entry.name))];
+    for (const dir of dirs) {
+      const events = await readFile(join(dir, 'pids.events'), 'utf8').catch(() => '');
+      if (Number(/^max (\d+)/m.exec(events)?.[1] ?? 0) > 0) return true;
+    }
+    const count = async (file: string) => Number((await readFile(join(this.pidsDir, file), 'utf8').catch(() => '0')).trim());
+    return (await count('pids.current')) >= pidsMax || (await count('pids.peak')) >= pidsMax;
   }
 }
 
