@@ -128,6 +128,13 @@ export const store = z
 
 const rows = z.array(z.array(z.unknown())).meta({ description: 'Rows as arrays in column order; big integers and decimals as strings, binary as base64' });
 const insertId = z.union([z.number(), z.string(), z.null()]);
+const warnings = z
+  .array(z.object({ level: z.string().meta({ description: '`warning`, `note` or `error`' }), code: z.int(), message: z.string() }))
+  .optional()
+  .meta({
+    description:
+      'mysql stores: what the engine warned of while the statement ran (at most 16; a value cut to NULL past max_allowed_packet, a value adjusted to fit its column), present only when it warned',
+  });
 
 export const queryResult = z
   .object({
@@ -136,6 +143,7 @@ export const queryResult = z
     row_count: z.int(),
     truncated: z.boolean().meta({ description: 'More rows existed than max_rows, or the rows passed the 8 MiB a response may carry' }),
     column_types: z.array(z.string()),
+    warnings,
     duration_ms: z.int(),
   })
   .meta({ id: 'StoreQueryResult' });
@@ -147,6 +155,7 @@ export const statementResult = z.object({
   columns: z.array(z.string()).optional().meta({ description: 'When the statement returned rows (RETURNING)' }),
   rows: rows.optional(),
   truncated: z.boolean().optional().meta({ description: 'With rows: some were left out (max_rows or the 8 MiB cap)' }),
+  warnings,
 });
 
 export const executeResult = z

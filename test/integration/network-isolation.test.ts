@@ -2,7 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containerName } from '../../src/backends/docker/container-spec.js';
 import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { engineResolvers } from '../../src/backends/docker/docker-networks.js';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
 import { TCP_PROBE } from '../helpers/tcp-probe.js';
 
@@ -55,6 +57,20 @@ async function fetchVia(sandbox: string, url: string): Promise<string> {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return (res.body.data.stdout as string).trim();
 }
+
+/** Asks 127.0.0.11 (the engine's DNS) for the A record of a name: `answers <count>` or `no answer <error>`. */
+const DNS_QUERY = `
+import socket, struct, sys
+query = struct.pack('>HHHHHH', 0x5d5d, 0x0100, 1, 0, 0, 0) + b''.join(bytes([len(p)]) + p.encode() for p in sys.argv[1].split('.')) + b'\\0' + struct.pack('>HH', 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+try:
+    s.connect(('127.0.0.11', 53)); s.send(query); print('answers', struct.unpack('>H', s.recv(512)[6:8])[0])
+except Exception as e:
+    print('no answer', type(e).__name__)
+`;
+
+/** What a query to 127.0.0.11 meets once the engine's DNS is closed: the sandbox's own packet filter refuses the send (EPERM), or an ICMP error. */
+const REFUSED = /^no answer (PermissionError|ConnectionRefusedError)$/;
 
 const isOpen = (result: string | undefined) => result?.startsWith('open') ?? false;
 
@@ -164,6 +180,34 @@ describe('sandboxd networks', () => {
     expect(await fetchVia(name, `http://${openGateway}:${hostPort}/`)).toMatch(/^403 /);
     expect((await api('PATCH', `/sandboxes/${name}`, { network: { allow: ['pypi.org'] } })).status).toBe(200);
     expect(await fetchVia(name, `http://${hostAddress}:${hostPort}/`)).toMatch(/^403 /);
+  });
+
+  it("sandboxes do not find each other through the engine's DNS, before and after a restart", async () => {
+    // Issue 25, item 14: 127.0.0.11 answered the container names of the other sandboxes.
+    const other = await create(uniqueName('net-dns-b'));
+    const asker = await create(uniqueName('net-dns-a'));
+    const proxied = await create(uniqueName('net-dns-p'), { network: { egress: 'proxy' } });
+    const ask = async (sandbox: string) => {
+      const res = await api('POST', `/sandboxes/${sandbox}/exec`, { command: ['python3', '-c', DNS_QUERY, containerName(other)] });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body.data.stdout as string).trim();
+    };
+    const resolvConf = async (sandbox: string) => (await api('POST', `/sandboxes/${sandbox}/exec`, { command: ['cat', '/etc/resolv.conf'] })).body.data.stdout as string;
+    const nameservers = (text: string) => [...text.matchAll(/^nameserver (\S+)$/gm)].map((m) => m[1]);
+    const upstream = engineResolvers().filter((resolver) => !resolver.includes(':')).slice(0, 3);
+    expect(upstream.length).toBeGreaterThan(0);
+    expect(await ask(asker.name)).toMatch(REFUSED);
+    expect(nameservers(await resolvConf(asker.name))).toEqual(upstream);
+    expect(await ask(proxied.name)).toMatch(REFUSED);
+    expect(nameservers(await resolvConf(proxied.name))).toEqual([]);
+    // The engine writes its file anew and the namespace is new at each start.
+    expect((await api('POST', `/sandboxes/${asker.name}/stop`)).status).toBe(200);
+    expect((await api('POST', `/sandboxes/${asker.name}/start`)).status).toBe(200);
+    expect(await ask(asker.name)).toMatch(REFUSED);
+    expect(nameservers(await resolvConf(asker.name))).toEqual(upstream);
+    // Nor can root lift the rule: CAP_NET_ADMIN (bit 12) is outside the bounding set of every process there.
+    const bounding = await api('POST', `/sandboxes/${asker.name}/exec`, { command: ['sh', '-c', 'grep CapBnd /proc/self/status | cut -f2'] });
+    expect(BigInt(`0x${(bounding.body.data.stdout as string).trim()}`) & (1n << 12n)).toBe(0n);
   });
 
   it('egress none: no network at all', async () => {

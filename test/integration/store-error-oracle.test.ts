@@ -8,8 +8,9 @@ import { PG_AUTH, runSuffix, testPassword } from '../helpers/store-engines.js';
  * Issue 25, item 6, as an attacker: a caller of a store that has a password sends 100,000
  * candidate passwords in one statement (as a parameter, and as a literal) whose error the server quotes, once with the real
  * password among them and once with a decoy of the same shape in its place. The two answers
- * must be the same: nothing in an error may tell the password from any other candidate (the
- * scrubber used to mask exactly the password, `****` where the right candidate was). Real
+ * must be the same but for the word the caller put there: the engine's message quotes what
+ * was sent as it is, and nothing in an error may tell the password from any other candidate
+ * (the scrubber used to mask exactly the password, `****` where the right candidate was). Real
  * servers that check passwords: PostgreSQL on 5433 (scripts/ensure-databases.sh) and MariaDB.
  */
 const suffix = runSuffix();
@@ -61,7 +62,7 @@ async function bothAnswers(statement: (list: string) => { url: string; payload: 
     const { url, payload } = statement(list.replace('\0', middle));
     return api('POST', url, payload);
   };
-  return { withPassword: await ask(PASSWORD), withDecoy: await ask(decoy), decoy };
+  return { withPassword: await ask(PASSWORD), withDecoy: await ask(decoy), decoy, sent: list.replace('\0', PASSWORD) };
 }
 
 describe('store errors are no password oracle', () => {
@@ -73,22 +74,20 @@ describe('store errors are no password oracle', () => {
     });
     expect(created.status).toBe(201);
     const at = Math.floor(Math.random() * CANDIDATES);
-    const { withPassword, withDecoy, decoy } = await bothAnswers(
+    const { withPassword, withDecoy, decoy, sent } = await bothAnswers(
       (list) => ({ url: '/stores/pg-oracle/query', payload: { sql: 'SELECT $1::int', params: [list] } }),
       at,
     );
     expect(withPassword.body).not.toContain('****');
-    expect(withPassword.body).not.toContain(PASSWORD);
-    expect(withDecoy.body).not.toContain(decoy);
-    expect(withPassword.body).toBe(withDecoy.body);
+    expect(withPassword.body.replace(PASSWORD, '<word>')).toBe(withDecoy.body.replace(decoy, '<word>'));
     expect(withPassword.json).toMatchObject({ code: 'SQL_ERROR', details: { engine_code: '22P02' } });
-    expect(withPassword.json.error).toBe('invalid input syntax for type integer: "…"');
+    expect(withPassword.json.error).toBe(`invalid input syntax for type integer: "${sent}"`);
     // The same as a literal in the statement (as many candidates as its 1 MiB holds).
     const words = candidates(at % 30_000, '\0').split(' ').slice(0, 30_000).join(' ');
     const literal = async (middle: string) => (await api('POST', '/stores/pg-oracle/query', { sql: `SELECT '${words.replace('\0', middle)}'::int` })).body;
     const inSql = await literal(PASSWORD);
     expect(inSql).not.toContain('****');
-    expect(inSql).toBe(await literal(decoy));
+    expect(inSql.replace(PASSWORD, '<word>')).toBe((await literal(decoy)).replace(decoy, '<word>'));
   });
 
   it('mysql: the answer to 100,000 candidates is the same with the password among them and without', async () => {
@@ -102,10 +101,9 @@ describe('store errors are no password oracle', () => {
       at,
     );
     expect(withPassword.body).not.toContain('****');
-    expect(withPassword.body).not.toContain(PASSWORD);
-    expect(withDecoy.body).not.toContain(decoy);
-    expect(withPassword.body).toBe(withDecoy.body);
+    expect(withPassword.body.replace(PASSWORD, '<word>')).toBe(withDecoy.body.replace(decoy, '<word>'));
     expect(withPassword.json).toMatchObject({ code: 'SQL_ERROR', details: { engine_code: 1366 } });
-    expect(withPassword.json.error).toMatch(/^Incorrect integer value: '…' for column /);
+    expect(withPassword.json.error).toMatch(/^Incorrect integer value: '[^']*' for column /);
+    expect(withPassword.json.error).toContain(PASSWORD);
   });
 });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { startRuntime } from '../../src/runtime.js';
+import { allMigrations } from '../../src/services/domains.js';
 import { SecretKeyError } from '../../src/services/support/secret-box.js';
 import { openStore } from '../../src/state/store.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -42,7 +43,7 @@ describe('startRuntime', () => {
     const created = await first.services.schedules.create({ name: 'job', method: 'run', cron: '@yearly', args: { command: ['true'] } });
     await first.close();
     // What a kill -9 during a run leaves: the claimed run still marked running.
-    const store = await openStore(dataDir);
+    const store = await openStore(dataDir, allMigrations());
     store.statements
       .get(
         "INSERT INTO schedule_runs (id, schedule_id, scheduled_for, started_at, status, missed_count) VALUES ('r1', ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'running', 0)",
@@ -62,7 +63,7 @@ describe('startRuntime', () => {
     const refused = startRuntime(configFor(dataDir, keyFile), silentLogger(), { listen: false });
     await expect(refused).rejects.toThrow(SecretKeyError);
     await expect(refused).rejects.toThrow(`run chmod 600 ${keyFile}`);
-    const store = await openStore(dataDir);
+    const store = await openStore(dataDir, allMigrations());
     await store.close();
 
     chmodSync(keyFile, 0o600);

@@ -212,10 +212,7 @@ export class DockerBackend
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
 
-  /**
-   * Starts a stopped container. Its socket directory is unsealed for the agent to make a new
-   * socket, and sealed again once the agent answers (see AgentSockets).
-   */
+  /** Starts a stopped container: its socket directory unsealed for the agent's new socket, sealed again once it answers (AgentSockets). */
   async start(id: string, spec?: Pick<SandboxSpec, 'name'>): Promise<InstanceState> {
     return this.engine(async () => {
       const container = this.docker.getContainer(id);
@@ -225,6 +222,7 @@ export class DockerBackend
       // 304: already running, which is what the caller wants.
       await container.start().catch(ignoreStatus(304));
       const info = await container.inspect();
+      if (!before.State.Running) await this.egress.isolateDns(info);
       this.agents.disconnect(id);
       const agentUp = hasAgent(info) && (await this.agents.waitForAgent(id));
       if (agentUp) await this.sockets.afterStart(info.HostConfig.Binds);
@@ -555,6 +553,7 @@ export class DockerBackend
       // New volumes' roots go to the sandbox's user on the host (every profile); the rest, inside.
       const unowned = spec.volumes ? await this.volumes.ownRoots(spec.volumes, owner) : [];
       await container.start();
+      await this.egress.isolateDns(await container.inspect());
       const health = await this.agents.waitForAgent(container.id);
       if (health?.default_user_error) {
         // As `docker run` refuses it; the agent would fail every command as that user.
@@ -576,9 +575,8 @@ export class DockerBackend
     } catch (err) {
       if (container) {
         this.agents.forget(container.id);
-        await container.remove({ force: true, v: true }).catch((removeErr: unknown) => {
-          this.logger.error({ err: removeErr, container: container?.id }, 'could not remove a failed sandbox');
-        });
+        const failed = container.id;
+        await container.remove({ force: true, v: true }).catch((removeErr: unknown) => this.logger.error({ err: removeErr, container: failed }, 'could not remove a failed sandbox'));
       }
       await this.sockets.remove(spec.uuid);
       throw err;

@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { EgressMode } from '../../domain/egress.js';
@@ -34,6 +35,8 @@ export class DockerEgress implements EgressCapability {
   private listening = false;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The resolvers a sandbox asks instead of the engine's DNS (read once). */
+  private resolvers: string[] | undefined;
 
   constructor(
     private readonly docker: Docker,
@@ -166,10 +169,42 @@ export class DockerEgress implements EgressCapability {
     await this.docker.getNetwork(open).connect({ Container: info.Id });
   }
 
+  /**
+   * Sandboxes do not find each other through the engine's DNS. On sandboxd's networks the engine
+   * answers, at 127.0.0.11 inside every container, the names of the other containers on the
+   * network (and reverse lookups of their addresses). A started container therefore gets a
+   * resolv.conf (the engine's file on the host, which the container mounts read-only) naming
+   * the host's resolvers, which the packet filter lets it reach, and a rule in its own network
+   * namespace that refuses 127.0.0.11 (no profile has CAP_NET_ADMIN to lift it). The engine
+   * writes its file anew and makes a new namespace at each start: this runs after each one.
+   * On the `proxy` network no resolver is reachable (the proxy resolves): its file names none,
+   * so a lookup fails at once instead of after the C library's timeouts.
+   * Under gVisor, 127.0.0.11 is gVisor's own loopback, where nothing answers. Without a resolver
+   * off the host's loopback to name, the engine's DNS stays (and says so in the log).
+   */
+  async isolateDns(info: Docker.ContainerInspectInfo): Promise<void> {
+    if (!info.State.Running || !info.State.Pid || Object.keys(info.NetworkSettings.Networks ?? {}).length === 0) return;
+    if (info.HostConfig.NetworkMode === 'none' || info.HostConfig.NetworkMode === 'host') return;
+    if (this.resolvers === undefined) {
+      this.resolvers = engineResolvers().filter((resolver) => !resolver.includes(':'));
+      if (this.resolvers.length === 0) this.logger.warn("the host names no DNS resolver off its loopback: sandboxes use the engine's DNS, where they can look up each other's names");
+    }
+    if (this.resolvers.length === 0) return;
+    const proxied = Object.keys(info.NetworkSettings.Networks ?? {}).includes((await this.networks()).proxy.name);
+    if (info.ResolvConfPath) await writeFile(info.ResolvConfPath, resolvConf(proxied ? [] : this.resolvers));
+    if (info.HostConfig.Runtime !== 'runsc') await this.filter.closeEngineDns(info.State.Pid);
+  }
+
   /** Removes the rules and the networks (tests with a network name of their own). */
   async teardown(): Promise<void> {
     await this.filter.uninstall(Object.values(networkSpecs(this.networkName)).map((spec) => spec.iface));
     await removeNetworks(this.docker, this.networkName);
     this.preparing = undefined;
   }
+}
+
+/** A sandbox's resolv.conf: the host's resolvers (at most the three the C library reads), or none. */
+export function resolvConf(resolvers: readonly string[]): string {
+  const lines = resolvers.slice(0, 3).map((resolver) => `nameserver ${resolver}`);
+  return `# sandboxd: the host's resolvers; the engine's DNS (127.0.0.11) is closed to sandboxes\n${lines.join('\n')}\n`;
 }

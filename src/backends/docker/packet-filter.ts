@@ -81,6 +81,9 @@ export function addressRules(chain: string, instances: readonly AddressRules[]):
   return rules;
 }
 
+/** Where the engine's DNS answers inside each container of a user-defined network. */
+export const ENGINE_DNS = '127.0.0.11';
+
 /** iptables-restore input that empties (or makes) `chains` and appends `rules`, atomically. */
 export function restoreInput(chains: readonly string[], rules: readonly string[][]): string {
   return ['*filter', ...chains.map((chain) => `:${chain} - [0:0]`), ...rules.map((rule) => rule.join(' ')), 'COMMIT', ''].join('\n');
@@ -177,6 +180,21 @@ export class PacketFilter {
       });
       child.stdin?.end(restoreInput(chains, rules));
     });
+  }
+
+  /**
+   * Refuses, inside the network namespace of the container whose process is `pid`, every packet
+   * to the engine's DNS (127.0.0.11, any port: the engine's listener has a port of its own behind
+   * its DNAT of port 53). Entered from the host, with the flavour the engine's rules there use.
+   */
+  async closeEngineDns(pid: number): Promise<void> {
+    const binary = await this.flavour();
+    const rule = ['OUTPUT', '-d', `${ENGINE_DNS}/32`, '-j', 'REJECT'];
+    try {
+      await run('nsenter', [`--net=/proc/${pid}/ns/net`, '--', binary, '-w', '-I', ...rule]);
+    } catch (err) {
+      throw filterError(binary, `closing the engine's DNS to a sandbox: ${(err as { stderr?: string }).stderr || (err as Error).message}`);
+    }
   }
 
   private async iptables(binary: string, args: string[]): Promise<void> {

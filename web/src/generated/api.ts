@@ -2847,6 +2847,13 @@ export interface components {
             /** @description More rows existed than max_rows, or the rows passed the 8 MiB a response may carry */
             truncated: boolean;
             column_types: string[];
+            /** @description mysql stores: what the engine warned of while the statement ran (at most 16; a value cut to NULL past max_allowed_packet, a value adjusted to fit its column), present only when it warned */
+            warnings?: {
+                /** @description `warning`, `note` or `error` */
+                level: string;
+                code: number;
+                message: string;
+            }[];
             duration_ms: number;
         };
         StoreExecuteResult: {
@@ -2861,6 +2868,13 @@ export interface components {
             rows?: unknown[][];
             /** @description With rows: some were left out (max_rows or the 8 MiB cap) */
             truncated?: boolean;
+            /** @description mysql stores: what the engine warned of while the statement ran (at most 16; a value cut to NULL past max_allowed_packet, a value adjusted to fit its column), present only when it warned */
+            warnings?: {
+                /** @description `warning`, `note` or `error` */
+                level: string;
+                code: number;
+                message: string;
+            }[];
             duration_ms: number;
         } | {
             results: {
@@ -2875,6 +2889,13 @@ export interface components {
                 rows?: unknown[][];
                 /** @description With rows: some were left out (max_rows or the 8 MiB cap) */
                 truncated?: boolean;
+                /** @description mysql stores: what the engine warned of while the statement ran (at most 16; a value cut to NULL past max_allowed_packet, a value adjusted to fit its column), present only when it warned */
+                warnings?: {
+                    /** @description `warning`, `note` or `error` */
+                    level: string;
+                    code: number;
+                    message: string;
+                }[];
             }[];
             /** @description The sum over the statements */
             rows_affected: number;

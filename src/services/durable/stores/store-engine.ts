@@ -77,6 +77,15 @@ export interface RowSet {
   rows: unknown[][];
   /** More rows existed than maxRows. */
   truncated: boolean;
+  /** What the engine warned of while it ran the statement (mysql), when it warned. */
+  warnings?: EngineWarning[];
+}
+
+/** One warning or note of the engine about a statement that ran (MySQL's SHOW WARNINGS). */
+export interface EngineWarning {
+  level: string;
+  code: number;
+  message: string;
 }
 
 export interface ExecuteRequest {
@@ -93,6 +102,8 @@ export interface StatementResult {
   last_insert_id: number | string | null;
   /** Present when the statement returned rows (RETURNING). */
   result?: RowSet;
+  /** What the engine warned of while it ran the statement (mysql), when it warned. */
+  warnings?: EngineWarning[];
 }
 
 export interface CommandRequest {

@@ -1,6 +1,6 @@
 import { ServiceError } from '../../../errors.js';
 import type { StatementResultBody } from '../../../schemas/store-schemas.js';
-import { MAX_RESULT_BYTES, type RowSet, type StatementResult } from './store-engine.js';
+import { MAX_RESULT_BYTES, type EngineWarning, type RowSet, type StatementResult } from './store-engine.js';
 
 /** What one response may carry: rows past it are cut (`truncated: true`), a command result past it is 413. */
 export const MAX_RESPONSE_BYTES = MAX_RESULT_BYTES;
@@ -35,9 +35,9 @@ export class RowBudget {
 }
 
 /** A query's rows as the response carries them: cut at max_rows by the engine, at the size cap here. */
-export function queryRows(set: RowSet): { rows: unknown[][]; truncated: boolean } {
+export function queryRows(set: RowSet): { rows: unknown[][]; truncated: boolean; warnings?: EngineWarning[] } {
   const { rows, cut } = new RowBudget().take(set);
-  return { rows, truncated: set.truncated || cut };
+  return { rows, truncated: set.truncated || cut, ...(set.warnings ? { warnings: set.warnings } : {}) };
 }
 
 /** The engine's statement results as the response carries them, RETURNING rows cut to one shared budget. */
@@ -53,6 +53,8 @@ export function statementBodies(results: StatementResult[]): StatementResultBody
       const { rows, cut } = budget.take(result.result);
       Object.assign(body, { columns: result.result.columns, rows, truncated: result.result.truncated || cut });
     }
+    const warnings = result.warnings ?? result.result?.warnings;
+    if (warnings) body.warnings = warnings;
     return body;
   });
 }

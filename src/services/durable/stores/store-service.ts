@@ -198,8 +198,8 @@ export class StoreService {
         maxRows: body.max_rows ?? DEFAULT_MAX_ROWS,
         timeoutMs: body.timeout_ms ?? this.timeoutMs,
       });
-      const { rows, truncated } = queryRows(set);
-      return { columns: set.columns, rows, row_count: rows.length, truncated, column_types: set.column_types, duration_ms: elapsedMs(started) };
+      const { rows, truncated, warnings } = queryRows(set);
+      return { columns: set.columns, rows, row_count: rows.length, truncated, column_types: set.column_types, ...(warnings ? { warnings } : {}), duration_ms: elapsedMs(started) };
     });
   }
 

@@ -1,6 +1,6 @@
 /**
  * What the external engines (postgres, mysql, redis) share besides their config: the errors
- * they throw, which never quote what a caller or a server chose (nor the password); the deadline that answers
+ * they throw, which never tell the password from anything else; the deadline that answers
  * TIMEOUT and starts the server-side cancel; and turning parameters and values between JSON
  * and the drivers.
  */
@@ -23,12 +23,12 @@ export function scrub(text: string, password: string | undefined): string {
 }
 
 /**
- * A server's message with every quoted part (`"..."`, `'...'`, `` `...` ``) replaced by `…`
- * inside its quotes: what servers quote is what the caller sent (a value, a name, the text
- * near a syntax error), and it is masked whatever it is, so nothing in the answer depends on
- * the password. The rest of the message, its code and position say what went wrong.
+ * A driver's connection message with every quoted part (`"..."`, `'...'`, `` `...` ``)
+ * replaced by `…` inside its quotes (a user, a database, a host the caller named), masked
+ * whatever it is before the password is scrubbed, so that nothing in the answer tells which
+ * of the caller's words was the password.
  */
-export function maskQuoted(message: string): string {
+function maskQuoted(message: string): string {
   return message.replace(/"[^"]*"|'[^']*'|`[^`]*`/g, (quoted) => `${quoted[0]}…${quoted[0]}`);
 }
 
@@ -96,12 +96,13 @@ export function cannotConnect(kind: ExternalKind, endpoint: Endpoint, err: unkno
 }
 
 /**
- * 400 SQL_ERROR: the engine refused the caller's statement; its message with what it quotes
- * masked (`maskQuoted`), and its code. It is not scrubbed for the password: anything of the
+ * 400 SQL_ERROR: the engine refused the caller's statement; its message as the engine wrote it
+ * (`column "nope" does not exist`: what it quotes is what the caller sent, which the caller
+ * needs to mend the statement), and its code. Neither scrubbed nor masked: anything of the
  * password in it was sent by the caller, and masking it would be an oracle.
  */
 export function engineError(message: string, details: Record<string, unknown>): ServiceError {
-  return new ServiceError('SQL_ERROR', maskQuoted(message), { details });
+  return new ServiceError('SQL_ERROR', message, { details });
 }
 
 /** 400 READ_ONLY: `/query` ran a statement the engine refused in its read-only transaction. */

@@ -7,6 +7,12 @@
  * Rows stream in and the read stops at max_rows + 1, or once their JSON would pass
  * MAX_RESULT_BYTES.
  *
+ * Warnings: a statement read whole whose own end packet counted warnings (the OK header's, or
+ * the EOF after its rows) is followed by `SHOW WARNINGS`, which says what the server changed or
+ * cut without failing (REPEAT past max_allowed_packet is NULL with warning 1301), answered as
+ * `warnings`. The count must be the statement's own: a session keeps its last warnings until a
+ * statement that uses a table, so `SELECT 1` after a warning would show that warning again.
+ *
  * Timeouts: a client timer answers TIMEOUT at `timeout_ms` whatever the server does and sends
  * `KILL QUERY <thread>` from a side connection; the session's `max_statement_time` (MariaDB)
  * or `max_execution_time` (MySQL, SELECT only), a little longer, lets the server stop the
@@ -32,6 +38,7 @@ import {
 } from '../external/external-errors.js';
 import {
   MAX_RESULT_BYTES,
+  type EngineWarning,
   type ExecuteRequest,
   type QueryRequest,
   type RowSet,
@@ -108,6 +115,9 @@ interface StatementRows {
   header: ResultSetHeader | undefined;
   /** The read stopped early and the connection was closed to stop the server sending. */
   closed: boolean;
+  /** The warnings the statement's last packet counted. */
+  warningCount: number;
+  warnings?: EngineWarning[];
 }
 
 class MysqlHandle implements StoreHandle {
@@ -165,6 +175,7 @@ class MysqlHandle implements StoreHandle {
           rows_affected: result.header ? result.header.affectedRows : result.rowCount,
           last_insert_id: insertId(result.header),
           ...(result.header ? {} : { result: rowSet(result) }),
+          ...(result.header && result.warnings ? { warnings: result.warnings } : {}),
         });
       }
       if (expired()) throw timeoutError('mysql', request.timeoutMs);
@@ -327,13 +338,27 @@ async function readRows(
   maxRows: number,
   drain: boolean,
 ): Promise<StatementRows> {
+  let result: StatementRows;
   try {
-    return await streamRows(connection, sql, params, maxRows, drain, true);
+    result = await streamRows(connection, sql, params, maxRows, drain, true);
   } catch (err) {
     if (!drain || (err as QueryError).errno !== ER_UNSUPPORTED_PS || params.length > 0) throw err;
-    return streamRows(connection, sql, params, maxRows, drain, false);
+    result = await streamRows(connection, sql, params, maxRows, drain, false);
   }
+  if (!result.closed && result.warningCount > 0) {
+    const warnings = await readWarnings(connection);
+    if (warnings.length > 0) result.warnings = warnings;
+  }
+  return result;
 }
+
+/** The server's warnings about the statement before, at most MAX_WARNINGS of them. */
+async function readWarnings(connection: PoolConnection): Promise<EngineWarning[]> {
+  const rows = (await run(connection, `SHOW WARNINGS LIMIT ${MAX_WARNINGS}`)) as [string, number | string, string][];
+  return rows.map(([level, code, message]) => ({ level: String(level).toLowerCase(), code: Number(code), message: String(message) }));
+}
+
+const MAX_WARNINGS = 16;
 
 function streamRows(
   connection: PoolConnection,
@@ -344,9 +369,10 @@ function streamRows(
   prepared: boolean,
 ): Promise<StatementRows> {
   return new Promise((resolve, reject) => {
-    const out: StatementRows = { fields: [], rows: [], truncated: false, rowCount: 0, header: undefined, closed: false };
+    const out: StatementRows = { fields: [], rows: [], truncated: false, rowCount: 0, header: undefined, closed: false, warningCount: 0 };
     const options = { sql, values: params, rowsAsArray: true };
     const command = prepared ? connection.execute(options) : connection.query(options);
+    countWarnings(command as unknown as CommandSteps, out);
     let bytes = 0;
     let settled = false;
     const settle = (err?: unknown) => {
@@ -361,6 +387,7 @@ function streamRows(
     command.on('result', (row: unknown) => {
       if (!Array.isArray(row)) {
         out.header = row as ResultSetHeader;
+        out.warningCount = out.header.warningStatus;
         return;
       }
       out.rowCount += 1;
@@ -382,6 +409,23 @@ function streamRows(
     command.on('error', (err: unknown) => settle(err));
     command.on('end', () => settle());
   });
+}
+
+/** The packet steps of a mysql2 command: the connection hands it each packet through `execute`. */
+interface CommandSteps {
+  execute(packet: { isEOF(): boolean; eofWarningCount(): number } | null, connection: unknown): boolean;
+}
+
+/**
+ * Reads the warning count of the EOF packet that ends a statement's rows (mysql2 gives it to no
+ * listener; the OK header of a statement without rows carries its own, `warningStatus`).
+ */
+function countWarnings(command: CommandSteps, out: StatementRows): void {
+  const step = command.execute;
+  command.execute = function (packet, connection) {
+    if (packet?.isEOF()) out.warningCount = packet.eofWarningCount();
+    return step.call(this, packet, connection);
+  };
 }
 
 function insertId(header: ResultSetHeader | undefined): number | string | null {
@@ -425,5 +469,6 @@ function rowSet(result: StatementRows): RowSet {
       }),
     ),
     truncated: result.truncated,
+    ...(result.warnings ? { warnings: result.warnings } : {}),
   };
 }

@@ -5,6 +5,11 @@
  * wait on each other's write lock). A request's time limit counts from its arrival: one that
  * is still queued at its deadline is answered 504 and dropped, one that is running has its
  * worker SIGKILLed (SQLite cannot be interrupted here) and a new worker forked in its place.
+ *
+ * One store's slow statements never hold the others up: when every worker is busy, a request
+ * of a store that has nothing running gets a worker of its own, forked on demand, up to
+ * EXTRA_WORKERS_PER_WORKER times the base workers more; such a worker ends after
+ * EXTRA_WORKER_IDLE_MS without work. A store with a statement running waits for a free worker.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -43,14 +48,26 @@ interface Slot {
   ready?: Promise<void>;
   job?: Job;
   stderr: string;
+  /** A worker on demand: it ends when idle, and is not replaced when it dies. */
+  extra?: boolean;
+  idle?: NodeJS.Timeout;
 }
 
 const STDERR_KEPT = 4096;
 
+/** How many workers on demand the pool may add per base worker (`--store-workers`). */
+export const EXTRA_WORKERS_PER_WORKER = 3;
+
+/** How long a worker on demand waits for more work before it ends. */
+export const EXTRA_WORKER_IDLE_MS = 10_000;
+
 export class SqliteHostPool {
   private readonly slots: Slot[];
+  private readonly maxSlots: number;
   private readonly queue: Job[] = [];
   private readonly busyKeys = new Set<string>();
+  /** How many requests of each store (its file) run now. */
+  private readonly running = new Map<string, number>();
   private nextId = 1;
   private stopped = false;
 
@@ -58,9 +75,16 @@ export class SqliteHostPool {
     size: number,
     private readonly logger: Logger,
     private readonly workerModule: string = SQLITE_WORKER_MODULE,
+    private readonly extraIdleMs: number = EXTRA_WORKER_IDLE_MS,
   ) {
     if (!Number.isInteger(size) || size < 1) throw new Error(`sqlite store workers: ${size} must be a whole number of at least 1`);
     this.slots = Array.from({ length: size }, () => ({ stderr: '' }));
+    this.maxSlots = size * (1 + EXTRA_WORKERS_PER_WORKER);
+  }
+
+  /** How many workers the pool has now, base and on demand, started or not. */
+  get size(): number {
+    return this.slots.length;
   }
 
   /**
@@ -90,6 +114,7 @@ export class SqliteHostPool {
     for (const job of this.queue.splice(0)) this.settle(job, stoppedError(job.options.label));
     const exits: Promise<void>[] = [];
     for (const slot of this.slots) {
+      clearTimeout(slot.idle);
       if (slot.job) this.settle(slot.job, stoppedError(slot.job.options.label));
       const child = slot.child;
       if (child && child.exitCode === null && child.signalCode === null) {
@@ -100,17 +125,46 @@ export class SqliteHostPool {
     await Promise.all(exits);
   }
 
-  /** Hands queued jobs to idle workers, keeping a store's writes one at a time. */
+  /**
+   * Hands queued jobs, oldest first, to idle workers, keeping a store's writes one at a time;
+   * a store with nothing running gets a worker on demand when none is idle.
+   */
   private pump(): void {
-    for (const slot of this.slots) {
-      if (slot.job) continue;
-      const index = this.queue.findIndex((job) => !job.options.exclusive || !this.busyKeys.has(job.options.exclusive));
-      if (index === -1) return;
-      const [job] = this.queue.splice(index, 1) as [Job];
+    for (let index = 0, job = this.queue[0]; job !== undefined; job = this.queue[index]) {
+      const slot = job.options.exclusive && this.busyKeys.has(job.options.exclusive) ? undefined : this.slotFor(job);
+      if (!slot) {
+        index += 1;
+        continue;
+      }
+      this.queue.splice(index, 1);
+      clearTimeout(slot.idle);
       slot.job = job;
       if (job.options.exclusive) this.busyKeys.add(job.options.exclusive);
+      this.running.set(job.request.file, (this.running.get(job.request.file) ?? 0) + 1);
       this.start(slot, job);
     }
+    for (const slot of this.slots) if (slot.extra && !slot.job && !slot.idle) slot.idle = setTimeout(() => this.retire(slot), this.extraIdleMs).unref();
+  }
+
+  /** An idle worker for job, else a new worker on demand when its store runs nothing and the pool may grow. */
+  private slotFor(job: Job): Slot | undefined {
+    const idle = this.slots.find((slot) => !slot.job);
+    if (idle) return idle;
+    if (this.slots.length >= this.maxSlots || (this.running.get(job.request.file) ?? 0) > 0) return undefined;
+    const extra: Slot = { stderr: '', extra: true };
+    this.slots.push(extra);
+    return extra;
+  }
+
+  /** Ends a worker on demand that stayed idle, or one whose worker died or was killed. */
+  private retire(slot: Slot): void {
+    if (slot.job) return;
+    clearTimeout(slot.idle);
+    this.slots.splice(this.slots.indexOf(slot), 1);
+    const child = slot.child;
+    slot.child = undefined;
+    slot.ready = undefined;
+    child?.kill('SIGKILL');
   }
 
   private start(slot: Slot, job: Job): void {
@@ -184,8 +238,9 @@ export class SqliteHostPool {
     if (started) this.respawn(slot);
   }
 
-  /** Forks a replacement now (unless a new job already did), so the next request does not wait for it. */
+  /** Forks a replacement now (unless a new job already did), so the next request does not wait for it; a worker on demand goes instead. */
   private respawn(slot: Slot): void {
+    if (slot.extra && !slot.job) return this.retire(slot);
     if (slot.child || this.stopped) return;
     try {
       this.spawn(slot);
@@ -220,6 +275,9 @@ export class SqliteHostPool {
     if (slot.job === job) {
       slot.job = undefined;
       if (job.options.exclusive) this.busyKeys.delete(job.options.exclusive);
+      const left = (this.running.get(job.request.file) ?? 1) - 1;
+      if (left > 0) this.running.set(job.request.file, left);
+      else this.running.delete(job.request.file);
     }
     this.settle(job, outcome);
     if (!this.stopped) this.pump();

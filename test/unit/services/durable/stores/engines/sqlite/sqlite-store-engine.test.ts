@@ -341,6 +341,42 @@ describe('worker processes', () => {
     }
   });
 
+  it("gives a store with nothing running a worker on demand while another store's runaways hold every worker, up to four per worker", async () => {
+    // Issue 25, item 17: two runaway statements of one store took both workers and every other store timed out.
+    const pool = new SqliteHostPool(1, silentLogger(), undefined, 300);
+    const [a, b, c, d, e, f] = await Promise.all(Array.from({ length: 6 }, () => newStore()));
+    const ask = (target: StoreTarget, sql: string, timeoutMs: number) =>
+      pool
+        .run({ op: 'query', file: target.file, maxBytes: 1 << 30, sql, params: [], maxRows: 10, pragmaRead: false }, { timeoutMs, label: `sqlite store '${target.name}'` })
+        .then(
+          (answer) => answer,
+          (err: { code: string; message: string }) => err,
+        );
+    try {
+      const runaways = [ask(a!.target, ENDLESS, 8_000)];
+      // The runaway's own store waits for a free worker; another store is answered beside it.
+      expect(await ask(a!.target, 'SELECT 1', 300)).toMatchObject({ code: 'TIMEOUT', message: /within 300 ms/ });
+      expect(await ask(b!.target, 'SELECT 7', 8_000)).toEqual({ id: expect.any(Number), ok: true, value: expect.objectContaining({ rows: [[7]] }) });
+      // Up to four workers for a pool of one (the one that answered b is idle or gone): a fifth store waits.
+      runaways.push(...[c, d, e].map((store) => ask(store!.target, ENDLESS, 8_000)));
+      expect(pool.size).toBe(4);
+      expect(await ask(f!.target, 'SELECT 1', 300)).toMatchObject({ code: 'TIMEOUT', message: /within 300 ms/ });
+      for (const outcome of await Promise.all(runaways)) expect(outcome).toMatchObject({ code: 'TIMEOUT' });
+      // The workers on demand go when their statements are killed; the base worker is replaced.
+      await expect.poll(() => pool.size).toBe(1);
+      expect(await ask(f!.target, 'SELECT 8', 8_000)).toMatchObject({ ok: true, value: { rows: [[8]] } });
+      // One that answered goes after its idle time, while the base worker still runs a runaway.
+      const held = ask(a!.target, ENDLESS, 30_000);
+      expect(await ask(b!.target, 'SELECT 9', 8_000)).toMatchObject({ ok: true, value: { rows: [[9]] } });
+      expect(pool.size).toBe(2);
+      await expect.poll(() => pool.size, { timeout: 5_000 }).toBe(1);
+      await pool.shutdown();
+      expect(await held).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
   it('answers the request of a worker that crashed and starts a new one', async () => {
     const { store } = await newStore();
     await query(store, 'SELECT 1');
