@@ -35,7 +35,7 @@ export function execCommands(ctx: ClientContext): Command[] {
     .action(
       action(async (name: string, command: string[], opts: CommandOptions) => {
         const body = { ...commandBody(command, opts), ...(opts.stdin ? { stdin: await readStdin() } : {}) };
-        await stream(ctx, { method: 'POST', path: apiPath('sandboxes', name, 'exec', 'stream'), body }, { method: 'POST', path: apiPath('sandboxes', name, 'exec'), body });
+        await streamCommand(ctx, apiPath('sandboxes', name, 'exec'), body);
       }),
     );
 
@@ -51,14 +51,14 @@ export function execCommands(ctx: ClientContext): Command[] {
     .action(
       action(async (command: string[], opts: CommandOptions) => {
         const body = { ...commandBody(command, opts), ...(opts.image ? { image: opts.image } : {}), ...(opts.profile ? { profile: opts.profile } : {}) };
-        await stream(ctx, { method: 'POST', path: '/run/stream', body }, { method: 'POST', path: '/run', body });
+        await streamCommand(ctx, '/run', body);
       }),
     );
   return [exec, run];
 }
 
 /** All of standard input as text: the exec body carries stdin as one string. */
-async function readStdin(): Promise<string> {
+export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
@@ -75,12 +75,14 @@ function commandBody(command: string[], opts: CommandOptions) {
 }
 
 /**
- * Runs a command through a streaming route: stdout and stderr chunks go to this process's
+ * Runs a command through a streaming route (`<path>/stream`): stdout and stderr chunks go to this process's
  * stdout and stderr as they arrive, and the exit code becomes this process's. Ctrl-C drops
- * the connection, which kills the command on the server. With `--json` the waiting route is
- * used instead and its result printed whole (the exit code still propagates).
+ * the connection, which kills the command on the server. With `--json` the waiting route
+ * (`path`) is used instead and its result printed whole (the exit code still propagates).
  */
-async function stream(ctx: ClientContext, streaming: ApiRequest, waiting: ApiRequest): Promise<void> {
+export async function streamCommand(ctx: ClientContext, path: string, body: object): Promise<void> {
+  const streaming: ApiRequest = { method: 'POST', path: `${path}/stream`, body };
+  const waiting: ApiRequest = { method: 'POST', path, body };
   const connection = ctx.connection();
   if (ctx.flags.json) {
     const result = await connection.api.request<ExecResultBody>(waiting);

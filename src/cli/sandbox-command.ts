@@ -56,13 +56,14 @@ export function sandboxCommand(ctx: ClientContext): Command {
     .description('list sandboxes: name, status, image, profile, age, labels')
     .option('--label <k=v>', 'only sandboxes with this label; repeatable, ANDed', collect)
     .option('--status <status>', 'only sandboxes in this status; repeatable, ORed', collect)
+    .option('--internal', "the server's own sandboxes too (durable objects' obj-<hex>)")
     .action(
-      action(async (opts: { label?: string[]; status?: string[] }) => {
+      action(async (opts: { label?: string[]; status?: string[]; internal?: boolean }) => {
         const statuses: readonly string[] = sandboxStatusValue.options;
         const bad = opts.status?.find((status) => !statuses.includes(status));
         if (bad !== undefined) throw new UsageError(`--status '${bad}': expected one of ${statuses.join(', ')}`);
         const labels = Object.entries(pairs(opts.label, '--label') ?? {}).map(([k, v]) => `${k}:${v}`);
-        const query = { ...(labels.length ? { label: labels } : {}), ...(opts.status ? { status: opts.status } : {}) };
+        const query = { ...(labels.length ? { label: labels } : {}), ...(opts.status ? { status: opts.status } : {}), ...(opts.internal ? { internal: 'true' } : {}) };
         const list = await api().request<SandboxSummary[]>({ method: 'GET', path: '/sandboxes', query });
         if (ctx.flags.json) return printJson(list);
         printTable(

@@ -114,6 +114,11 @@ export const listSandboxesQuery = z.strictObject({
     .union([sandboxStatusValue, z.array(sandboxStatusValue)])
     .optional()
     .meta({ description: 'running, stopped, archiving or archived; repeatable, several are ORed' }),
+  internal: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .optional()
+    .transform((value) => value === 'true')
+    .meta({ description: "true: list the server's own sandboxes too (durable objects' `obj-<hex>`), which are left out by default" }),
 });
 
 export const sandboxStatus = z.enum(['running', 'stopped', 'lost', 'archiving', 'archived']).meta({
@@ -133,6 +138,7 @@ export const sandboxSummary = z
     labels: z.record(z.string(), z.string()),
     description: z.string().optional(),
     profile: profile,
+    internal: z.literal(true).optional().meta({ description: "The server made it for itself (a durable object's sandbox): GET /sandboxes lists it only with ?internal=true" }),
     created_at: timestamp,
   })
   .meta({ id: 'SandboxSummary' });

@@ -41,6 +41,8 @@ export interface SandboxTable {
   network: string | null;
   /** JSON array of the named volumes it mounts, [{name, path, read_only?}]; null: none. */
   volumes: string | null;
+  /** 1: made by the server for itself (a durable object's sandbox), listed only on request. */
+  internal: number;
 }
 
 export interface SnapshotTable {

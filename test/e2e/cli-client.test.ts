@@ -63,6 +63,22 @@ describe('sandboxd client commands (fake backend)', () => {
     expect(JSON.parse((await cli('sandbox', 'ls', '--json')).stdout)).toEqual([]);
   });
 
+  it("leaves the server's own sandboxes (an object's) out of sandbox ls unless --internal", async () => {
+    const call = (method: string, path: string, body?: object) =>
+      fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const defined = await call('POST', '/objects/classes', { name: 'counter', runtime: 'node', image: 'sandboxd/base:bookworm', source: 'export const x = 1;' });
+    expect(defined.status, await defined.clone().text()).toBe(201);
+    // The fake backend runs no runner, so the call fails; the object's sandbox was made first.
+    await call('POST', '/objects/counter/alice/call/get');
+    const object = (await (await call('GET', '/objects/counter/alice')).json()) as { data: { sandbox: string } };
+    await cli('sandbox', 'create', 'mine');
+    const names = async (...flags: string[]) => (JSON.parse((await cli('sandbox', 'ls', '--json', ...flags)).stdout) as { name: string }[]).map((s) => s.name).sort();
+    expect(await names()).toEqual(['mine']);
+    expect(await names('--internal')).toEqual([object.data.sandbox, 'mine'].sort());
+    await call('DELETE', '/objects/counter/alice');
+    await cli('sandbox', 'rm', 'mine');
+  });
+
   it('takes the global flags anywhere before --, as kubectl does', async () => {
     await cli('sandbox', 'create', 'flags');
     const positions = [

@@ -191,6 +191,21 @@ describe('sandboxd shell', () => {
     expect(stdout).toMatch(/^raw-mode\nrestored\n/);
     expect(stdout).toContain('hi\r\n30 100\r\n');
     expect(stdout).toContain('40 132\r\n');
+    // Node's raw mode keeps ONLCR: the sandbox's \r\n used to reach this terminal as \r\r\n.
+    expect(stdout).not.toContain('\r\r\n');
+  }, 60_000);
+
+  it('piped, runs the shell without a terminal: no prompt, no escapes, plain line ends, its exit status', async () => {
+    const shell = uniqueName('pty-pipe');
+    expect((await api('POST', '/sandboxes', { name: shell })).status).toBe(201);
+    const child = spawn(process.execPath, [CLI, 'shell', shell], { env: { ...process.env, SERVICE_URL: rt.url, SERVICE_API_KEY: KEY }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdin.end('echo "hi from $(hostname)"\necho oops >&2\necho "$TERM"\ntest -t 0 || echo no-tty\nexit 4\n');
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    expect({ code, stdout, stderr }).toEqual({ code: 4, stdout: `hi from ${shell}\ndumb\nno-tty\n`, stderr: 'oops\n' });
   }, 60_000);
 
   it('says why it cannot open a terminal, and exits 1', async () => {

@@ -24,14 +24,15 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
     {
       schema: {
         tags,
-        summary: 'List sandboxes, optionally by labels (label=key:value, repeatable, ANDed) and status (status=running, repeatable, ORed)',
+        summary:
+          "List sandboxes, optionally by labels (label=key:value, repeatable, ANDed) and status (status=running, repeatable, ORed); the server's own (internal) ones only with internal=true",
         querystring: listSandboxesQuery,
         response: { 200: envelope(z.array(sandboxSummary)), ...errors(400) },
       },
     },
     async (request) => {
-      const { label, status } = request.query;
-      return ok(await sandboxes.list(label === undefined ? [] : [label].flat(), status === undefined ? [] : [status].flat()));
+      const { label, status, internal } = request.query;
+      return ok(await sandboxes.list(label === undefined ? [] : [label].flat(), status === undefined ? [] : [status].flat(), internal));
     },
   );
 

@@ -31,7 +31,7 @@ export interface SandboxesApi {
   markStopped(record: SandboxRecord): Promise<void>;
   /** Marks a sandbox active now (idle timeouts count from it). */
   touch(record: SandboxRecord): Promise<void>;
-  create(input: CreateSandboxInput, options?: { rootImage?: string; restoredFrom?: string; fromPool?: boolean }): Promise<SandboxDetail>;
+  create(input: CreateSandboxInput, options?: { rootImage?: string; restoredFrom?: string; fromPool?: boolean; internal?: boolean }): Promise<SandboxDetail>;
   start(name: string): Promise<SandboxDetail>;
   stop(name: string): Promise<SandboxDetail>;
   /** Removes a sandbox and its container; answers its uuid. */

@@ -126,11 +126,11 @@ export class SandboxService implements SandboxesApi {
    * Creates and starts a sandbox, from a ready pool instance when one fits (no source, no
    * saved image, `fromPool` not false). `rootImage` makes its filesystem from a saved image (a
    * snapshot) instead of `input.image`, which stays its reported image; `restoredFrom` names
-   * that snapshot.
+   * that snapshot. `internal`: the server makes it for itself (listed only on request).
    */
   async create(
     input: CreateSandboxInput,
-    { rootImage, restoredFrom, fromPool = true }: { rootImage?: string; restoredFrom?: string; fromPool?: boolean } = {},
+    { rootImage, restoredFrom, fromPool = true, internal = false }: { rootImage?: string; restoredFrom?: string; fromPool?: boolean; internal?: boolean } = {},
   ): Promise<SandboxDetail> {
     const startedAt = performance.now();
     const vcpus = input.vcpus ?? DEFAULT_LIMITS.vcpus;
@@ -179,6 +179,7 @@ export class SandboxService implements SandboxesApi {
       secret_mappings: secrets?.mappings ?? null,
       network,
       volumes,
+      internal: internal ? 1 : 0,
     };
 
     return this.locks.run(record.name, async () => {
@@ -251,12 +252,14 @@ export class SandboxService implements SandboxesApi {
     }
   }
 
-  /** Sandboxes whose labels include every `key:value` given. */
-  /** Visible sandboxes with every label filter (key:value) and, where given, one of `statuses` (as observed now). */
-  async list(labelFilters: string[] = [], statuses: string[] = []): Promise<SandboxSummary[]> {
+  /**
+   * Visible sandboxes with every label filter (key:value) and, where given, one of `statuses` (as
+   * observed now); the server's own (internal) ones only when `internal` is true.
+   */
+  async list(labelFilters: string[] = [], statuses: string[] = [], internal = false): Promise<SandboxSummary[]> {
     const wanted = labelFilters.map(parseLabelFilter);
     const records = (await this.repo.all()).filter(
-      (r) => isVisible(r) && wanted.every(([k, v]) => r.labels[k] === v),
+      (r) => isVisible(r) && (internal || r.internal === 0) && wanted.every(([k, v]) => r.labels[k] === v),
     );
     const observed = new Map((await this.backend.list()).map((s) => [s.uuid, s]));
     const summaries = await Promise.all(records.map(async (r) => summaryOf(await this.reconcile(r, observed.get(r.uuid) ?? null), observed.get(r.uuid))));
@@ -491,6 +494,7 @@ function shown(record: SandboxRecord, state?: InstanceState) {
     ip: record.status === 'running' && state?.ip ? state.ip : undefined,
     runtime: state?.runtime,
     network: sandboxEgress(record),
+    internal: record.internal === 1 ? (true as const) : undefined,
   };
 }
 

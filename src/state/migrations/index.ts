@@ -19,6 +19,7 @@ import { migration as m0017 } from './0017-volumes.js';
 import { migration as m0018 } from './0018-schedule-triggers.js';
 import { migration as m0019 } from './0019-egress-ca.js';
 import { migration as m0022 } from './0022-deployment-id.js';
+import { migration as m0023 } from './0023-sandbox-internal.js';
 
 /**
  * The core schema migrations, one file each (`NNNN-what.ts`), applied in name order at start
@@ -46,4 +47,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0018_schedule_triggers': m0018,
   '0019_egress_ca': m0019,
   '0022_deployment_id': m0022,
+  '0023_sandbox_internal': m0023,
 };

@@ -48,7 +48,7 @@ describe('SandboxRepository', () => {
       uuid: 'u1', name: 'a', status: 'running', backend: 'fake', backend_id: 'c1', image: 'i', vcpus: 1, memory_mb: 256, disk_mb: null,
       profile: 'moderate', labels: { k: 'v' }, description: null, lifecycle: { auto_stop_after_seconds: 5 }, env: { A: '1' },
       source_url: null, source_ref: null, created_at: 't0', updated_at: 't0', last_activity_at: null, expires_at: null,
-      archived_at: null, archived_reason: null, status_reason: null, root_image: null, restored_from: null, secret_mappings: null, network: null, volumes: null,
+      archived_at: null, archived_reason: null, status_reason: null, root_image: null, restored_from: null, secret_mappings: null, network: null, volumes: null, internal: 0,
     };
     expect(await repo.insert(record)).toBe(true);
     expect(await repo.byName('a')).toEqual(record);

@@ -135,7 +135,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List sandboxes, optionally by labels (label=key:value, repeatable, ANDed) and status (status=running, repeatable, ORed) */
+        /** List sandboxes, optionally by labels (label=key:value, repeatable, ANDed) and status (status=running, repeatable, ORed); the server's own (internal) ones only with internal=true */
         get: operations["listSandboxes"];
         put?: never;
         /** Create and start a sandbox */
@@ -2156,6 +2156,11 @@ export interface components {
             description?: string;
             /** @enum {string} */
             profile: "permissive" | "moderate" | "restrictive";
+            /**
+             * @description The server made it for itself (a durable object's sandbox): GET /sandboxes lists it only with ?internal=true
+             * @constant
+             */
+            internal?: true;
             /** @description RFC 3339 timestamp in UTC */
             created_at: string;
         };
@@ -2178,6 +2183,11 @@ export interface components {
             description?: string;
             /** @enum {string} */
             profile: "permissive" | "moderate" | "restrictive";
+            /**
+             * @description The server made it for itself (a durable object's sandbox): GET /sandboxes lists it only with ?internal=true
+             * @constant
+             */
+            internal?: true;
             /** @description RFC 3339 timestamp in UTC */
             created_at: string;
             vcpus: number;
@@ -3829,6 +3839,8 @@ export interface operations {
                 label?: string | string[];
                 /** @description running, stopped, archiving or archived; repeatable, several are ORed */
                 status?: ("running" | "stopped" | "archiving" | "archived") | ("running" | "stopped" | "archiving" | "archived")[];
+                /** @description true: list the server's own sandboxes too (durable objects' `obj-<hex>`), which are left out by default */
+                internal?: "true" | "false";
             };
             header?: never;
             path?: never;

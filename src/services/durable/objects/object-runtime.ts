@@ -235,15 +235,18 @@ export class ObjectRuntime {
       sandbox = undefined;
     }
     if (sandbox) return { sandbox, made: false };
-    await this.sandboxes.create({
-      name: object.sandbox,
-      image: klass.image,
-      profile: klass.profile,
-      vcpus: klass.vcpus,
-      memory_mb: klass.memory_mb,
-      labels: { [OBJECT_LABEL]: object.id, [OBJECT_CLASS_LABEL]: object.class },
-      description: `durable object ${object.class}/${object.object_id}`,
-    });
+    await this.sandboxes.create(
+      {
+        name: object.sandbox,
+        image: klass.image,
+        profile: klass.profile,
+        vcpus: klass.vcpus,
+        memory_mb: klass.memory_mb,
+        labels: { [OBJECT_LABEL]: object.id, [OBJECT_CLASS_LABEL]: object.class },
+        description: `durable object ${object.class}/${object.object_id}`,
+      },
+      { internal: true },
+    );
     const created = await this.sandboxes.require(object.sandbox);
     if (created.backend_id) this.forget(created.backend_id);
     return { sandbox: created, made: true };

@@ -74,6 +74,16 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
     expect(object.sandbox).toBe(`obj-${object.id.replaceAll('-', '')}`);
     const sandbox = (await h!.app.inject({ url: `/sandboxes/${object.sandbox}` })).json().data;
     expect(sandbox.labels).toMatchObject({ 'sandboxd.object': object.id, 'sandboxd.object.class': 'counter' });
+    // The object's sandbox is the server's own: left out of the list unless asked for.
+    expect(sandbox.internal).toBe(true);
+    const names = async (query = '') => ((await h!.app.inject({ url: `/sandboxes${query}` })).json().data as { name: string }[]).map((s) => s.name);
+    await h!.app.inject({ method: 'POST', url: '/sandboxes', payload: { name: 'mine' } });
+    expect(await names()).toEqual(['mine']);
+    expect(await names('?internal=false')).toEqual(['mine']);
+    expect((await names('?internal=true')).sort()).toEqual(['mine', object.sandbox].sort());
+    const listed = (await h!.app.inject({ url: '/sandboxes?internal=true' })).json().data as { name: string; internal?: boolean }[];
+    expect(listed.find((s) => s.name === 'mine')).not.toHaveProperty('internal');
+    expect((await h!.app.inject({ url: '/sandboxes?internal=yes' })).json()).toMatchObject({ code: 'BAD_REQUEST', error: expect.stringContaining('internal') });
     expect(events).toEqual(expect.arrayContaining(['object.created', 'object.woken']));
     // The first call of the version described the module; later calls went straight to the method.
     expect(runner.calls).toEqual(['__describe', 'increment', 'increment']);
