@@ -5,7 +5,8 @@ import { configSchema, OPTIONS, TOML_ONLY, type OptionName } from '../../src/con
 import { ServiceError, STATUS_BY_CODE, withNextStep, type ErrorCode, type NextStep, type NextStepAction } from '../../src/errors.js';
 import { httpMessage } from '../../src/http/errors.js';
 import { toolError } from '../../src/mcp/tool-errors.js';
-import { domainTools } from '../../src/services/domains.js';
+import { toolProfiles } from '../../src/mcp/tool-sets.js';
+import { domainTools, domainToolSets } from '../../src/services/domains.js';
 import { Metrics } from '../../src/telemetry/metrics.js';
 import { cell, table } from './markers.js';
 
@@ -77,15 +78,18 @@ export function optionsTable(): string {
   return table(['flag', 'environment', 'TOML', 'default', 'meaning'], rows);
 }
 
-/** Every MCP tool: name, arguments (required in bold), the backend capability it needs, description. */
+/** Every MCP tool: name, the profiles besides `full` that hold it, arguments (required in bold), the backend capability it needs, description. */
 export function toolsTable(): string {
-  const rows = domainTools().map((tool) => {
+  const tools = domainTools();
+  const profiles = Object.entries(toolProfiles(tools, domainToolSets())).filter(([name]) => name !== 'full');
+  const rows = tools.map((tool) => {
     const args = Object.entries(tool.inputSchema.shape).map(([arg, schema]) =>
       (schema as { safeParse(v: unknown): { success: boolean } }).safeParse(undefined).success ? arg : `**${arg}**`,
     );
-    return [`\`${tool.name}\``, args.join(', '), tool.capability ? `\`${tool.capability}\`` : '', cell(tool.description)];
+    const sets = profiles.filter(([, names]) => names.includes(tool.name)).map(([name]) => `\`${name}\``);
+    return [`\`${tool.name}\``, sets.join(', '), args.join(', '), tool.capability ? `\`${tool.capability}\`` : '', cell(tool.description)];
   });
-  return table(['tool', 'arguments (required in bold)', 'needs', 'what it does and returns'], rows);
+  return table(['tool', 'profiles', 'arguments (required in bold)', 'needs', 'what it does and returns'], rows);
 }
 
 /** What each code means; the compiler asks for a line for every code of the table. */

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { BACKEND_IDS } from '../domain/backend-ids.js';
 import { collect, configFromOptions, fail } from './cli-config.js';
+import type { Tool } from '../mcp/tool.js';
 import type { McpTarget } from './mcp-target.js';
 
 /**
@@ -16,6 +17,10 @@ export function mcpCommand(): Command {
     .option('--server <url>', 'work through this running sandboxd server instead of in-process (SANDBOXD_URL, SERVICE_URL)')
     .option('--api-key <key>', "key for the server's API; repeatable (SERVICE_API_KEY)", collect)
     .option('--api-key-file <file>', 'file of keys, one per line, # comments')
+    .option(
+      '--tools <list>',
+      'tools to offer, comma-separated: tool names, globs (sandbox_*) and profiles: core (15 everyday tools), full (default), or a domain (sandboxes, commands, stores, objects, orchestrations, ...) (SANDBOXD_MCP_TOOLS, SERVICE_MCP_TOOLS)',
+    )
     .option('--allow-sudo-exec', 'in-process: accept exec requests with sudo: true')
     .option('--max-sandboxes <n>', 'in-process: most sandboxes that may exist at once, 0 = unlimited')
     .addOption(new Option('--backend <name>', 'in-process: isolation backend').choices(BACKEND_IDS))
@@ -33,11 +38,11 @@ export function mcpCommand(): Command {
     .action(async (opts: Record<string, unknown>) => {
       // Stdout is the protocol: whatever a library prints with console.log goes to stderr instead.
       console.log = console.info = console.debug = console.error;
-      const { server: serverUrl, ...rest } = opts;
+      const { server: serverUrl, tools: toolList, ...rest } = opts;
       const config = configFromOptions(rest);
       if (!config) return;
       // Loaded here, not at the top: the client commands start without the service's modules.
-      const [{ StdioServerTransport }, { createMcpServer }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { McpTargetError, openMcpTarget }, { PolicyFileError }, { domainTools }] =
+      const [{ StdioServerTransport }, { createMcpServer }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { McpTargetError, openMcpTarget }, { PolicyFileError }, { domainTools, domainToolSets }, { selectTools, toolProfiles, ToolSetError }] =
         await Promise.all([
           import('@modelcontextprotocol/sdk/server/stdio.js'),
           import('../mcp/server.js'),
@@ -47,7 +52,18 @@ export function mcpCommand(): Command {
           import('./mcp-target.js'),
           import('../services/governance/index.js'),
           import('../services/domains.js'),
+          import('../mcp/tool-sets.js'),
         ]);
+      // A bad tool list is refused before the service starts: exit 2, naming what selects nothing.
+      const allTools = domainTools();
+      const { value: toolValue, source: toolSource } = toolSetting(toolList);
+      let tools: Tool[];
+      try {
+        tools = selectTools(toolValue, allTools, toolProfiles(allTools, domainToolSets()), toolSource);
+      } catch (err) {
+        if (err instanceof ToolSetError) return fail(err.message);
+        throw err;
+      }
       const logger = createLogger(config.logLevel, undefined, config.logFormat);
       let target: McpTarget;
       try {
@@ -56,9 +72,9 @@ export function mcpCommand(): Command {
         if (err instanceof DataDirLockedError || err instanceof McpTargetError || err instanceof SecretKeyError || err instanceof PolicyFileError) return fail(err.message);
         throw err;
       }
-      const mcp = await createMcpServer({ api: target.api, logger, tools: domainTools() });
+      const mcp = await createMcpServer({ api: target.api, logger, tools });
       await mcp.server.connect(new StdioServerTransport());
-      logger.info({ target: target.api.target }, 'sandboxd mcp ready on stdio');
+      logger.info({ target: target.api.target, tools: tools.length }, 'sandboxd mcp ready on stdio');
 
       let closing = false;
       const shutdown = (reason: string) => {
@@ -75,4 +91,11 @@ export function mcpCommand(): Command {
       process.once('SIGINT', () => shutdown('SIGINT'));
       process.once('SIGTERM', () => shutdown('SIGTERM'));
     });
+}
+
+/** The `--tools` value and where it came from: the flag, else SANDBOXD_MCP_TOOLS or SERVICE_MCP_TOOLS, else every tool. */
+function toolSetting(flag: unknown): { value: string; source: string } {
+  if (typeof flag === 'string') return { value: flag, source: '--tools' };
+  const name = ['SANDBOXD_MCP_TOOLS', 'SERVICE_MCP_TOOLS'].find((variable) => process.env[variable]);
+  return name ? { value: String(process.env[name]), source: name } : { value: 'full', source: '--tools' };
 }

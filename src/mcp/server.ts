@@ -12,8 +12,8 @@ import { toolError } from './tool-errors.js';
 const INSTRUCTIONS =
   'sandboxd runs commands in isolated Linux sandboxes (containers). For a one-off command use sandbox_run. For work that ' +
   'needs files or installed packages across calls, sandbox_create a sandbox, then sandbox_exec and the sandbox_file_* ' +
-  'tools, and sandbox_remove it when done. Commands are argv arrays without a shell; wrap shell syntax in ' +
-  '["bash", "-lc", "..."]. The working directory is /workspace.';
+  'tools, and sandbox_remove it when done. A command is an argv array run without a shell, or one string run with ' +
+  'sh -c. The working directory is /workspace.';
 
 /** What the server needs: the API it works through, a stderr logger, and the tools it offers (every domain's: `domainTools()`). */
 export interface McpServerOptions {

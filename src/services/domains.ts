@@ -47,6 +47,10 @@ export const domainRoutes = (): RoutePlugin[] => DOMAINS.flatMap((domain) => dom
 /** The MCP tools of every domain, in order. */
 export const domainTools = (): Tool[] => DOMAINS.flatMap((domain) => domain.tools ?? []);
 
+/** The MCP tools of each domain that has some, by the domain's name: the per-domain tool sets of `sandboxd mcp --tools`. */
+export const domainToolSets = (): Record<string, Tool[]> =>
+  Object.fromEntries(DOMAINS.flatMap((domain) => (domain.tools?.length ? [[domain.name, [...domain.tools]]] : [])));
+
 /** The route table of policy: every domain's entries. */
 export const domainRouteActions = (): Record<string, RouteAction | 'open'> =>
   Object.assign({}, ...DOMAINS.map((domain) => domain.routeActions ?? {}));

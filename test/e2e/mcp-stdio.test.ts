@@ -206,10 +206,32 @@ describe('sandboxd mcp (in-process, stdio)', () => {
     }
   });
 
+  it('takes a command as one string and runs it with sh -c, beside the argv form', async () => {
+    const run = await mcp.call('sandbox_run', { command: 'echo a && echo b; echo "$0" >&2' });
+    expect(run.isError, texts(run)[0]).toBeFalsy();
+    expect(texts(run)[1]!.split('\n').sort()).toEqual(['', 'a', 'b', 'sh']);
+    const batch = JSON.parse(texts(await mcp.call('sandbox_run_batch', { commands: [{ command: 'echo one | tr a-z A-Z' }, { command: ['echo', 'a && b'] }] }))[0]!);
+    expect(batch.map((item: { output: string }) => item.output)).toEqual(['ONE\n', 'a && b\n']);
+
+    const box = uniqueName('mcp-string');
+    await json('sandbox_create', { name: box });
+    try {
+      const exec = await mcp.call('sandbox_exec', { name: box, command: 'cd /tmp && pwd && echo a && echo b > f.txt && cat f.txt' });
+      expect(texts(exec)).toEqual([expect.stringMatching(/^exit_code: 0\n/), '/tmp\na\nb\n']);
+      const detached = await json('sandbox_exec_detach', { name: box, command: 'echo started; sleep 300' });
+      expect(detached.command).toEqual(['sh', '-c', 'echo started; sleep 300']);
+      await expect.poll(async () => texts(await mcp.call('sandbox_exec_logs', { name: box, id: detached.id }))[0]).toBe('started\n');
+      await json('sandbox_exec_kill', { name: box, id: detached.id });
+    } finally {
+      await mcp.call('sandbox_remove', { name: box });
+    }
+  });
+
   it('answers bad arguments and unknown tools with isError results that name the problem', async () => {
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['sandbox_exec', { command: ['true'] }, /name/],
-      ['sandbox_exec', { name: 'x', command: 'echo hi' }, /command/],
+      ['sandbox_exec', { name: 'x', command: 42 }, /must be a command: one string \(run with sh -c\) or a non-empty array of strings \(argv\) at command/],
+      ['sandbox_run', { command: '' }, /must be a command.* at command/],
       ['sandbox_create', { name: 'x', vcpus: 'two' }, /vcpus/],
       ['sandbox_create', { name: 'Bad Name' }, /must match/],
       ['sandbox_file_write', { name: 'x', path: '', content: 'x' }, /a path is required/],

@@ -19,6 +19,8 @@ const snapshotText = ({ url, title, refs, snapshot }: PageSnapshot) =>
 const SNAPSHOT_REPLY =
   'Returns the page\'s URL, title, refs and its accessibility tree in YAML, where interactive elements carry [ref=eN]; ' +
   'pass a ref to browser_click or browser_fill. Refs belong to the latest snapshot: after any change, use the new ones.';
+/** What the tools that change a page answer, said once in browser_snapshot. */
+const SAME_SNAPSHOT = 'Returns the page\'s new snapshot, as browser_snapshot does.';
 
 /** Browser automation: Chromium inside a sandbox made from sandboxd/browser:bookworm, reached through the backend's relay. */
 export const browserTools: Tool[] = requiring('browser_relay', [
@@ -28,7 +30,7 @@ export const browserTools: Tool[] = requiring('browser_relay', [
     description:
       'Navigate a page of the Chromium inside a running sandbox (image sandboxd/browser:bookworm; started on first use) to ' +
       'a URL, opening the page if needed. The browser runs inside the sandbox, so http://127.0.0.1:PORT reaches servers ' +
-      `started there. ${SNAPSHOT_REPLY}`,
+      `started there. ${SAME_SNAPSHOT}`,
     inputSchema: z.strictObject({ name: sandboxName, url: z.url({ error: 'must be an absolute URL' }).meta({ description: 'Absolute URL' }), page }),
     annotations: { openWorldHint: true },
     handle: async ({ name, url, page: pageName }, { api, signal }) =>
@@ -48,7 +50,7 @@ export const browserTools: Tool[] = requiring('browser_relay', [
   defineTool({
     name: 'browser_click',
     title: 'Click in a browser page',
-    description: `Click an element of an open page, by ref from the latest snapshot (or by CSS selector when no ref is given); waits for a navigation it starts. ${SNAPSHOT_REPLY}`,
+    description: `Click an element of an open page, by ref from the latest snapshot (or by CSS selector when no ref is given); waits for a navigation it starts. ${SAME_SNAPSHOT}`,
     inputSchema: z.strictObject({ name: sandboxName, ref, selector, page }),
     annotations: { destructiveHint: false, openWorldHint: true },
     handle: async ({ name, page: pageName, ...target }, { api, signal }) =>
@@ -58,7 +60,7 @@ export const browserTools: Tool[] = requiring('browser_relay', [
   defineTool({
     name: 'browser_fill',
     title: 'Fill an input in a browser page',
-    description: `Replace the value of an input of an open page, by ref from the latest snapshot (or by CSS selector when no ref is given). ${SNAPSHOT_REPLY}`,
+    description: `Replace the value of an input of an open page, by ref from the latest snapshot (or by CSS selector when no ref is given). ${SAME_SNAPSHOT}`,
     inputSchema: z.strictObject({ name: sandboxName, value: z.string({ error: 'must be a string' }).meta({ description: 'The new value' }), ref, selector, page }),
     annotations: { destructiveHint: false, openWorldHint: false },
     handle: async ({ name, page: pageName, ...body }, { api, signal }) =>

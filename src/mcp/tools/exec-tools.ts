@@ -1,17 +1,35 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { execBody, type ExecResultBody } from '../../schemas/exec-schemas.js';
-import { batchBody, runBody, type BatchRunResult } from '../../schemas/run-schemas.js';
+import { MAX_BATCH_COMMANDS, runBody, type BatchRunResult } from '../../schemas/run-schemas.js';
+import { DEFAULT_IMAGE } from '../../images/catalog.js';
+import { DEFAULT_IMAGE_DETECTION } from '../../images/image-detection.js';
 import { apiPath } from '../../client/api-client.js';
 import { defineTool, type Tool } from '../tool.js';
-import { sandboxName } from './arguments.js';
+import { sandboxName, shellCommand } from './arguments.js';
 import { execWithProgress } from './exec-progress.js';
 
-const RESULT =
-  'Returns two text blocks: first exit_code and duration_ms (a non-zero exit_code is the command\'s verdict, not a tool ' +
-  'failure; exit_code 124 with "timed out" means the process tree was killed at timeout_ms), then the output, stdout and ' +
-  'stderr interleaved as they arrived. Output over 16 KB shows its first and last 8 KB around a marker that names the ' +
-  'bytes left out: redirect big output to a file and read parts of it.';
+/** What exec and run tools answer. */
+const EXEC_RESULT =
+  'Returns two text blocks: exit_code and duration_ms (a non-zero exit_code is the command\'s verdict, not a tool failure; ' +
+  '124 with "timed out": killed at timeout_ms), then stdout and stderr interleaved. Output over 16 KB shows its first and ' +
+  'last 8 KB: redirect big output to a file and read parts of it.';
+
+/** The run and exec request fields with `command` in either form (argv, or a string run with sh -c). */
+const runArguments = runBody.extend({
+  command: shellCommand,
+  image: runBody.shape.image.meta({ description: 'Container image; without it, picked from the command as sandbox_run says' }),
+});
+
+/** Which image a run that names none gets, from the detection table's defaults, grouped by image. */
+function imageChoice(): string {
+  const programs = new Map<string, string[]>();
+  for (const [program, image] of Object.entries(DEFAULT_IMAGE_DETECTION)) programs.set(image, [...(programs.get(image) ?? []), program]);
+  const rules = [...programs].map(([image, names]) =>
+    image === DEFAULT_IMAGE ? `${names.join(', ')}, a string command -> ${image} (bash, git, curl, python3; no pip, no node)` : `${names.join(', ')} -> ${image}`,
+  );
+  return `Without image, argv[0] picks it: ${rules.join('; ')}; others -> the server's default image. `;
+}
 
 /** Commands: in a persistent sandbox, or once in a fresh one. */
 export const execTools: Tool[] = [
@@ -19,12 +37,11 @@ export const execTools: Tool[] = [
     name: 'sandbox_exec',
     title: 'Run a command in a sandbox',
     description:
-      'Run one command in a running sandbox (see sandbox_create) and wait for it. command is an argv array run without ' +
-      'a shell: use ["bash", "-lc", "cd src && make 2>&1 | tail"] for pipes, redirection, && or globs. Runs as user ' +
-      '"sandbox" in /workspace unless workdir or sudo say otherwise; files and installed packages persist for later calls. ' +
-      'With a progressToken, progress notifications report the output as the command prints it. ' +
-      RESULT,
-    inputSchema: z.strictObject({ name: sandboxName, ...execBody.shape }),
+      'Run a command in a running sandbox (see sandbox_create) and wait for it, as user "sandbox" in /workspace unless ' +
+      'workdir or sudo say otherwise; files and installed packages persist for later calls. With a progressToken, ' +
+      'progress notifications carry the output as it is printed. ' +
+      EXEC_RESULT,
+    inputSchema: z.strictObject({ name: sandboxName, ...execBody.shape, command: shellCommand }),
     annotations: { destructiveHint: true, openWorldHint: true },
     handle: async ({ name, ...body }, { api, signal, progress }) => {
       const path = apiPath('sandboxes', name, 'exec');
@@ -37,15 +54,11 @@ export const execTools: Tool[] = [
     name: 'sandbox_run',
     title: 'Run a command once in a fresh sandbox',
     description:
-      'Run one command in a pristine, throwaway sandbox: nothing persists and nothing leaks between runs. It takes a ' +
-      'pre-started container that is reset and checked after every run (fast, the default: read-only root, /workspace, /tmp ' +
-      'and HOME writable; fast: false makes a new sandbox, removed afterwards, which may also write elsewhere). ' +
-      'Best for one-off commands such as ["python3", "-c", "print(6*7)"]; use sandbox_create and sandbox_exec when ' +
-      'files or state must survive. command is an argv array run without a shell (["bash", "-lc", "..."] for shell syntax). ' +
-      'image defaults to the server\'s default image (normally sandboxd/base:bookworm with bash, git, curl, python3); ' +
-      'sandboxd/python:bookworm adds pip, sandboxd/node:bookworm adds Node.js and npm. ' +
-      RESULT,
-    inputSchema: z.strictObject(runBody.shape),
+      'Run a command once in a pristine, throwaway sandbox: nothing persists and nothing leaks between runs. Use ' +
+      'sandbox_create and sandbox_exec when files or state must survive. ' +
+      imageChoice() +
+      EXEC_RESULT,
+    inputSchema: runArguments,
     annotations: { destructiveHint: false, openWorldHint: true },
     handle: async (body, { api, signal }) => execResult(await api.request<ExecResultBody>({ method: 'POST', path: '/run', body }, signal)),
   }),
@@ -54,12 +67,16 @@ export const execTools: Tool[] = [
     name: 'sandbox_run_batch',
     title: 'Run several commands at once, each in a fresh sandbox',
     description:
-      'Run up to 100 independent commands in parallel, each in its own fresh throwaway sandbox (as sandbox_run does), so ' +
-      'that one cannot see or break another. Each item takes the sandbox_run arguments, e.g. {"commands": [{"command": ' +
-      '["python3", "-c", "print(1)"]}, {"command": ["node", "-e", "console.log(2)"]}]}. Returns a JSON array in input ' +
-      'order of {output, error, exit_code}: error is null when the command ran (whatever its exit_code) and says why ' +
-      'when it could not run.',
-    inputSchema: z.strictObject(batchBody.shape),
+      'Run up to 100 independent commands in parallel, each in its own fresh sandbox as sandbox_run does, e.g. ' +
+      '{"commands": [{"command": ["python3", "-c", "print(1)"]}, {"command": "node -e \'console.log(2)\'", "image": ' +
+      '"sandboxd/node:bookworm"}]}. Returns a JSON array in input order of {output, error, exit_code}: error is null when ' +
+      'the command ran (whatever its exit_code), else why it could not run.',
+    inputSchema: z.strictObject({
+      commands: z
+        .array(runArguments)
+        .min(1, 'must hold at least one command')
+        .max(MAX_BATCH_COMMANDS, `at most ${MAX_BATCH_COMMANDS} commands per batch`),
+    }),
     annotations: { destructiveHint: false, openWorldHint: true },
     handle: async (body, { api, signal }) => {
       const { results } = await api.request<BatchRunResult>({ method: 'POST', path: '/batch/run', body }, signal);

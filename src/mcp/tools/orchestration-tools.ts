@@ -36,7 +36,7 @@ export const orchestrationTools: Tool[] = [
     description:
       'Start an instance of definition `name` with `input` (or of an inline `definition`). Give `id` to start idempotently: the ' +
       'same id again answers the existing instance. Steps run in the background and survive server restarts (activities at least ' +
-      'once, object calls effectively once); poll with orchestration_get. Returns ' + VIEW,
+      'once, object calls effectively once); poll with orchestration_get. Returns the instance as orchestration_get does.',
     inputSchema: z.strictObject(startBody.shape),
     annotations: { destructiveHint: false, openWorldHint: true },
     handle: async (args, { api, signal }) => json(await api.request({ method: 'POST', path: '/orchestrations', body: args }, signal)),
@@ -55,7 +55,7 @@ export const orchestrationTools: Tool[] = [
   defineTool({
     name: 'orchestration_list',
     title: 'List orchestration instances',
-    description: 'Instances newest first, as a JSON array of ' + VIEW,
+    description: 'Instances newest first, as a JSON array of instances as orchestration_get returns them.',
     inputSchema: z.strictObject({
       status: z.enum(['pending', 'running', 'waiting', 'completed', 'failed', 'terminated']).optional().meta({ description: 'Only instances with this status' }),
       name: z.string().min(1).max(63).optional().meta({ description: 'Only instances of this definition' }),
@@ -85,7 +85,7 @@ export const orchestrationTools: Tool[] = [
   defineTool({
     name: 'orchestration_terminate',
     title: 'Terminate an orchestration',
-    description: 'Stop an instance: open steps are cancelled and running activities killed. Returns ' + VIEW,
+    description: 'Stop an instance: open steps are cancelled and running activities killed. Returns the instance as orchestration_get does.',
     inputSchema: z.strictObject({ id: instanceRef, reason: z.string().min(1).max(1000).optional().meta({ description: 'Recorded as the error' }) }),
     annotations: { destructiveHint: true, openWorldHint: false },
     handle: async ({ id, reason }, { api, signal }) =>

@@ -29,7 +29,7 @@ export const scheduleTools: Tool[] = [
   defineTool({
     name: 'schedule_list',
     title: 'List schedules',
-    description: 'Every schedule, in name order, as a JSON array; each is ' + VIEW,
+    description: 'Every schedule, in name order, as a JSON array of schedules as schedule_create returns them.',
     inputSchema: z.strictObject({
       status: z.enum(['active', 'paused', 'completed', 'failed']).optional().meta({ description: 'Only schedules with this status' }),
     }),

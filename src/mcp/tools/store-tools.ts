@@ -28,7 +28,7 @@ export const storeTools: Tool[] = [
   defineTool({
     name: 'store_list',
     title: 'List durable stores',
-    description: 'Every store, in name order, as a JSON array; each is ' + VIEW,
+    description: 'Every store, in name order, as a JSON array of stores as store_create returns them.',
     inputSchema: z.strictObject(listStoresQuery.shape),
     annotations: { readOnlyHint: true, openWorldHint: false },
     handle: async (query, { api, signal }) =>
