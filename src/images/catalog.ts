@@ -100,5 +100,5 @@ export function catalogEntryFor(nameOrTag: string): CatalogEntry | undefined {
 export function buildHint(image: string): string {
   const entry = catalogEntryFor(image);
   if (entry) return `build it with \`sandboxd images build ${entry.name}\``;
-  return `pull it (\`docker pull ${image}\`) or load it from a tarball (\`docker load -i FILE.tar\`)`;
+  return `pull it (\`docker pull ${image}\`) or load it from a tarball (\`docker load -i FILE.tar\`); an image built here (\`sandboxd images build\`) is named as \`sandboxd images list\` shows it, without a registry or tag`;
 }

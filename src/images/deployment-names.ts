@@ -6,6 +6,8 @@
  * shared by every deployment, and keep their names.
  */
 
+import { ServiceError } from '../errors.js';
+
 /** The label holding the deployment id on every engine object a server makes (named before deployment ids). */
 export const DEPLOYMENT_LABEL = 'sandboxd.instance';
 
@@ -25,10 +27,15 @@ export const snapshotTag = (prefix: string, deploymentId: string, name: string):
 
 /**
  * `image: NAME` of a sandbox: the tag of the deployment's built image NAME when there is one (a
- * bare name, as GET /images lists it), else the reference as given, which the engine resolves.
+ * bare name, as GET /images lists it, or `NAME:latest`), else the reference as given, which the
+ * engine resolves. A built image has no other tag: `NAME:v2` where NAME is a built image is a
+ * 400 that says to name it bare (rather than a pull from a registry that fails later).
  */
 export async function resolveBuiltImage(image: string, deploymentId: string, inspect: ((reference: string) => Promise<unknown>) | undefined): Promise<string> {
-  if (!inspect || !/^[a-z0-9][a-z0-9._-]*$/.test(image)) return image;
-  const tag = userImageTag(deploymentId, image);
-  return (await inspect(tag)) ? tag : image;
+  const [, name, tag] = /^([a-z0-9][a-z0-9._-]*)(?::([\w][\w.-]{0,127}))?$/.exec(image) ?? [];
+  if (!inspect || name === undefined) return image;
+  const built = userImageTag(deploymentId, name);
+  if (!(await inspect(built))) return image;
+  if (tag === undefined || tag === 'latest') return built;
+  throw new ServiceError('BAD_REQUEST', `image '${image}': '${name}' is an image built here, which has no tag '${tag}': name it '${name}' (sandboxd images list shows them)`);
 }

@@ -17,7 +17,7 @@ describe('image catalog', () => {
   it('tells how to get an image', () => {
     expect(buildHint('sandboxd/base:bookworm')).toBe('build it with `sandboxd images build base`');
     expect(buildHint('python')).toBe('build it with `sandboxd images build python`');
-    expect(buildHint('alpine:3')).toMatch(/docker pull alpine:3.*docker load/);
+    expect(buildHint('alpine:3')).toMatch(/docker pull alpine:3.*docker load.*sandboxd images list/);
   });
 
   it('gives every image its own version, stable across calls', () => {

@@ -95,5 +95,12 @@ describe('image: NAME', () => {
     expect(await resolveBuiltImage('alpine', 'dep1', tags.inspect)).toBe('alpine');
     expect(await resolveBuiltImage('sandboxd/base:bookworm', 'dep1', tags.inspect)).toBe('sandboxd/base:bookworm');
     expect(await resolveBuiltImage('tool', 'dep1', undefined)).toBe('tool');
+    // Its only tag is latest; another is a 400 that says so, not a pull from a registry.
+    expect(await resolveBuiltImage('tool:latest', 'dep1', tags.inspect)).toBe('sandboxd-user/dep1/tool:latest');
+    await expect(resolveBuiltImage('tool:v2', 'dep1', tags.inspect)).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+      message: "image 'tool:v2': 'tool' is an image built here, which has no tag 'v2': name it 'tool' (sandboxd images list shows them)",
+    });
+    expect(await resolveBuiltImage('alpine:3', 'dep1', tags.inspect)).toBe('alpine:3');
   });
 });
