@@ -115,6 +115,17 @@ export function hostOf(config: Record<string, unknown>): string | undefined {
   }
 }
 
+/** Where a config connects, as written: its host and port (the url's where the fields are absent). */
+export function endpointOf(config: Record<string, unknown>): string {
+  let urlPort = '';
+  try {
+    if (typeof config.url === 'string') urlPort = new URL(config.url).port;
+  } catch {
+    // A url that does not parse names no port.
+  }
+  return `${hostOf(config) ?? ''}:${typeof config.port === 'number' || typeof config.port === 'string' ? String(config.port) : urlPort}`;
+}
+
 /**
  * Whether `host` matches one of the globs of `[stores].allowed_hosts` (`*` any run of
  * characters, `?` one; case-insensitive).

@@ -26,7 +26,7 @@ import type { Logger } from '../../../telemetry/logger.js';
 import type { Repositories, ServiceContext } from '../../context.js';
 import type { EventType } from '../../events/event-bus.js';
 import { isoNow, type Clock } from '../../support/clock.js';
-import { configView, engineConfigOf, hostOf, passwordFromEnv, scrubbed, splitCredentials, type Credentials } from './store-credentials.js';
+import { configView, endpointOf, engineConfigOf, hostOf, passwordFromEnv, scrubbed, splitCredentials, type Credentials } from './store-credentials.js';
 import { STORE_KINDS, type StoreEngine, type StoreHandle, type StoreKind, type StoreOp, type StoreTarget } from './store-engine.js';
 import { StoreHandles } from './store-handles.js';
 import { StoreDestinations, type InternalCheck, type StoreResolver } from './store-destination.js';
@@ -156,7 +156,10 @@ export class StoreService {
   /**
    * PATCH /stores/{id}: the config merged (RFC 7396: null removes a field), checked by the engine
    * again; a new password replaces the kept one (or password_env, and the other way round);
-   * the open handle is closed, so the next call connects with the new settings.
+   * the open handle is closed, so the next call connects with the new settings. A store moved to
+   * another server (host or port) takes its password again: the kept one (sealed, or the
+   * server's variable) is never sent to a server the caller names (issue 25: a caller who may
+   * patch a store but not read its password would otherwise receive it at a server of theirs).
    */
   async update(idOrName: string, patch: PatchStoreInput): Promise<StoreBody> {
     const current = await this.require(idOrName);
@@ -166,6 +169,10 @@ export class StoreService {
     // A store has one source of its password: giving one replaces the other.
     if (given.password !== undefined && given.passwordEnv === undefined) delete merged.password_env;
     const credentials = splitCredentials(current.kind, merged);
+    const keeps = credentials.password === undefined && given.passwordEnv === undefined && !given.clearPassword;
+    if (keeps && (current.secret !== null || typeof merged.password_env === 'string') && endpointOf(merged) !== endpointOf(current.config)) {
+      throw badRequest('config: a store moved to another server (host or port) takes its password again: give config.password or config.password_env (or null for none); the kept one is never sent to a new server');
+    }
     const normalised = engine.checkConfig(credentials.engine);
     const sandbox = current.sandbox === null ? undefined : await this.boundSandbox(current);
     await checkPlacement(current.kind, normalised, sandbox, this.destinations);

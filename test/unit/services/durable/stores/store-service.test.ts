@@ -283,9 +283,27 @@ describe('store service: credentials', () => {
     const stored = h.store.statements.get('SELECT config, secret FROM stores').get() as { config: string; secret: string };
     expect(JSON.parse(stored.config).url).toBe('postgres://app@db.test:5432/x');
     expect(stored.secret).toMatch(/^v1\./);
-    await stores().update('pg', { config: { url: 'postgres://app:****@db.test:5433/x' } });
+    await stores().update('pg', { config: { url: 'postgres://app:****@db.test:5432/y' } });
     await stores().query('pg', { sql: 'SELECT 1' });
-    expect(postgres.callsOf('open').at(-1)!.target).toMatchObject({ password: PASSWORD, config: { url: 'postgres://app@db.test:5433/x' } });
+    expect(postgres.callsOf('open').at(-1)!.target).toMatchObject({ password: PASSWORD, config: { url: 'postgres://app@db.test:5432/y' } });
+  });
+
+  it('never sends a kept password to another server: moving a store takes its password again', async () => {
+    // Issue 25 (noticed): a caller who may patch a store, not read its password, pointed it at a server of theirs.
+    await stores().create({ name: 'pg', kind: 'postgres', config: { host: 'db.test', password: PASSWORD } });
+    const moved = 'BAD_REQUEST config: a store moved to another server (host or port) takes its password again: give config.password or config.password_env (or null for none); the kept one is never sent to a new server';
+    expect(await failure(stores().update('pg', { config: { host: 'evil.test' } }))).toBe(moved);
+    expect(await failure(stores().update('pg', { config: { port: 6543 } }))).toBe(moved);
+    expect(await failure(stores().update('pg', { config: { host: null, url: 'postgres://app:****@evil.test/x' } }))).toBe(moved);
+    expect(postgres.callsOf('open')).toHaveLength(0);
+    expect((await stores().get('pg')).config).toMatchObject({ host: 'db.test', password_set: true });
+    // Given again, or dropped, it moves; the same server keeps it.
+    expect((await stores().update('pg', { config: { host: 'db2.test', password: 'another' } })).config).toMatchObject({ host: 'db2.test', password_set: true });
+    expect((await stores().update('pg', { config: { database: 'app' } })).config).toMatchObject({ host: 'db2.test', password_set: true });
+    expect((await stores().update('pg', { config: { host: 'db3.test', password: null } })).config).toEqual({ host: 'db3.test', port: 5432, database: 'app' });
+    const variable = `SANDBOXD_TEST_PW_MOVE_${process.pid}`;
+    expect((await stores().update('pg', { config: { password_env: variable } })).config).toMatchObject({ password_env: variable });
+    expect(await failure(stores().update('pg', { config: { host: 'evil.test' } }))).toBe(moved);
   });
 
   it('rotates a password with PATCH (closing the open handle), switches to password_env and clears with null', async () => {
