@@ -65,7 +65,7 @@ describe('the dashboard', () => {
     // The sandbox: metadata, the console, files.
     await row(page, name).getByRole('link', { name }).click();
     await expect.poll(() => page.getByRole('heading', { name }).isVisible()).toBe(true);
-    await expect.poll(() => page.locator('.fields').textContent()).toContain('suite');
+    await expect.poll(() => page.locator('.fields').first().textContent()).toContain('suite');
     await page.screenshot({ path: join(shots, 'sandbox.png') });
     await runInConsole(page, 'echo hello-from-dashboard; echo to-stderr >&2; uname -s', 'hello-from-dashboard');
     await expect.poll(() => page.locator('.out-stderr').allTextContents()).toContain('to-stderr\n');

@@ -8,25 +8,32 @@ const join = (dir: string, file: string) => `${dir.replace(/\/+$/, '')}/${file}`
 
 /**
  * Reloads the listing whenever something in `dir` is created, modified or deleted: a
- * non-recursive watch (GET /fs/watch), open while `active` (the directory was listed).
+ * non-recursive watch (GET /fs/watch), open while `active` (the directory was listed). Returns
+ * whether the watch ended by itself (the directory was deleted, the sandbox stopped or went):
+ * nothing is asked then, as a request for what is gone would only be refused; `again` lists
+ * and watches anew.
  */
-function useWatch(name: string, dir: string, active: boolean, reload: () => void): void {
+function useWatch(name: string, dir: string, active: boolean, reload: () => void): { ended: boolean; again: () => void } {
+  const [ended, setEnded] = useState(false);
+  const [round, setRound] = useState(0);
   useEffect(() => {
+    setEnded(false);
     if (!active) return;
     const abort = new AbortController();
     void (async () => {
       try {
         for await (const event of events(`/sandboxes/${enc(name)}/fs/watch?path=${enc(dir)}&recursive=false`, abort.signal)) {
-          if (event.event !== 'ready') reload();
+          // `error`: the watch failed (its sandbox went, say) or misses events; the stream ends or goes on, the listing stays.
+          if (event.event !== 'ready' && event.event !== 'error') reload();
         }
-        // The watch ends when its directory is deleted: the listing then says so.
-        if (!abort.signal.aborted) reload();
+        if (!abort.signal.aborted) setEnded(true);
       } catch {
         // Leaving the directory aborts the watch; a refused one (too many watches) leaves the listing as it is.
       }
     })();
     return () => abort.abort();
-  }, [name, dir, active, reload]);
+  }, [name, dir, active, reload, round]);
+  return { ended, again: () => (reload(), setRound((n) => n + 1)) };
 }
 
 /**
@@ -43,7 +50,7 @@ export function Files({ name }: { name: string }) {
   // The listing of the directory asked for (a failed load keeps the previous one, not shown).
   const current = listing.data?.dir === dir ? listing.data : undefined;
   const here = current?.path ?? dir;
-  useWatch(name, here, current !== undefined, listing.reload);
+  const watch = useWatch(name, here, current !== undefined, listing.reload);
   const fileUrl = (path: string) => `${base}/files/${encPath(path)}`;
   const go = (path: string) => (setShown(undefined), setDir(path));
   const open = (e: Event) => {
@@ -104,6 +111,14 @@ export function Files({ name }: { name: string }) {
         </div>
       )}
       {current?.truncated && <p class="muted">Only the first 10,000 entries are shown.</p>}
+      {watch.ended && (
+        <p class="muted" role="status">
+          This directory is no longer followed (it was deleted, or the sandbox stopped).{' '}
+          <button class="link" onClick={watch.again}>
+            Reload
+          </button>
+        </p>
+      )}
       <Table
         head={['Name', 'Size', 'Mode', 'Modified', '']}
         empty={current ? 'Empty directory.' : listing.error ? '' : 'Loading…'}
