@@ -12,6 +12,9 @@ export const serverStatus = z
     version: z.string(),
     backend: z.string(),
     api_key_configured: z.boolean(),
+    events_enabled: z
+      .boolean()
+      .meta({ description: 'Whether GET /events streams: the server runs with --events, --webhook-url or --otel-endpoint (otherwise GET /events answers 503)' }),
     capabilities: z.array(z.enum(BACKEND_CAPABILITIES)).meta({ description: "The optional features of the server's backend" }),
   })
   .meta({ id: 'ServerStatus' });

@@ -130,6 +130,7 @@ export class Services implements ServiceCore {
       version: VERSION,
       backend: this.backend.name,
       api_key_configured: this.config.apiKeys.length + this.config.namedKeys.length > 0,
+      events_enabled: this.observability.bus.enabled,
       capabilities: declaredCapabilities(this.backend),
     };
   }

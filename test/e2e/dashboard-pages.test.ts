@@ -110,6 +110,8 @@ describe('the dashboard pages of orchestrations and the browser', () => {
       await page.getByRole('link', { name: other.id }).click();
       await expect.poll(() => page.getByRole('button', { name: 'Terminate' }).isVisible(), { timeout: 30_000 }).toBe(true);
       await page.getByRole('button', { name: 'Terminate' }).click();
+      // The reason is asked in the page (no prompt()); its default is kept.
+      await page.getByRole('dialog', { name: `Terminate ${other.id}?` }).getByRole('button', { name: 'Terminate' }).click();
       await statusIs(page, 'terminated');
       expect(await field(page, 'error').textContent()).toBe('terminated from the dashboard');
       expect((await api('GET', `/orchestrations/${other.id}`)).body.data.status).toBe('terminated');

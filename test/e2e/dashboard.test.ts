@@ -65,11 +65,19 @@ describe('the dashboard', () => {
     // The sandbox: metadata, the console, files.
     await row(page, name).getByRole('link', { name }).click();
     await expect.poll(() => page.getByRole('heading', { name }).isVisible()).toBe(true);
-    await expect.poll(() => page.locator('.fields').textContent()).toContain('suite');
+    await expect.poll(() => page.locator('.fields').first().textContent()).toContain('suite');
     await page.screenshot({ path: join(shots, 'sandbox.png') });
     await runInConsole(page, 'echo hello-from-dashboard; echo to-stderr >&2; uname -s', 'hello-from-dashboard');
     await expect.poll(() => page.locator('.out-stderr').allTextContents()).toContain('to-stderr\n');
     await page.screenshot({ path: join(shots, 'sandbox-console.png') });
+
+    // Stop beside Run kills a running command's process tree in the container.
+    await page.getByRole('textbox', { name: 'Command' }).fill('for i in $(seq 1 600); do echo "beat $i"; sleep 1; done');
+    await page.getByRole('textbox', { name: 'Command' }).press('Enter');
+    await expect.poll(() => page.getByTestId('console-output').textContent(), { timeout: 30_000 }).toContain('beat 2');
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await expect.poll(() => page.getByTestId('console-exit').textContent(), { timeout: 30_000 }).toMatch(/^killed, exit code/);
+    expect((await api('POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', 'pgrep -c -f "seq 1 60[0]" || true'] })).body.data.stdout.trim()).toBe('0');
 
     await page.getByRole('tab', { name: 'Files' }).click();
     const bytes = Buffer.from(`uploaded by the dashboard test ${suffix}\n\u0000\u00ff binary tail`, 'latin1');

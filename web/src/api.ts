@@ -39,13 +39,22 @@ function ask(reason: string): Promise<string> {
   return asking;
 }
 
-/** Whether the server wants a key (GET /status is open): asked before the first call, so no call is refused for want of one. */
-let authOn: Promise<boolean> | undefined;
-const needsKey = () =>
-  (authOn ??= fetch('/status')
+/**
+ * GET /status (open to all): whether the server wants a key, whether its event stream is on,
+ * what its backend can do. Asked once per page; a failed ask is asked again next time.
+ */
+let status: Promise<Partial<Reply<'getStatus'>>> | undefined;
+export const serverStatus = (): Promise<Partial<Reply<'getStatus'>>> =>
+  (status ??= fetch('/status')
     .then((r) => r.json() as Promise<{ data?: Partial<Reply<'getStatus'>> }>)
-    .then((body) => body.data?.api_key_configured === true)
-    .catch(() => false));
+    .then((body) => body.data ?? {})
+    .catch(() => ((status = undefined), {})));
+
+/** Whether a feature of the backend is there (a route of one it lacks answers 422). */
+export const hasCapability = async (name: Schema<'ServerStatus'>['capabilities'][number]): Promise<boolean> => (await serverStatus()).capabilities?.includes(name) ?? false;
+
+/** Whether the server wants a key: asked before the first call, so no call is refused for want of one. */
+const needsKey = async () => (await serverStatus()).api_key_configured === true;
 
 /** Sends a request with the key; on 401 asks for a key (once per failure) and sends it again. */
 export async function authorizedFetch(path: string, init: RequestInit = {}): Promise<Response> {

@@ -3295,6 +3295,8 @@ export interface components {
             version: string;
             backend: string;
             api_key_configured: boolean;
+            /** @description Whether GET /events streams: the server runs with --events, --webhook-url or --otel-endpoint (otherwise GET /events answers 503) */
+            events_enabled: boolean;
             /** @description The optional features of the server's backend */
             capabilities: ("snapshots" | "archive" | "resize" | "pool_claim" | "detached" | "browser_relay" | "reuse" | "workers" | "disk_quota" | "gateway" | "terminal" | "egress" | "file_views" | "volumes" | "ports" | "image_build")[];
         };

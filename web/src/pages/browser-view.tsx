@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { bareApi, enc } from '../api';
 import type { Schema } from '../api-types';
-import { Alert, useLoad } from '../ui';
+import { Alert, Time, useLoad } from '../ui';
 
 /** The latest screenshot, the page it shows and every open page's name (for the choice of page). */
 type Shot = Schema<'BrowserScreenshot'> & { page: Schema<'BrowserPage'>; pages: string[]; taken_at: string };
@@ -71,7 +71,7 @@ export function BrowserView({ name, running }: { name: string; running: boolean 
       {typeof data === 'object' && (
         <figure>
           <figcaption>
-            <strong>{data.page.title || data.page.name}</strong> · <code>{data.page.url}</code> · taken {data.taken_at}
+            <strong>{data.page.title || data.page.name}</strong> · <code>{data.page.url}</code> · taken <Time value={data.taken_at} />
           </figcaption>
           <img class="screenshot" src={`data:${data.mime_type};base64,${data.data}`} width={data.width} height={data.height} alt={`Screenshot of page ${data.page.name}: ${data.page.title || data.page.url}`} />
         </figure>

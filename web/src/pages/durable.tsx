@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from '../api';
 import type { Schema } from '../api-types';
-import { age, Alert, Page, Status, Table, useAction, useLoad } from '../ui';
+import { Alert, Page, Status, Table, Time, useAction, useLoad } from '../ui';
 
 export function ObjectsPage() {
   const objects = useLoad(() => api('listObjects', 'GET', '/objects'), []);
@@ -19,7 +19,7 @@ export function ObjectsPage() {
       <Table
         head={['Class', 'Object id', 'Status', 'Sandbox', 'Storage', 'Calls', 'Last call']}
         empty={objects.data ? 'No objects.' : 'Loading…'}
-        rows={(objects.data ?? []).map((o) => [o.class, o.object_id, <Status value={o.status} />, o.sandbox, `${o.storage_bytes} B`, o.call_count, age(o.last_call_at)])}
+        rows={(objects.data ?? []).map((o) => [o.class, o.object_id, <Status value={o.status} />, o.sandbox, `${o.storage_bytes} B`, o.call_count, <Time value={o.last_call_at} />])}
       />
     </Page>
   );
@@ -34,7 +34,7 @@ function Runs({ schedule }: { schedule: Schema<'Schedule'> }) {
       <Table
         head={['Scheduled for', 'Status', 'Duration', 'Error']}
         empty={runs.data ? 'No runs yet.' : 'Loading…'}
-        rows={(runs.data ?? []).map((r) => [r.scheduled_for, <Status value={r.status} />, r.duration_ms === null ? '—' : `${r.duration_ms} ms`, r.error ?? ''])}
+        rows={(runs.data ?? []).map((r) => [<Time value={r.scheduled_for} />, <Status value={r.status} />, r.duration_ms === null ? '—' : `${r.duration_ms} ms`, r.error ?? ''])}
       />
     </div>
   );
@@ -53,9 +53,9 @@ export function SchedulesPage() {
         empty={list.data ? 'No schedules.' : 'Loading…'}
         rows={(list.data ?? []).map((s) => [
           s.name,
-          s.cron ? `${s.cron} (${s.timezone})` : (s.fire_at ?? ''),
+          s.cron ? `${s.cron} (${s.timezone})` : <Time value={s.fire_at} />,
           <Status value={s.status} />,
-          s.next_fire_at ?? '—',
+          <Time value={s.next_fire_at} />,
           s.last_run_status ?? '—',
           s.fire_count,
           s.trigger_count,
@@ -118,7 +118,7 @@ function SqlBox({ store }: { store: Schema<'Store'> }) {
           <p class="muted">
             {result.row_count} row(s){result.truncated ? ', truncated' : ''} in {result.duration_ms} ms
           </p>
-          <Table head={result.columns} empty="No rows." rows={result.rows.map((r) => r.map((v) => (v === null ? 'NULL' : typeof v === 'object' ? JSON.stringify(v) : String(v))))} />
+          <Table head={result.columns} empty="No rows." stack={false} rows={result.rows.map((r) => r.map((v) => (v === null ? 'NULL' : typeof v === 'object' ? JSON.stringify(v) : String(v))))} />
         </>
       )}
     </form>

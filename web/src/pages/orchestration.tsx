@@ -1,5 +1,5 @@
 import { api, enc } from '../api';
-import { Alert, Fields, Json, Page, Status, Table, useAction, useLoad, usePoll } from '../ui';
+import { Alert, Fields, Json, Page, Status, Table, Time, useAction, useAsk, useLoad, usePoll, Value } from '../ui';
 import { finished, parseJson, type HistoryEntry, type Instance, type InstanceStep } from './orchestrations';
 
 const OPEN = new Set(['scheduled', 'running', 'retrying', 'waiting']);
@@ -11,10 +11,30 @@ function bufferedEvents(history: HistoryEntry[]): HistoryEntry[] {
 }
 
 /** What a step waits on: its timer, its retry, or its event (and that event's deadline). */
-function waitsOn(step: InstanceStep): string {
-  if (step.event) return `event ${step.event}${step.deadline ? `, times out at ${step.deadline}` : ''}`;
-  if (step.retry_at) return `retry at ${step.retry_at}`;
-  if (step.fire_at) return `timer fires at ${step.fire_at}`;
+function waitsOn(step: InstanceStep) {
+  if (step.event)
+    return (
+      <>
+        event {step.event}
+        {step.deadline && (
+          <>
+            , times out at <Time value={step.deadline} />
+          </>
+        )}
+      </>
+    );
+  if (step.retry_at)
+    return (
+      <>
+        retry at <Time value={step.retry_at} />
+      </>
+    );
+  if (step.fire_at)
+    return (
+      <>
+        timer fires at <Time value={step.fire_at} />
+      </>
+    );
   return '';
 }
 
@@ -72,7 +92,7 @@ function Pending({ instance }: { instance: Instance }) {
           <Table
             head={['#', 'Event', 'Data', 'Raised']}
             empty=""
-            rows={buffered.map((h) => [h.sequence, String(h.data.name), <code>{JSON.stringify(h.data.data ?? null)}</code>, h.timestamp])}
+            rows={buffered.map((h) => [h.sequence, String(h.data.name), <code>{JSON.stringify(h.data.data ?? null)}</code>, <Time value={h.timestamp} />])}
           />
         </>
       )}
@@ -90,8 +110,8 @@ function Steps({ steps }: { steps: InstanceStep[] }) {
         s.type,
         <Status value={s.status} />,
         s.attempts ?? '—',
-        s.started_at ?? '—',
-        s.completed_at ?? '—',
+        <Time value={s.started_at} />,
+        <Time value={s.completed_at} />,
         s.error ? <span class="alert-text">{s.error}</span> : s.output === undefined ? '' : <code>{JSON.stringify(s.output)}</code>,
       ])}
     />
@@ -105,11 +125,15 @@ function Timeline({ history }: { history: HistoryEntry[] }) {
       {history.map((h) => (
         <li>
           <span class="muted">
-            #{h.sequence} · {h.timestamp}
+            #{h.sequence} · <Time value={h.timestamp} />
           </span>{' '}
           <strong>{h.type}</strong>
           {h.step && <> · {h.step}</>}
-          {Object.keys(h.data).length > 0 && <code>{JSON.stringify(h.data)}</code>}
+          {Object.keys(h.data).length > 0 && (
+            <div class="entry-data">
+              <Value value={h.data} />
+            </div>
+          )}
         </li>
       ))}
     </ol>
@@ -122,8 +146,9 @@ export function OrchestrationPage({ id }: { id: string }) {
   const data = instance.data;
   const done = data ? finished(data.status) : false;
   usePoll(instance.reload, 2000, Boolean(data) && !done);
-  const terminate = () => {
-    const reason = prompt(`Terminate ${id}? Reason:`, 'terminated from the dashboard');
+  const { dialog, ask } = useAsk();
+  const terminate = async () => {
+    const reason = await ask({ title: `Terminate ${id}?`, label: 'Reason', value: 'terminated from the dashboard', submit: 'Terminate' });
     if (reason !== null) void run(async () => (await api('terminateOrchestration', 'POST', `/orchestrations/${enc(id)}/terminate`, reason ? { reason } : {}), instance.reload()));
   };
   const remove = () => confirm(`Delete instance ${id} and its history?`) && void run(async () => (await api('deleteOrchestration', 'DELETE', `/orchestrations/${enc(id)}`), (location.hash = '#/orchestrations')));
@@ -135,7 +160,7 @@ export function OrchestrationPage({ id }: { id: string }) {
           Delete
         </button>
       ) : (
-        <button class="danger" disabled={busy} onClick={terminate}>
+        <button class="danger" disabled={busy} onClick={() => void terminate()}>
           Terminate
         </button>
       )}
@@ -144,6 +169,7 @@ export function OrchestrationPage({ id }: { id: string }) {
   return (
     <Page title={id} actions={actions}>
       <Alert error={instance.error ?? error} />
+      {dialog}
       <p>
         <a href="#/orchestrations">← All orchestrations</a> {data && <Status value={data.status} />}
       </p>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from '../api';
 import type { Schema } from '../api-types';
-import { age, Alert, Page, Status, Table, useAction, useLoad, usePoll } from '../ui';
+import { Alert, Page, Status, Table, Time, useAction, useLoad, usePoll } from '../ui';
 
 /** An instance as GET /orchestrations/{id} answers it, its steps and its history entries. */
 export type Instance = Schema<'OrchestrationInstance'>;
@@ -70,7 +70,7 @@ export function OrchestrationsPage() {
       <Table
         head={['Name', 'Version', 'Steps', 'Description', 'Updated']}
         empty={definitions.data ? 'No definitions.' : 'Loading…'}
-        rows={(definitions.data ?? []).map((d) => [d.name, d.version, d.steps.map((s) => `${s.id} (${s.type})`).join(', '), d.description ?? '', age(d.updated_at)])}
+        rows={(definitions.data ?? []).map((d) => [d.name, d.version, d.steps.map((s) => `${s.id} (${s.type})`).join(', '), d.description ?? '', <Time value={d.updated_at} />])}
       />
       {definitions.data && definitions.data.length > 0 && <StartForm definitions={definitions.data} />}
       <div class="page-head">
@@ -93,8 +93,8 @@ export function OrchestrationsPage() {
           `${i.name} v${i.definition_version}`,
           <Status value={i.status} />,
           i.waiting_for.join(', '),
-          age(i.created_at),
-          i.completed_at ? `${age(i.completed_at)} ago` : '—',
+          <Time value={i.created_at} />,
+          <Time value={i.completed_at} />,
         ])}
       />
     </Page>

@@ -1,161 +1,13 @@
-import { useRef, useState } from 'preact/hooks';
-import { api, download, enc, encPath, events, upload } from '../api';
-import { Alert, Fields, Page, Status, Table, useAction, useLoad } from '../ui';
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, enc, hasCapability } from '../api';
+import { Alert, Fields, Page, Status, Table, Time, useAction, useLoad, Value } from '../ui';
 import { BrowserView } from './browser-view';
+import { Console } from './console';
+import { Files } from './files';
 import { SandboxActions } from './sandboxes';
 import { SnapshotTable } from './snapshots';
 import { Terminal } from './terminal';
-
-/**
- * A command run detached, its stdout and stderr followed as Server-Sent Events: output shows
- * as the command prints it, and the command outlives a closed tab.
- */
-function Console({ name }: { name: string }) {
-  const [lines, setLines] = useState<{ stream: string; data: string }[]>([]);
-  const [exit, setExit] = useState<string>();
-  const [error, run, busy] = useAction();
-  const abort = useRef<AbortController>();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    const command = String(new FormData(e.currentTarget as HTMLFormElement).get('command') ?? '').trim();
-    if (!command) return;
-    abort.current?.abort();
-    const controller = (abort.current = new AbortController());
-    setLines([{ stream: 'input', data: `$ ${command}\n` }]);
-    setExit(undefined);
-    void run(async () => {
-      const base = `/sandboxes/${enc(name)}/exec`;
-      const { id } = await api('startDetachedCommand', 'POST', `${base}/detach`, { command: ['sh', '-c', command] });
-      const follow = async (stream: 'stdout' | 'stderr') => {
-        for await (const event of events(`${base}/detached/${enc(id)}/logs?stream=${stream}&follow=true`, controller.signal)) {
-          const data = event.data as { data?: string; exit_code?: number | null; status?: string; message?: string };
-          if (event.event === 'output') setLines((l) => [...l, { stream, data: data.data ?? '' }]);
-          else if (event.event === 'done' && stream === 'stdout') setExit(`${data.status}, exit code ${data.exit_code ?? '—'}`);
-          else if (event.event === 'error') throw new Error(data.message);
-        }
-      };
-      await Promise.all([follow('stdout'), follow('stderr')]);
-      detached.reload();
-    });
-  };
-  const detached = useLoad(() => api('listDetachedCommands', 'GET', `/sandboxes/${enc(name)}/exec/detached`), [name]);
-  const kill = (id: string) => void run(async () => (await api('killDetachedCommand', 'DELETE', `/sandboxes/${enc(name)}/exec/detached/${enc(id)}`), detached.reload()));
-  return (
-    <div class="card">
-      <form class="form-row" onSubmit={submit} aria-label="Run a command">
-        <label class="grow">
-          Command <input name="command" autocomplete="off" placeholder="ls -la /workspace" />
-        </label>
-        <button type="submit" disabled={busy}>
-          Run
-        </button>
-      </form>
-      <pre class="console" aria-live="polite" aria-label="Command output" data-testid="console-output">
-        {lines.map((l) => (
-          <span class={`out-${l.stream}`}>{l.data}</span>
-        ))}
-      </pre>
-      {exit && <p data-testid="console-exit">{exit}</p>}
-      <Alert error={error ?? detached.error} />
-      <h2>Detached commands</h2>
-      <Table
-        head={['Command', 'Status', 'Exit code', 'Started', '']}
-        empty={detached.data ? 'None yet.' : 'Loading…'}
-        rows={[...(detached.data ?? [])].reverse().map((d) => [
-          <code>{d.command.join(' ')}</code>,
-          <Status value={d.status} />,
-          d.exit_code ?? '—',
-          d.started_at,
-          d.status === 'running' ? (
-            <button class="danger" onClick={() => kill(d.id)}>
-              Kill
-            </button>
-          ) : (
-            ''
-          ),
-        ])}
-      />
-    </div>
-  );
-}
-
-/** One directory, listed through an exec (the API has no listing route), with upload and download. */
-function Files({ name }: { name: string }) {
-  const [dir, setDir] = useState('/workspace');
-  const [error, run] = useAction();
-  const listing = useLoad(async () => {
-    const result = await api('execCommand', 'POST', `/sandboxes/${enc(name)}/exec`, {
-      command: ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\t%s\t%f\n'],
-    });
-    if (result.exit_code !== 0) throw new Error(result.stderr.trim() || `find exited ${result.exit_code}`);
-    return result.stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => {
-        const [type, size, file] = line.split('\t') as [string, string, string];
-        return { type, size: Number(size), file };
-      })
-      .sort((a, b) => (a.type === b.type ? a.file.localeCompare(b.file) : a.type === 'd' ? -1 : 1));
-  }, [name, dir]);
-  const join = (file: string) => `${dir.replace(/\/+$/, '')}/${file}`;
-  const fileUrl = (path: string) => `/sandboxes/${enc(name)}/files/${encPath(path)}`;
-  const save = (file: string) =>
-    void run(async () => {
-      const blob = await download(fileUrl(join(file)));
-      const link = document.createElement('a');
-      link.href = URL.createObjectURL(blob);
-      link.download = file;
-      link.click();
-      setTimeout(() => URL.revokeObjectURL(link.href), 1000);
-    });
-  const send = (e: Event) => {
-    const input = e.currentTarget as HTMLInputElement;
-    const chosen = [...(input.files ?? [])];
-    void run(async () => {
-      for (const file of chosen) await upload(fileUrl(join(file.name)), file);
-      input.value = '';
-      listing.reload();
-    });
-  };
-  const parent = dir.replace(/\/[^/]+\/?$/, '') || '/';
-  return (
-    <div class="card">
-      <div class="form-row">
-        <label class="grow">
-          Directory <input value={dir} onChange={(e) => setDir(e.currentTarget.value || '/')} />
-        </label>
-        <button onClick={() => setDir(parent)} disabled={dir === '/'}>
-          Up
-        </button>
-        <label class="button">
-          Upload <input type="file" multiple onChange={send} class="visually-hidden" aria-label="Upload files" />
-        </label>
-      </div>
-      <Alert error={error ?? listing.error} />
-      <Table
-        head={['Name', 'Size', '']}
-        empty={listing.data ? 'Empty directory.' : 'Loading…'}
-        rows={(listing.data ?? []).map((f) => [
-          f.type === 'd' ? (
-            <button class="link" onClick={() => setDir(join(f.file))}>
-              {f.file}/
-            </button>
-          ) : (
-            f.file
-          ),
-          f.type === 'd' ? '' : `${f.size} B`,
-          f.type === 'f' ? (
-            <button onClick={() => save(f.file)} aria-label={`Download ${f.file}`}>
-              Download
-            </button>
-          ) : (
-            ''
-          ),
-        ])}
-      />
-    </div>
-  );
-}
 
 function AuditLog({ name }: { name: string }) {
   const log = useLoad(() => api('getSandboxLogs', 'GET', `/sandboxes/${enc(name)}/logs`), [name]);
@@ -165,7 +17,7 @@ function AuditLog({ name }: { name: string }) {
       <Table
         head={['Time', 'Event', 'Details']}
         empty={log.data ? 'Nothing logged yet.' : 'Loading…'}
-        rows={(log.data ?? []).map(({ timestamp, event, sandbox: _s, ...rest }) => [String(timestamp), String(event), <code>{JSON.stringify(rest)}</code>])}
+        rows={(log.data ?? []).map(({ timestamp, event, sandbox: _s, ...rest }) => [<Time value={String(timestamp)} />, String(event), <Value value={rest} />])}
       />
     </div>
   );
@@ -200,6 +52,19 @@ function Snapshots({ name }: { name: string }) {
   );
 }
 
+/** A tab whose feature the backend may lack (GET /status lists its capabilities): it says so instead of calling routes that answer 422. */
+function IfCapable({ capability, what, children }: { capability: Parameters<typeof hasCapability>[0]; what: string; children: ComponentChildren }) {
+  const able = useLoad(() => hasCapability(capability), [capability]);
+  if (able.data === undefined) return null;
+  return able.data ? (
+    <>{children}</>
+  ) : (
+    <p class="card muted">
+      This server's backend has no {what} (the <code>{capability}</code> capability).
+    </p>
+  );
+}
+
 const TABS = ['Overview', 'Console', 'Terminal', 'Files', 'Audit log', 'Snapshots', 'Browser'] as const;
 
 export function SandboxPage({ name }: { name: string }) {
@@ -224,12 +89,28 @@ export function SandboxPage({ name }: { name: string }) {
           <Fields value={sandbox.data} />
         </div>
       )}
-      {tab === 'Console' && <Console name={name} />}
-      {tab === 'Terminal' && <Terminal name={name} />}
-      {tab === 'Files' && <Files name={name} />}
+      {tab === 'Console' && (
+        <IfCapable capability="detached" what="detached commands">
+          <Console name={name} />
+        </IfCapable>
+      )}
+      {tab === 'Terminal' && (
+        <IfCapable capability="terminal" what="terminals">
+          <Terminal name={name} />
+        </IfCapable>
+      )}
+      {tab === 'Files' && (
+        <IfCapable capability="file_views" what="directory views">
+          <Files name={name} />
+        </IfCapable>
+      )}
       {tab === 'Audit log' && <AuditLog name={name} />}
       {tab === 'Snapshots' && <Snapshots name={name} />}
-      {tab === 'Browser' && sandbox.data && <BrowserView name={name} running={sandbox.data.status === 'running'} />}
+      {tab === 'Browser' && sandbox.data && (
+        <IfCapable capability="browser_relay" what="browser">
+          <BrowserView name={name} running={sandbox.data.status === 'running'} />
+        </IfCapable>
+      )}
     </Page>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, enc, events } from '../api';
+import { api, enc, events, serverStatus } from '../api';
 import type { RequestBody, Schema } from '../api-types';
-import { Alert, labelText, Page, Status, Table, useAction, useLoad } from '../ui';
+import { Alert, Chips, Page, Status, Table, useAction, useLoad } from '../ui';
 
 /** `k=v, k2=v2` (or `k:v`) as the API's `label=k:v` query. */
 function labelQuery(filter: string): string {
@@ -14,14 +14,23 @@ function labelQuery(filter: string): string {
 
 /**
  * Reloads whenever a sandbox event arrives on /events (created, started, stopped, removed, ...).
- * A server started without --events answers 503: then the list is polled every 5 s instead.
+ * GET /status says first whether the server streams events: without (no --events), the list is
+ * polled every 5 s instead, and /events is never asked (its 503 would be a console error).
  */
 function useLiveReload(reload: () => void): 'live' | 'polling' | 'connecting' {
   const [mode, setMode] = useState<'live' | 'polling' | 'connecting'>('connecting');
   useEffect(() => {
     const abort = new AbortController();
     let poll: ReturnType<typeof setInterval> | undefined;
+    const polling = () => {
+      setMode('polling');
+      poll = setInterval(reload, 5000);
+    };
     void (async () => {
+      if (!(await serverStatus()).events_enabled) {
+        if (!abort.signal.aborted) polling();
+        return;
+      }
       try {
         const stream = events('/events', abort.signal);
         setMode('live');
@@ -29,9 +38,7 @@ function useLiveReload(reload: () => void): 'live' | 'polling' | 'connecting' {
           if (((event.data as Partial<Schema<'SandboxEvent'>>).event ?? '').startsWith('sandbox.')) reload();
         }
       } catch {
-        if (abort.signal.aborted) return;
-        setMode('polling');
-        poll = setInterval(reload, 5000);
+        if (!abort.signal.aborted) polling();
       }
     })();
     return () => {
@@ -161,7 +168,7 @@ export function SandboxesPage() {
           <a href={`#/sandboxes/${enc(s.name)}`}>{s.name}</a>,
           <Status value={s.status} />,
           s.image,
-          labelText(s.labels),
+          Object.keys(s.labels).length ? <Chips items={Object.entries(s.labels).map(([k, v]) => `${k}=${v}`)} /> : '',
           s.description ?? '',
           <SandboxActions sandbox={s} onDone={list.reload} />,
         ])}

@@ -18,6 +18,13 @@ describe('GET /events (errors; the stream itself is tested over a socket in test
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ success: false, code: 'EVENTS_DISABLED' });
     expect(res.json().error).toMatch(/--events.*--webhook-url.*--otel-endpoint/);
+    // GET /status says so first, so a client (the dashboard) need not ask for a 503.
+    expect((await harness.app.inject({ method: 'GET', url: '/status' })).json().data.events_enabled).toBe(false);
+  });
+
+  it('is announced by GET /status when the bus is on', async () => {
+    harness = await fakeHarness({ apiKeys: [KEY] }, undefined, EVENTS_ON);
+    expect((await harness.app.inject({ method: 'GET', url: '/status' })).json().data).toMatchObject({ events_enabled: true, api_key_configured: true });
   });
 
   it('needs a key when auth is on', async () => {
