@@ -260,3 +260,26 @@ describe('the dashboard at 420 px, on a server without events', () => {
     await page.context().close();
   });
 });
+
+describe('the sandbox list', () => {
+  it("shows the server's own sandboxes (an object's) apart, and only when asked", async () => {
+    expect((await api('POST', '/objects/classes', { name: 'counter', runtime: 'node', image: 'sandboxd/base:bookworm', source: 'export const x = 1;' })).status).toBe(201);
+    // The fake runs no object runner: the call fails, after the object's sandbox was made.
+    await api('POST', '/objects/counter/alice/call/get');
+    const own = ((await api('GET', '/objects/counter/alice')).body.data as { sandbox: string }).sandbox;
+    expect((await api('POST', '/sandboxes', { name: 'mine' })).status).toBe(201);
+    const { page, errors } = await signIn(1280, 720, '#/sandboxes');
+    const main = page.getByRole('table').first();
+    await expect.poll(() => main.textContent()).toContain('mine');
+    expect(await main.textContent()).not.toContain(own);
+    await page.getByLabel("Show the server's own sandboxes (durable objects')").check();
+    const apart = page.getByRole('region', { name: "The server's own sandboxes" });
+    await expect.poll(() => apart.getByRole('table').textContent()).toContain(own);
+    expect(await apart.getByRole('table').textContent()).not.toContain('mine');
+    expect(await main.textContent()).not.toContain(own);
+    expect(errors).toEqual([]);
+    await page.context().close();
+    await api('DELETE', '/objects/counter/alice');
+    await api('DELETE', '/sandboxes/mine');
+  });
+});

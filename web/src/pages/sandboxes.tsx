@@ -143,9 +143,33 @@ export function SandboxActions({
   );
 }
 
+/** The rows of the sandbox tables: name, status, image, labels, description, actions. */
+function sandboxRows(sandboxes: Schema<'SandboxSummary'>[], reload: () => void) {
+  return sandboxes.map((s) => [
+    <a href={`#/sandboxes/${enc(s.name)}`}>{s.name}</a>,
+    <Status value={s.status} />,
+    s.image,
+    Object.keys(s.labels).length ? <Chips items={Object.entries(s.labels).map(([k, v]) => `${k}=${v}`)} /> : '',
+    s.description ?? '',
+    <SandboxActions sandbox={s} onDone={reload} />,
+  ]);
+}
+
+const SANDBOX_HEAD = ['Name', 'Status', 'Image', 'Labels', 'Description', ''];
+
 export function SandboxesPage() {
   const [filter, setFilter] = useState('');
+  const [showOwn, setShowOwn] = useState(false);
   const list = useLoad(() => api('listSandboxes', 'GET', `/sandboxes?${labelQuery(filter)}`), [filter]);
+  // The server's own sandboxes (durable objects'), apart and only when asked for.
+  const own = useLoad(
+    () => (showOwn ? api('listSandboxes', 'GET', `/sandboxes?internal=true&${labelQuery(filter)}`).then((all) => all.filter((s) => s.internal)) : Promise.resolve([])),
+    [filter, showOwn],
+  );
+  const reload = () => {
+    list.reload();
+    if (showOwn) own.reload();
+  };
   const mode = useLiveReload(list.reload);
   return (
     <Page
@@ -156,23 +180,22 @@ export function SandboxesPage() {
         </span>
       }
     >
-      <CreateForm onCreated={list.reload} />
+      <CreateForm onCreated={reload} />
       <label class="filter">
         Label filter <input type="search" placeholder="team=ml" value={filter} onChange={(e) => setFilter(e.currentTarget.value)} />
       </label>
       <Alert error={list.error} />
-      <Table
-        head={['Name', 'Status', 'Image', 'Labels', 'Description', '']}
-        empty={list.data ? 'No sandboxes.' : 'Loading…'}
-        rows={(list.data ?? []).map((s) => [
-          <a href={`#/sandboxes/${enc(s.name)}`}>{s.name}</a>,
-          <Status value={s.status} />,
-          s.image,
-          Object.keys(s.labels).length ? <Chips items={Object.entries(s.labels).map(([k, v]) => `${k}=${v}`)} /> : '',
-          s.description ?? '',
-          <SandboxActions sandbox={s} onDone={list.reload} />,
-        ])}
-      />
+      <Table head={SANDBOX_HEAD} empty={list.data ? 'No sandboxes.' : 'Loading…'} rows={sandboxRows(list.data ?? [], reload)} />
+      <label class="filter">
+        <input type="checkbox" checked={showOwn} onChange={(e) => setShowOwn(e.currentTarget.checked)} /> Show the server's own sandboxes (durable objects')
+      </label>
+      {showOwn && (
+        <section aria-label="The server's own sandboxes">
+          <h2>The server's own sandboxes</h2>
+          <Alert error={own.error} />
+          <Table head={SANDBOX_HEAD} empty={own.data ? 'None.' : 'Loading…'} rows={sandboxRows(own.data ?? [], reload)} />
+        </section>
+      )}
     </Page>
   );
 }
