@@ -1,3 +1,4 @@
+import { cliTable } from './cli-table.js';
 import { errorCodesTable, metricsTable, nextStepsTable, optionsTable, toolsTable } from './code-tables.js';
 import { fillGenerated, generatedBlocks } from './markers.js';
 import { routesTable, servedRoutes } from './route-table.js';
@@ -12,6 +13,7 @@ export async function renderers(): Promise<Record<string, () => string>> {
     'next-steps': nextStepsTable,
     metrics: metricsTable,
     routes: () => routesTable(routes),
+    'cli-commands': cliTable,
   };
 }
 

@@ -2,12 +2,12 @@ import { Command } from 'commander';
 import type { SandboxSummary } from '../schemas/sandbox-schemas.js';
 import type { SnapshotView } from '../schemas/snapshot-schemas.js';
 import type { ClientContext } from './client/client-context.js';
-import { UsageError, reportFailure } from './client/output.js';
+import { reportFailure, UsageError } from './client/output.js';
 
 const GLOBAL_FLAGS = ['--server', '--api-key', '--json'];
 
 /** Commands whose first argument is a sandbox name (path from the program, space-separated). */
-const TAKES_SANDBOX = new Set(['sandbox get', 'sandbox rm', 'sandbox start', 'sandbox stop', 'sandbox recover', 'exec', 'shell', 'logs', 'snapshot take']);
+const TAKES_SANDBOX = new Set(['sandbox get', 'sandbox rm', 'sandbox start', 'sandbox stop', 'sandbox recover', 'exec', 'shell', 'logs', 'snapshot take', 'ports url', 'llm usage']);
 /** Commands whose first argument is a snapshot name. */
 const TAKES_SNAPSHOT = new Set(['snapshot get', 'snapshot restore', 'snapshot rm']);
 

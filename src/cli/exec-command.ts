@@ -4,6 +4,7 @@ import type { ExecResultBody } from '../schemas/exec-schemas.js';
 import { profile } from '../schemas/common.js';
 import { collect } from './cli-config.js';
 import { action, type ClientContext } from './client/client-context.js';
+import { readStdin } from './client/inputs.js';
 import { sseEvents } from '../client/sse-events.js';
 import { colours, dim, integer, pairs, printJson } from './client/output.js';
 
@@ -55,13 +56,6 @@ export function execCommands(ctx: ClientContext): Command[] {
       }),
     );
   return [exec, run];
-}
-
-/** All of standard input as text: the exec body carries stdin as one string. */
-export async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function commandBody(command: string[], opts: CommandOptions) {

@@ -3,14 +3,12 @@ import { basename, join, relative, resolve } from 'node:path';
 import { ServiceError } from '../errors.js';
 import { tarArchive, type TarEntry } from '../images/tar-archive.js';
 import { sseEvents } from '../client/sse-events.js';
-import { connect } from './client/connection.js';
+import type { Connection } from './client/connection.js';
 import { printJson, UsageError } from './client/output.js';
 
 export interface DockerfileBuildOptions {
   file: string;
   name?: string;
-  server?: string;
-  apiKey?: string;
   json: boolean;
 }
 
@@ -44,7 +42,7 @@ const nameFrom = (dir: string) =>
  * server's POST /images and streams the build log to stderr; stdout gets the image's tag (or
  * its JSON with --json). A failed build exits 1 with the engine's reason.
  */
-export async function buildFromDockerfile(dir: string, options: DockerfileBuildOptions): Promise<void> {
+export async function buildFromDockerfile(dir: string, options: DockerfileBuildOptions, connect: () => Connection): Promise<void> {
   let dockerfile: string;
   let context: Buffer;
   try {
@@ -54,8 +52,7 @@ export async function buildFromDockerfile(dir: string, options: DockerfileBuildO
     throw new UsageError((err as Error).message);
   }
   const name = options.name ?? nameFrom(dir);
-  const connection = connect({ json: options.json, ...(options.server ? { server: options.server } : {}), ...(options.apiKey ? { apiKey: options.apiKey } : {}) });
-  const response = await connection.open({ method: 'POST', path: '/images', body: { name, dockerfile, context: context.toString('base64') }, accept: 'text/event-stream' });
+  const response = await connect().open({ method: 'POST', path: '/images', body: { name, dockerfile, context: context.toString('base64') }, accept: 'text/event-stream' });
   for await (const event of sseEvents(response)) {
     const data = JSON.parse(event.data) as { content?: string; message?: string; tag?: string };
     if (event.event === 'log') process.stderr.write(data.content ?? '');

@@ -1,13 +1,22 @@
-import type { Command } from 'commander';
+import { Command } from 'commander';
+import { apiPath } from '../client/api-client.js';
 import { CATALOG } from '../images/catalog.js';
+import type { imageBuildView, ImageView } from '../schemas/image-schemas.js';
+import type { z } from 'zod';
+import { action, type ClientContext } from './client/client-context.js';
+import { age, printJson, printList, printTable, reportFailure, sizeText, UsageError } from './client/output.js';
+import { removeCommand } from './client/remove-command.js';
 
 /**
- * Adds `images build <name...>` and `images list` to the CLI. Progress goes to stderr; stdout
- * carries one result line per image, so scripts (scripts/setup.sh) can read it. Failures set
- * a non-zero exit code with the error's own message, which says what to do.
+ * `images build <name...>` (catalog images, built here with Docker; with --file, an image from
+ * a Dockerfile through the server), `images list` (the server's catalog and built images),
+ * `images rm` and `images builds`. Progress goes to stderr; stdout carries one result line per
+ * image, so scripts (scripts/setup.sh) can read it. Failures set a non-zero exit code with the
+ * error's own message, which says what to do.
  */
-export function registerImagesCommand(program: Command): void {
-  const images = program.command('images').description('build and list sandbox images (Debian, built locally)');
+export function imagesCommand(ctx: ClientContext): Command {
+  const images = new Command('images').alias('image').description('build, list and delete sandbox images (catalog images from Debian, images from a Dockerfile)');
+  const api = () => ctx.connection().api;
 
   images
     .command('build')
@@ -20,17 +29,14 @@ export function registerImagesCommand(program: Command): void {
     .option('--tag <tag>', 'import under this tag instead of the catalog tag (one image only)')
     .option('-f, --file <Dockerfile>', 'build the directory with this Dockerfile on the server (POST /images)')
     .option('--name <name>', "with --file: the image's name (default: the directory's)")
-    .option('--server <url>', 'with --file: the server (default SANDBOXD_URL or SERVICE_URL, the local server, http://127.0.0.1:18888)')
-    .option('--api-key <key>', "with --file: the server's API key (default SERVICE_API_KEY)")
-    .option('--json', 'with --file: print the result as JSON', false)
-    .action(async (names: string[], opts: { force: boolean; tag?: string; file?: string; name?: string; server?: string; apiKey?: string; json: boolean }) => {
+    .action(async (names: string[], opts: { force: boolean; tag?: string; file?: string; name?: string }) => {
       if (opts.file) {
         const [context] = names;
-        if (names.length > 1 || context === undefined) return fail('--file takes one context directory');
-        const [{ buildFromDockerfile }, { reportFailure }] = await Promise.all([import('./image-build.js'), import('./client/output.js')]);
-        return buildFromDockerfile(context, { ...opts, file: opts.file }).catch(reportFailure);
+        if (names.length > 1 || context === undefined) return reportFailure(new UsageError('--file takes one context directory'));
+        const { buildFromDockerfile } = await import('./image-build.js');
+        return buildFromDockerfile(context, { file: opts.file, ...(opts.name ? { name: opts.name } : {}), json: ctx.flags.json }, () => ctx.connection()).catch(reportFailure);
       }
-      if (opts.tag && names.length > 1) return fail('--tag takes a single image name');
+      if (opts.tag && names.length > 1) return reportFailure(new UsageError('--tag takes a single image name'));
       const [{ default: Dockerode }, { buildImage }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
       const docker = new Dockerode();
       for (const name of names) {
@@ -45,7 +51,7 @@ export function registerImagesCommand(program: Command): void {
             process.stdout.write(`${result.tag} is up to date (version ${result.version})\n`);
           } else {
             const { tag, sizeBytes, version, imageId } = result;
-            process.stderr.write(`${tag}: ${megabytes(sizeBytes)}, version ${version}, id ${imageId}\n`);
+            process.stderr.write(`${tag}: ${sizeText(sizeBytes)}, version ${version}, id ${imageId}\n`);
             process.stdout.write(`built ${result.tag} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
           }
         } catch (err) {
@@ -56,19 +62,36 @@ export function registerImagesCommand(program: Command): void {
 
   images
     .command('list')
-    .description('show the catalog and which images are present')
-    .option('--json', 'print JSON instead of a table', false)
-    .action(async (opts: { json: boolean }) => {
-      try {
-        await listImages(opts.json);
-      } catch (err) {
-        fail(err instanceof Error ? err.message : String(err));
-      }
-    });
+    .alias('ls')
+    .description("the server's images: the catalog (present or not) and the images built from a Dockerfile, with tag, id, size and age")
+    .option('--local', "ask this machine's Docker instead of a server: the catalog images and whether each is present, stale or absent")
+    .action(
+      action(async (opts: { local?: boolean }) => {
+        if (opts.local) return listLocalImages(ctx.flags.json);
+        const list = await api().request<ImageView[]>({ method: 'GET', path: '/images' });
+        printList(list, ctx.flags.json, ['NAME', 'KIND', 'TAG', 'STATUS', 'ID', 'SIZE', 'CREATED'], (i) => [i.name, i.kind, i.tag, i.present ? 'present' : 'absent', shortId(i.id), i.size_bytes === null ? '-' : sizeText(i.size_bytes), i.created_at ? `${age(i.created_at)} ago` : '-']);
+      }),
+    );
+
+  removeCommand(images, ctx, { description: 'delete images built from a Dockerfile (refused while a sandbox uses one)', names: 'image names', route: (name) => apiPath('images', name) });
+
+  images
+    .command('builds')
+    .description('the recorded builds from a Dockerfile, newest first: id, name, status, when, error')
+    .action(
+      action(async () => {
+        const builds = await api().request<z.infer<typeof imageBuildView>[]>({ method: 'GET', path: '/images/builds' });
+        printList(builds, ctx.flags.json, ['ID', 'NAME', 'STATUS', 'STARTED', 'ERROR'], (b) => [b.id, b.name, b.status, `${age(b.started_at)} ago`, b.error ?? '']);
+      }),
+    );
+  return images;
 }
 
-/** Prints the catalog with each image's state, as a table or as JSON. */
-async function listImages(json: boolean): Promise<void> {
+/** `sha256:0123456789ab...` as docker shows it: 12 hex digits. */
+const shortId = (id: string | null) => (id ? id.replace(/^sha256:/, '').slice(0, 12) : '-');
+
+/** Prints the catalog with each image's state on this machine's Docker, as a table or as JSON. */
+async function listLocalImages(json: boolean): Promise<void> {
   // Loaded here, not at the top: the other commands start without Docker's client.
   const [{ default: Dockerode }, { imageState }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
   const docker = new Dockerode();
@@ -80,24 +103,11 @@ async function listImages(json: boolean): Promise<void> {
       ...(await imageState(entry, { docker })),
     })),
   );
-  if (json) {
-    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
-    return;
-  }
-  const header = ['NAME', 'TAG', 'STATUS', 'SIZE', 'DESCRIPTION'];
-  const table = [header];
-  for (const row of rows) {
-    const size = row.sizeBytes ? megabytes(row.sizeBytes) : '-';
-    table.push([row.name, row.tag, row.state === 'fresh' ? 'present' : row.state, size, row.description]);
-  }
-  const widths = header.map((_, col) => Math.max(...table.map((cells) => (cells[col] ?? '').length)));
-  for (const cells of table) {
-    process.stdout.write(`${cells.map((cell, col) => cell.padEnd(widths[col] ?? 0)).join('  ').trimEnd()}\n`);
-  }
-}
-
-function megabytes(bytes: number): string {
-  return `${(bytes / 1e6).toFixed(0)} MB`;
+  if (json) return printJson(rows);
+  printTable(
+    ['NAME', 'TAG', 'STATUS', 'SIZE', 'DESCRIPTION'],
+    rows.map((row) => [row.name, row.tag, row.state === 'fresh' ? 'present' : row.state, row.sizeBytes ? sizeText(row.sizeBytes) : '-', row.description]),
+  );
 }
 
 function fail(message: string): void {

@@ -2,7 +2,8 @@ import { Command } from 'commander';
 import type WebSocket from 'ws';
 import { apiPath } from '../client/api-client.js';
 import { action, type ClientContext } from './client/client-context.js';
-import { readStdin, streamCommand } from './exec-command.js';
+import { readStdin } from './client/inputs.js';
+import { streamCommand } from './exec-command.js';
 
 /**
  * Without a terminal on both ends the shell reads its commands from standard input, with no

@@ -3,8 +3,10 @@ import { apiPath } from '../client/api-client.js';
 import type { SandboxDetail } from '../schemas/sandbox-schemas.js';
 import { snapshot as snapshotSchema, type SnapshotView } from '../schemas/snapshot-schemas.js';
 import { action, type ClientContext } from './client/client-context.js';
-import { schemaFields, type FieldLayout } from './client/fields.js';
-import { age, printFields, printJson, printTable, withProgress } from './client/output.js';
+import { printRecord, type FieldLayout } from './client/fields.js';
+import { age, printList, withProgress } from './client/output.js';
+import { removeCommand } from './client/remove-command.js';
+import { printSandbox } from './sandbox-command.js';
 
 /** `sandboxd snapshot take|list|get|restore|rm`. */
 export function snapshotCommand(ctx: ClientContext): Command {
@@ -30,11 +32,7 @@ export function snapshotCommand(ctx: ClientContext): Command {
     .action(
       action(async () => {
         const list = await api().request<SnapshotView[]>({ method: 'GET', path: '/snapshots' });
-        if (ctx.flags.json) return printJson(list);
-        printTable(
-          ['NAME', 'SANDBOX', 'IMAGE', 'PROFILE', 'AGE'],
-          list.map((s) => [s.name, s.sandbox, s.base_image, s.profile, age(s.created_at)]),
-        );
+        printList(list, ctx.flags.json, ['NAME', 'SANDBOX', 'IMAGE', 'PROFILE', 'AGE'], (s) => [s.name, s.sandbox, s.base_image, s.profile, age(s.created_at)]);
       }),
     );
 
@@ -46,7 +44,7 @@ export function snapshotCommand(ctx: ClientContext): Command {
 
   snapshot
     .command('restore')
-    .description('restore a snapshot as a new running sandbox')
+    .description('restore a snapshot as a new running sandbox; prints it as `sandbox create` does')
     .argument('<name>', 'the snapshot name')
     .option('--as <sandbox>', 'name of the new sandbox (default <sandbox>-restored)')
     .action(
@@ -55,31 +53,11 @@ export function snapshotCommand(ctx: ClientContext): Command {
           `restoring ${name}`,
           api().request<SandboxDetail>({ method: 'POST', path: apiPath('snapshots', name, 'restore'), body: opts.as ? { as_name: opts.as } : {} }),
         );
-        if (ctx.flags.json) return printJson(restored);
-        process.stdout.write(`${restored.name}\n`);
+        printSandbox(restored, ctx.flags.json);
       }),
     );
 
-  snapshot
-    .command('rm')
-    .alias('delete')
-    .description('delete snapshots and their images')
-    .argument('<name...>', 'snapshot names')
-    .action(
-      action(async (names: string[]) => {
-        let failure: unknown;
-        for (const name of names) {
-          try {
-            await api().request({ method: 'DELETE', path: apiPath('snapshots', name) });
-            if (ctx.flags.json) printJson({ removed: name });
-            else process.stdout.write(`${name}\n`);
-          } catch (err) {
-            failure ??= err;
-          }
-        }
-        if (failure) throw failure;
-      }),
-    );
+  removeCommand(snapshot, ctx, { description: 'delete snapshots and their images', names: 'snapshot names', route: (name) => apiPath('snapshots', name) });
   return snapshot;
 }
 
@@ -90,6 +68,5 @@ const SNAPSHOT_LAYOUT: FieldLayout<SnapshotView> = {
 };
 
 function printSnapshot(snapshot: SnapshotView, json: boolean): void {
-  if (json) return printJson(snapshot);
-  printFields(schemaFields(snapshotSchema, snapshot, SNAPSHOT_LAYOUT));
+  printRecord(snapshotSchema, snapshot, SNAPSHOT_LAYOUT, json);
 }

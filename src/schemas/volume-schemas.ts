@@ -12,14 +12,14 @@ export const volumeMount = z
 
 export const volumeMounts = z.array(volumeMount).max(16, 'at most 16 volumes per sandbox');
 
-/**
- * The agentkernel SDK's short form of a mount, `name:/path` or `name:/path:ro` (as `docker run
- * -v` writes it), read as the object form.
- */
+/** The agentkernel SDK's short form of a mount, `name:/path` or `name:/path:ro`, as `docker run -v` writes it. */
+export const VOLUME_MOUNT_TEXT = /^([^:]+):(\/[^:]*)(?::(ro|rw))?$/;
+
+/** The short form read as the object form. */
 const volumeMountText = z
   .string()
   .transform((text, ctx) => {
-    const match = /^([^:]+):(\/[^:]*)(?::(ro|rw))?$/.exec(text);
+    const match = VOLUME_MOUNT_TEXT.exec(text);
     if (!match) {
       ctx.addIssue({ code: 'custom', message: `'${text}' must be name:/path or name:/path:ro` });
       return z.NEVER;

@@ -182,11 +182,17 @@ describe('sandboxd client commands (fake backend)', () => {
     expect(listed.stdout.split('\n')[0]!.split(/ {2,}/)).toEqual(['NAME', 'SANDBOX', 'IMAGE', 'PROFILE', 'AGE']);
     expect(listed.stdout).toMatch(/^snap-1 +snap-src /m);
     expect(JSON.parse((await cli('--json', 'snapshot', 'get', 'snap-1')).stdout)).toMatchObject({ name: 'snap-1', sandbox: 'snap-src' });
-    expect(await cli('snapshot', 'restore', 'snap-1', '--as', 'snap-copy')).toMatchObject({ code: 0, stdout: 'snap-copy\n' });
+    // A restore prints the new sandbox as create does: its fields, or the API's record with --json.
+    const restored = await cli('snapshot', 'restore', 'snap-1', '--as', 'snap-copy');
+    expect(restored).toMatchObject({ code: 0, stderr: '' });
+    expect(restored.stdout).toMatch(/^name: +snap-copy$/m);
+    expect(restored.stdout).toMatch(/^status: +running$/m);
+    expect(restored.stdout).toMatch(/^restored_from: +snap-1$/m);
+    expect(JSON.parse((await cli('snapshot', 'restore', 'snap-1', '--as', 'snap-copy2', '--json')).stdout)).toMatchObject({ name: 'snap-copy2', status: 'running', restored_from: 'snap-1' });
     expect(JSON.parse((await cli('sandbox', 'get', 'snap-copy', '--json')).stdout)).toMatchObject({ restored_from: 'snap-1' });
     expect(await cli('snapshot', 'rm', 'snap-1')).toMatchObject({ code: 0, stdout: 'snap-1\n' });
     expect((await cli('snapshot', 'restore', 'snap-1')).code).toBe(1);
-    await cli('sandbox', 'rm', 'snap-src', 'snap-copy');
+    await cli('sandbox', 'rm', 'snap-src', 'snap-copy', 'snap-copy2');
   });
 
   it('follows the live event stream, filtered by sandbox, as NDJSON with --json', async () => {

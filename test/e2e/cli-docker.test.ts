@@ -27,7 +27,8 @@ function tree(root: string): Record<string, Buffer | 'dir'> {
 
 /**
  * `sandboxd exec`, `run` and `cp` against a server on the real Docker engine: output streamed
- * to the right stream as it comes, the command's exit code, bytes that cross unchanged.
+ * to the right stream as it comes, the command's exit code, bytes that cross unchanged; and the
+ * settings of `sandbox create` that only a real engine shows working (volumes, the disk bound).
  */
 describe('sandboxd exec, run and cp (Docker)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-cli-docker-'));
@@ -138,5 +139,30 @@ describe('sandboxd exec, run and cp (Docker)', () => {
     expect(tree(back)).toEqual(tree(source));
     // No archive is left behind in the sandbox's /tmp.
     expect((await cli('exec', box, '--', 'sh', '-c', 'ls -A /tmp | grep -c sandboxd-cp || true')).stdout).toBe('0\n');
+  });
+
+  it('creates sandboxes with --volume and --disk: the bound holds, and the volume outlives its sandbox', async () => {
+    const volume = uniqueName('cli-vol');
+    const [first, second] = [uniqueName('cli-vol-a'), uniqueName('cli-vol-b')];
+    try {
+      expect(await cli('volume', 'create', volume)).toMatchObject({ code: 0, stderr: '' });
+      const created = await cli('sandbox', 'create', first, '--volume', `${volume}:/data`, '--disk', '128', '--json');
+      expect(created.code, created.stderr).toBe(0);
+      expect(JSON.parse(created.stdout)).toMatchObject({ disk_mb: 128, volumes: [{ name: volume, path: '/data' }] });
+      expect(await cli('exec', first, '--', 'sh', '-c', 'echo kept > /data/note.txt')).toEqual({ code: 0, stdout: '', stderr: '' });
+      const fill = await cli('exec', first, '--', 'dd', 'if=/dev/zero', 'of=/workspace/fill', 'bs=1M', 'count=384');
+      expect(fill.code).not.toBe(0);
+      expect(fill.stderr).toMatch(/Disk quota exceeded|No space left on device/);
+      expect(await cli('sandbox', 'rm', first)).toMatchObject({ code: 0 });
+
+      expect(await cli('sandbox', 'create', second, '--volume', `${volume}:/data:ro`)).toMatchObject({ code: 0, stdout: expect.stringMatching(new RegExp(`^volumes: +${volume}:/data:ro$`, 'm')) });
+      expect(await cli('exec', second, '--', 'cat', '/data/note.txt')).toEqual({ code: 0, stdout: 'kept\n', stderr: '' });
+      const write = await cli('exec', second, '--', 'sh', '-c', 'echo x > /data/other');
+      expect(write.code).not.toBe(0);
+      expect(write.stderr).toContain('Read-only file system');
+    } finally {
+      for (const name of [first, second]) await call(server.url, 'DELETE', `/sandboxes/${name}`);
+      await call(server.url, 'DELETE', `/volumes/${volume}`);
+    }
   });
 });

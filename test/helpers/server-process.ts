@@ -14,10 +14,13 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** Runs the CLI to completion; for commands that are expected to exit. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs the CLI to completion, with `input` on its standard input (an empty one without it); for commands that are expected to exit. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+    // A CLI that exits without reading its input closes the pipe: nothing to report.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input ?? '');
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

@@ -182,7 +182,7 @@ describe('images from a Dockerfile', () => {
     await api('DELETE', `/sandboxes/${box}`);
   });
 
-  it('sandboxd images build --file Dockerfile DIR: the log on stderr, the tag on stdout, modes kept; a failure exits 1', async () => {
+  it('sandboxd images build --file Dockerfile DIR: the log on stderr, the tag on stdout, modes kept, then images list and rm; a failure exits 1', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sandboxd-context-'));
     try {
       mkdirSync(join(dir, 'sub'));
@@ -199,6 +199,18 @@ describe('images from a Dockerfile', () => {
       expect((await api('POST', '/sandboxes', { name: box, image: tagOf(name) })).status).toBe(201);
       expect((await api('POST', `/sandboxes/${box}/exec`, { command: ['cat', '/opt/ctx/sub/a.txt'] })).body.data.stdout).toBe('in a subfolder\n');
       await api('DELETE', `/sandboxes/${box}`);
+
+      // images list shows it beside the catalog: name, kind, tag, id, size, age.
+      const listed = await runCli(['images', 'list', '--server', rt.url]);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout.split('\n')[0]!.split(/ {2,}/)).toEqual(['NAME', 'KIND', 'TAG', 'STATUS', 'ID', 'SIZE', 'CREATED']);
+      const row = listed.stdout.split('\n').find((line) => line.startsWith(`${name} `))?.split(/ {2,}/);
+      expect(row).toEqual([name, 'built', tagOf(name), 'present', expect.stringMatching(/^[0-9a-f]{12}$/), expect.stringMatching(/^\d+(\.\d)? MiB$/), expect.stringMatching(/ ago$/)]);
+      expect(listed.stdout).toMatch(/^base +catalog +sandboxd\/base:bookworm +present /m);
+      const images = JSON.parse((await runCli(['--json', 'images', 'ls', '--server', rt.url])).stdout) as unknown[];
+      expect(images).toContainEqual({ name, tag: tagOf(name), kind: 'built', present: true, id: expect.stringMatching(/^sha256:/), size_bytes: expect.any(Number), created_at: expect.any(String), description: null });
+      expect(await runCli(['images', 'rm', name, '--server', rt.url])).toEqual({ code: 0, stdout: `${name}\n`, stderr: '' });
+      expect(await exists(() => docker.getImage(tagOf(name)).inspect())).toBe(false);
 
       writeFileSync(join(dir, 'Dockerfile'), `FROM ${BASE_IMAGE}\nRUN echo cli-failure && false\n`);
       const failed = await runCli(['images', 'build', '-f', join(dir, 'Dockerfile'), dir, '--name', nameOf('cli-fails'), '--server', rt.url]);

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { printFields, printJson } from './output.js';
 
 /** How one field of a record shows: under another name, as other text, or not at all (another line shows it). */
 export type FieldShow<T> = { as?: string; text?: (record: T) => unknown } | 'hidden';
@@ -23,4 +24,10 @@ export function schemaFields<S extends z.ZodObject>(schema: S, record: z.output<
     if (how === 'hidden') return [];
     return [[how?.as ?? key, how?.text ? how.text(record) : values[key]]];
   });
+}
+
+/** A record as the API gave it (`--json`), or its `key: value` lines for people. */
+export function printRecord<S extends z.ZodObject>(schema: S, record: z.output<S>, layout: FieldLayout<z.output<S>>, json: boolean): void {
+  if (json) return printJson(record);
+  printFields(schemaFields(schema, record, layout));
 }

@@ -1,8 +1,36 @@
 import { UsageError } from './output.js';
 import type { GlobalFlags } from './connection.js';
 
-/** The commands that talk to a server and take the global flags anywhere before `--`. */
-export const CLIENT_COMMANDS = ['sandbox', 'exec', 'run', 'cp', 'logs', 'events', 'snapshot', '__complete'] as const;
+/** The commands that talk to a server and take the global flags anywhere before `--`, by name and alias. */
+export const CLIENT_COMMANDS = [
+  'sandbox',
+  'exec',
+  'run',
+  'cp',
+  'shell',
+  'logs',
+  'events',
+  'snapshot',
+  'volume',
+  'volumes',
+  'ports',
+  'port',
+  'images',
+  'image',
+  'object',
+  'objects',
+  'schedule',
+  'schedules',
+  'store',
+  'stores',
+  'orchestration',
+  'orchestrations',
+  'policy',
+  'permission',
+  'permissions',
+  'llm',
+  '__complete',
+] as const;
 
 const WITH_VALUE = new Set(['--server', '--api-key']);
 
@@ -10,7 +38,7 @@ const WITH_VALUE = new Set(['--server', '--api-key']);
  * Takes the global flags (`--server URL`, `--api-key KEY`, `--json`, each also as `--flag=value`)
  * out of the arguments of a client command, wherever they stand before `--`, as kubectl does;
  * `sandboxd --json sandbox ls` and `sandboxd sandbox ls --json` are the same. Arguments of
- * other commands (`serve`, `mcp`, `images`: their `--api-key` means something else) and
+ * other commands (`serve`, `mcp`: their `--api-key` means something else) and
  * everything after `--` (the command of `exec` and `run`) are left alone; `client` is false then.
  */
 export function extractGlobalFlags(given: string[]): { args: string[]; flags: GlobalFlags; client: boolean } {

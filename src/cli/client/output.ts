@@ -9,17 +9,17 @@ export const CLI_NEXT_STEPS: NextStepRenderers = {
     then === 'start'
       ? `recover it with \`sandboxd sandbox recover ${sandbox}\`, then start it with \`sandboxd sandbox start ${sandbox}\``
       : `recover it first with \`sandboxd sandbox recover ${sandbox}\``,
-  // No command does these yet: the API's words.
+  list_directory: ({ sandbox, path }) => `list it with \`sandboxd exec ${sandbox} -- ls -la ${path}\` or GET /sandboxes/${sandbox}/fs?path=${path}`,
+  list_images: () => 'list the built images with `sandboxd images list`',
+  create_volume: ({ volume }) => `create it with \`sandboxd volume create ${volume}\``,
+  store_execute: ({ store }) => `use \`sandboxd store execute ${store ?? 'STORE'} SQL\``,
+  store_ops: ({ store, ops }) => `it answers ${ops.map((op) => `\`sandboxd store ${op} ${store} ...\``).join(' and ')}`,
+  register_class: ({ class: name }) => `register it first with \`sandboxd object class create ${name} FILE\``,
+  set_llm_key: ({ provider }) => `store the key with \`sandboxd llm key set ${provider ?? 'PROVIDER'} --stdin\``,
+  // No command does these: the API's words.
   browser_open: HTTP_NEXT_STEPS.browser_open,
   browser_snapshot: HTTP_NEXT_STEPS.browser_snapshot,
-  list_directory: ({ sandbox, path }) => `list it with \`sandboxd exec ${sandbox} -- ls -la ${path}\` or GET /sandboxes/${sandbox}/fs?path=${path}`,
-  list_images: HTTP_NEXT_STEPS.list_images,
-  create_volume: HTTP_NEXT_STEPS.create_volume,
-  store_execute: HTTP_NEXT_STEPS.store_execute,
-  store_ops: HTTP_NEXT_STEPS.store_ops,
-  register_class: HTTP_NEXT_STEPS.register_class,
   delete_proxy_hook: HTTP_NEXT_STEPS.delete_proxy_hook,
-  set_llm_key: HTTP_NEXT_STEPS.set_llm_key,
   mint_terminal_token: ({ sandbox }) => `open the terminal again with \`sandboxd shell ${sandbox}\`, which mints a new token`,
 };
 
@@ -69,12 +69,18 @@ export function printTable(header: string[], rows: string[][]): void {
   for (const cells of rows) process.stdout.write(`${line(cells)}\n`);
 }
 
-/** Fields of one object, one `key: value` line each. */
+/** A list as the API gave it (`--json`), or a table of a row per item for people. */
+export function printList<T>(list: T[], json: boolean, header: string[], row: (item: T) => string[]): void {
+  if (json) return printJson(list);
+  printTable(header, list.map(row));
+}
+
+/** Fields of one object, one `key: value` line each; a field without a value (undefined, null) is left out. */
 export function printFields(fields: [string, unknown][]): void {
-  const width = Math.max(...fields.map(([key]) => key.length));
+  const shown = fields.filter(([, value]) => value !== undefined && value !== null);
+  const width = Math.max(...shown.map(([key]) => key.length));
   const on = colours(process.stdout);
-  for (const [key, value] of fields) {
-    if (value === undefined || value === null) continue;
+  for (const [key, value] of shown) {
     const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
     process.stdout.write(`${dim(`${key}:`.padEnd(width + 1), on)} ${text}\n`);
   }
@@ -88,6 +94,24 @@ export function age(since: string | undefined, now = Date.now()): string {
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
   if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h`;
   return `${Math.floor(seconds / 86_400)}d`;
+}
+
+/** `in 5m` or `3m ago`: an RFC 3339 time from now, in either direction; `-` for none. */
+export function relative(time: string | null | undefined, now = Date.now()): string {
+  if (!time) return '-';
+  return Date.parse(time) > now ? `in ${age(new Date(now).toISOString(), Date.parse(time))}` : `${age(time, now)} ago`;
+}
+
+/** `512 B`, `52 KiB`, `1.2 MiB`, `3.4 GiB`. */
+export function sizeText(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 || value >= 10 ? Math.round(value) : value.toFixed(1)} ${units[unit]}`;
 }
 
 /** `k=v,k2=v2`, or `-`. */
@@ -135,4 +159,31 @@ export function pairs(values: string[] | undefined, flag: string): Record<string
 export function integer(value: string, flag: string): number {
   if (!/^\d+$/.test(value)) throw new UsageError(`${flag} '${value}': expected a whole number`);
   return Number(value);
+}
+
+/**
+ * A value for people: a string as it is, anything else as indented JSON (a method's return
+ * value, a store command's result); with `--json` always as JSON.
+ */
+export function printValue(value: unknown, json: boolean): void {
+  if (json || typeof value !== 'string') return printJson(value);
+  process.stdout.write(value.endsWith('\n') ? value : `${value}\n`);
+}
+
+/**
+ * `rm NAME...`: every name is tried, each removed one printed (its name, or `{removed}` with
+ * `--json`); the first failure is reported after the others were removed.
+ */
+export async function removeEach(names: string[], remove: (name: string) => Promise<unknown>, json: boolean): Promise<void> {
+  let failure: unknown;
+  for (const name of names) {
+    try {
+      await remove(name);
+      if (json) printJson({ removed: name });
+      else process.stdout.write(`${name}\n`);
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure) throw failure;
 }

@@ -21,10 +21,19 @@ describe('global flags of the client commands', () => {
     });
   });
 
-  it('leave serve, mcp and images alone (their --api-key means something else)', () => {
-    for (const args of [['serve', '--api-key', 'k'], ['mcp', '--server', 'u'], ['images', 'list', '--json'], ['--help'], []]) {
+  it('leave serve and mcp alone (their --api-key means something else)', () => {
+    for (const args of [['serve', '--api-key', 'k'], ['mcp', '--server', 'u'], ['completion', 'bash'], ['--help'], []]) {
       expect(extractGlobalFlags(args)).toEqual({ args, flags: { json: false }, client: false });
     }
+  });
+
+  it('are taken by every command of the program but serve, mcp and completion, under each of its names', async () => {
+    const { cliProgram } = await import('../../../../src/cli/program.js');
+    const { CLIENT_COMMANDS } = await import('../../../../src/cli/client/global-flags.js');
+    const servers = ['serve', 'mcp', 'completion'];
+    const names = cliProgram({} as never).commands.filter((command) => !servers.includes(command.name())).flatMap((command) => [command.name(), ...command.aliases()]);
+    expect([...CLIENT_COMMANDS].sort()).toEqual(names.sort());
+    for (const name of names) expect(extractGlobalFlags([name, '--json', 'x']), name).toMatchObject({ flags: { json: true }, client: true });
   });
 
   it('refuse a flag without its value, and --json with one', () => {
@@ -55,6 +64,12 @@ describe('the words of the command line', () => {
     [{ action: 'browser_open', sandbox: 'a', page: 'p' }, 'open it with POST /sandboxes/a/browser/pages/p/goto'],
     [{ action: 'browser_snapshot', sandbox: 'a', page: 'p', use_refs: true }, 'take a new snapshot (GET /sandboxes/a/browser/pages/p) and use its refs'],
     [{ action: 'list_directory', sandbox: 'a', path: '/w' }, 'list it with `sandboxd exec a -- ls -la /w` or GET /sandboxes/a/fs?path=/w'],
+    [{ action: 'list_images' }, 'list the built images with `sandboxd images list`'],
+    [{ action: 'create_volume', volume: 'cache' }, 'create it with `sandboxd volume create cache`'],
+    [{ action: 'store_execute', store: 'notes' }, 'use `sandboxd store execute notes SQL`'],
+    [{ action: 'store_ops', store: 'cache', ops: ['command'] }, 'it answers `sandboxd store command cache ...`'],
+    [{ action: 'register_class', class: 'Counter' }, 'register it first with `sandboxd object class create Counter FILE`'],
+    [{ action: 'set_llm_key', provider: 'openai' }, 'store the key with `sandboxd llm key set openai --stdin`'],
   ];
   it.each(steps)('render the next step %o as a command', (step, words) => {
     expect(withNextStep('it failed', step, CLI_NEXT_STEPS)).toBe(`it failed: ${words}`);
