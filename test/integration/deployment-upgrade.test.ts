@@ -16,13 +16,15 @@ afterAll(async () => {
 
 /**
  * Turns a closed data directory back into one from before deployment ids: its id as
- * `instance_id`, migration 0022 not yet applied (its engine objects are as that server made them).
+ * `instance_id`, migrations from 0022 on not yet applied (its engine objects are as that server made them).
  */
 function asBeforeDeploymentIds(dataDir: string, id: string): void {
   const db = new Sqlite(join(dataDir, 'sandboxd.db'));
   db.prepare("DELETE FROM meta WHERE key IN ('deployment_id', 'network_name', 'adopt_built_images')").run();
   db.prepare("INSERT INTO meta (key, value) VALUES ('instance_id', ?)").run(id);
-  db.prepare("DELETE FROM kysely_migration WHERE name = '0022_deployment_id'").run();
+  // Migrations from 0022 on were not applied yet (0023 added a column).
+  db.prepare("DELETE FROM kysely_migration WHERE name >= '0022'").run();
+  db.prepare('ALTER TABLE sandboxes DROP COLUMN internal').run();
   db.close();
 }
 
