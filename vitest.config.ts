@@ -2,9 +2,6 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // Integration tests share one Docker engine on a 2-core machine: run files one at a time.
-    fileParallelism: false,
     // Servers a test spawns (serve, mcp) take the shared network name, as servers did before
     // deployment ids: a new data directory's own networks and chains would outlive the test.
     // A test that wants a deployment's own passes SANDBOXD_NETWORK_NAME: undefined, and removes them.
@@ -12,5 +9,14 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 180_000,
     reporters: ['default', './test/summary-reporter.ts'],
+    // Two lanes side by side, one file at a time in each: the unit files (the fake backend, no
+    // Docker) and the files that share the one Docker engine of a 2-core machine.
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], fileParallelism: false } },
+      {
+        extends: true,
+        test: { name: 'docker', include: ['test/**/*.test.ts'], exclude: ['test/unit/**'], fileParallelism: false },
+      },
+    ],
   },
 });

@@ -5,6 +5,7 @@ import type { Reporter, SerializedError, TestModule } from 'vitest/node';
  * for tools that read a run's verdict from its last line. An error that escaped every handler
  * (an uncaught exception, an unhandled rejection) fails the run (vitest exits 1) and counts as
  * a failure here too: in the server it would be a bug, logged and counted by the crash guard.
+ * Before it, the ten slowest files: where a run's time goes (CI's budget is an hour).
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError> = []): void {
@@ -16,6 +17,11 @@ export default class SummaryReporter implements Reporter {
         else counts.skipped++;
       }
       if (module.state() === 'failed' && [...module.children.allTests()].length === 0) counts.failed++;
+    }
+    const slowest = [...testModules].sort((a, b) => b.diagnostic().duration - a.diagnostic().duration).slice(0, 10);
+    process.stdout.write('\nslowest files:\n');
+    for (const module of slowest) {
+      process.stdout.write(`  ${(module.diagnostic().duration / 1000).toFixed(1).padStart(7)} s  ${module.moduleId.replace(`${process.cwd()}/`, '')}\n`);
     }
     if (unhandledErrors.length > 0) {
       counts.failed += unhandledErrors.length;
