@@ -66,11 +66,33 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 		a.fileOnThread(w, r, op, path, id)
 		return
 	}
+	a.fileInChild(w, r, op, path, user)
+}
+
+// answersContent says whether an operation's success is the marker byte and content (the
+// child's stdout) rather than the agent's {"path"}; contentType is that content's type.
+func answersContent(op string) bool {
+	return op == "read" || op == "pack" || op == "unpack" || isView(op)
+}
+
+func contentType(op string) string {
+	switch op {
+	case "read":
+		return "application/octet-stream"
+	case "pack":
+		return "application/x-tar"
+	}
+	return "application/json"
+}
+
+// fileInChild performs a file operation in a child process with the user's credentials: the
+// request's body is its stdin (write, unpack), its stdout the answer's content.
+func (a *agent) fileInChild(w http.ResponseWriter, r *http.Request, op, path, user string) {
 	// The content passes through pipes of 1 MiB in 256 KiB copies: with the default 64 KiB pipe
 	// and 32 KiB copies, a 1 MiB file cost ~5 ms more in rounds between the child and the agent.
 	var err error
 	var stdin, stdinW *os.File
-	if op == "write" {
+	if op == "write" || op == "unpack" {
 		if stdin, stdinW, err = os.Pipe(); err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
@@ -127,11 +149,9 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	// the first content byte is sent, without holding the whole file in memory.
 	reader := bufio.NewReaderSize(stdout, copyBufferSize)
 	marker, markerErr := reader.ReadByte()
-	if (op == "read" || isView(op)) && markerErr == nil && marker == 0 {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		if isView(op) {
-			w.Header().Set("Content-Type", "application/json")
-		}
+	streamed := answersContent(op) && markerErr == nil && marker == 0
+	if streamed {
+		w.Header().Set("Content-Type", contentType(op))
 		w.WriteHeader(http.StatusOK)
 		if _, err := copyLarge(w, reader); err != nil {
 			proc.killTree()
@@ -140,7 +160,12 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 	code := exitCode(<-proc.done)
 	runs.release(proc)
 	stderrR.Close()
-	if (op == "read" || isView(op)) && marker == 0 && markerErr == nil {
+	if streamed {
+		if code != fileOK {
+			// The status is sent: cut the connection, so that the client does not take what it
+			// received for the whole content.
+			panic(http.ErrAbortHandler)
+		}
 		return
 	}
 	if code == fileOK {
@@ -157,7 +182,7 @@ func (a *agent) handleFiles(w http.ResponseWriter, r *http.Request) {
 // fileCommand performs one file operation as the calling process's user; see handleFiles.
 func fileCommand(args []string) int {
 	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent file read|write|delete|mkdir PATH")
+		fmt.Fprintln(os.Stderr, "usage: sandboxd-agent file read|write|delete|mkdir|list|stat|pack|unpack PATH")
 		return fileFailed
 	}
 	op, path := args[0], args[1]
@@ -173,6 +198,10 @@ func fileCommand(args []string) int {
 		err = os.MkdirAll(path, 0o755)
 	case "list", "stat":
 		err = printView(op, path)
+	case "pack":
+		err = packDirectory(path, os.Stdout)
+	case "unpack":
+		err = unpackInto(path, os.Stdin, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown file operation %q", op)
 	}
@@ -375,7 +404,10 @@ func growPipe(f *os.File) {
 
 func classify(err error) int {
 	var special *notRegularError
+	var archive *archiveError
 	switch {
+	case errors.As(err, &archive):
+		return fileInvalid
 	case errors.As(err, &notDirectoryError{}):
 		return fileNotDir
 	case errors.As(err, &special):
@@ -432,6 +464,10 @@ func describe(err error, path string) string {
 		}
 		return fmt.Sprintf("'%s' is in use: %s", path, syscallMessage(err))
 	case fileInvalid:
+		var archive *archiveError
+		if errors.As(err, &archive) {
+			return archive.msg
+		}
 		return fmt.Sprintf("'%s': %s", path, syscallMessage(err))
 	}
 	return err.Error()

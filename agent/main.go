@@ -219,6 +219,7 @@ func (a *agent) routes() http.Handler {
 	mux.HandleFunc("/v1/health", a.handleHealth)
 	mux.HandleFunc("/v1/exec", post(a.handleExec))
 	mux.HandleFunc("/v1/files", a.handleFiles)
+	mux.HandleFunc("/v1/archive", a.handleArchive)
 	mux.HandleFunc("/v1/detached", a.handleDetachedList)
 	mux.HandleFunc("/v1/detached/", a.handleDetachedItem)
 	mux.HandleFunc("/v1/workers", a.handleWorkerList)

@@ -22,6 +22,7 @@ import type {
   FsEntry,
   FsListing,
   FsWatchEvent,
+  UnpackSummary,
   VolumeInfo,
   TerminalRequest,
   TerminalSession,
@@ -86,6 +87,7 @@ export interface BackendCapabilities {
   diskQuota?: DiskQuotaCapability;
   gateway?: GatewayCapability;
   fileViews?: FileViewsCapability;
+  fileArchives?: FileArchivesCapability;
   volumes?: VolumesCapability;
   imageBuild?: ImageBuildCapability;
   terminal?: TerminalCapability;
@@ -96,7 +98,7 @@ export interface BackendCapabilities {
 export type CapabilityName = keyof BackendCapabilities;
 
 /** Every capability name, in the order /status lists them. */
-export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'volumes', 'ports', 'imageBuild'] as const satisfies readonly CapabilityName[];
+export const CAPABILITY_NAMES = ['snapshots', 'archive', 'resize', 'poolClaim', 'detached', 'browserRelay', 'reuse', 'workers', 'diskQuota', 'gateway', 'terminal', 'egress', 'fileViews', 'fileArchives', 'volumes', 'ports', 'imageBuild'] as const satisfies readonly CapabilityName[];
 
 /**
  * An address of the host that every networked instance reaches and the server can bind to: the
@@ -356,6 +358,20 @@ export interface FileViewsCapability {
    * `signal` aborts (which ends the watch inside the instance) or the path is deleted.
    */
   watch(id: string, path: string, options: { recursive: boolean; signal: AbortSignal }): Promise<AsyncIterable<FsWatchEvent>>;
+}
+
+/**
+ * Directories as tar archives, packed and unpacked as the sandbox's default user: what a copy of
+ * a directory in or out of a sandbox takes in one call. NOT_FOUND for a missing directory,
+ * BAD_REQUEST for a path that is not one (packing) and for an archive refused whole or in part
+ * (an entry outside the directory or through a symbolic link, a device, a damaged archive),
+ * FORBIDDEN where the user may not read or write; NOT_FOUND / CONFLICT as `exec` for the instance.
+ */
+export interface FileArchivesCapability {
+  /** A tar of what the directory holds (names relative to it; sockets and devices left out), streamed. */
+  packDirectory(id: string, path: string): Promise<Readable>;
+  /** Unpacks a tar into the directory, made with its parents; files and links are replaced, directories merged. */
+  unpackInto(id: string, path: string, archive: Buffer): Promise<UnpackSummary>;
 }
 
 /**

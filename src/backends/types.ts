@@ -52,6 +52,13 @@ export interface VolumeInfo {
 }
 
 /** One file as the file views describe it. */
+/** What unpacking an archive did: where, how many entries, how many bytes of file content. */
+export interface UnpackSummary {
+  path: string;
+  entries: number;
+  bytes: number;
+}
+
 export interface FsEntry {
   name: string;
   type: 'file' | 'dir' | 'symlink' | 'other';

@@ -1,13 +1,10 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, join, posix } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Command } from 'commander';
-import { ServiceError } from '../errors.js';
 import { apiPath, filePath } from '../client/api-client.js';
-import type { ExecResultBody } from '../schemas/exec-schemas.js';
 import { action, type ClientContext } from './client/client-context.js';
 import type { Connection } from './client/connection.js';
 import { printJson, UsageError } from './client/output.js';
@@ -22,8 +19,9 @@ interface Remote {
 
 /**
  * `sandboxd cp SRC DST`: a file's raw bytes, or a directory as a tar archive, between this
- * machine and a sandbox. The API moves single files (raw bytes); a directory is packed by
- * `tar` on one side, moved as one file through the sandbox's /tmp, and unpacked on the other.
+ * machine and a sandbox, in one call each way: a file through the files route, a directory
+ * packed by `tar` here and unpacked by the archive route there, or the reverse. The sandbox's
+ * audit log holds one entry per copy (`file_written`, `file_read` or `copied`).
  * As with `cp`, a destination that is an existing local directory, or a sandbox path ending
  * in `/`, receives the source under its own name.
  */
@@ -60,54 +58,38 @@ async function upload(connection: Connection, local: string, to: Remote): Promis
   const target = to.path.endsWith('/') ? posix.join(to.path, basename(local)) : to.path;
   if (!info.isDirectory()) {
     const bytes = await readFile(local);
-    await putBytes(connection, to.sandbox, target, bytes);
+    const response = await connection.open({ method: 'PUT', path: filePath(to.sandbox, target), rawBody: bytes });
+    response.resume();
     return { copied: 'file', to: `${to.sandbox}:${target}`, bytes: bytes.length };
   }
   const archive = await localTar(['-C', local, '-cf', '-', '.']);
-  const tmp = scratchPath();
-  await putBytes(connection, to.sandbox, tmp, archive);
-  await sandboxShell(connection, to.sandbox, 'mkdir -p "$1" && tar -xf "$2" -C "$1"; status=$?; rm -f "$2"; exit $status', [target, tmp]);
-  return { copied: 'directory', to: `${to.sandbox}:${target}`, bytes: archive.length };
+  const response = await connection.open({ method: 'PUT', path: archivePath(to.sandbox), query: { path: target }, rawBody: archive, contentType: TAR });
+  const { data } = JSON.parse((await collect(response)).toString('utf8')) as { data: { entries: number; bytes: number } };
+  return { copied: 'directory', to: `${to.sandbox}:${target}`, entries: data.entries, bytes: data.bytes };
 }
 
 async function download(connection: Connection, from: Remote, local: string): Promise<object> {
   const existing = await stat(local).catch(() => undefined);
   const target = existing?.isDirectory() ? join(local, posix.basename(from.path)) : local;
-  const kind = (await sandboxShell(connection, from.sandbox, 'test -d "$1" && echo dir || echo file', [from.path])).trim();
-  if (kind === 'file') {
+  const entry = await connection.api.request<{ type: string }>({ method: 'GET', path: apiPath('sandboxes', from.sandbox, 'fs', 'stat'), query: { path: from.path } });
+  if (entry.type !== 'dir') {
     const response = await connection.open({ method: 'GET', path: filePath(from.sandbox, from.path), accept: 'application/octet-stream' });
     await pipeline(response, createWriteStream(target));
     return { copied: 'file', from: `${from.sandbox}:${from.path}`, to: target };
   }
-  const tmp = scratchPath();
-  await sandboxShell(connection, from.sandbox, 'tar -cf "$2" -C "$1" .', [from.path, tmp]);
-  try {
-    const response = await connection.open({ method: 'GET', path: filePath(from.sandbox, tmp), accept: 'application/octet-stream' });
-    await mkdir(target, { recursive: true });
-    await localTar(['-C', target, '-xf', '-'], response);
-  } finally {
-    await connection.api.request({ method: 'DELETE', path: filePath(from.sandbox, tmp) }).catch(() => undefined);
-  }
+  const response = await connection.open({ method: 'GET', path: archivePath(from.sandbox), query: { path: from.path }, accept: TAR });
+  await mkdir(target, { recursive: true });
+  await localTar(['-C', target, '-xf', '-'], response);
   return { copied: 'directory', from: `${from.sandbox}:${from.path}`, to: target };
 }
 
-async function putBytes(connection: Connection, sandbox: string, path: string, bytes: Buffer): Promise<void> {
-  const response = await connection.open({ method: 'PUT', path: filePath(sandbox, path), rawBody: bytes });
-  response.resume();
-}
+const TAR = 'application/x-tar';
+const archivePath = (sandbox: string) => apiPath('sandboxes', sandbox, 'archive');
 
-/** A file name in the sandbox's /tmp for an archive in transit. */
-const scratchPath = () => `/tmp/.sandboxd-cp-${randomBytes(6).toString('hex')}.tar`;
-
-/** Runs `sh -c script sh ARGS...` in the sandbox (arguments as positional parameters: no quoting); its stdout, or its stderr as the error. */
-async function sandboxShell(connection: Connection, sandbox: string, script: string, args: string[]): Promise<string> {
-  const result = await connection.api.request<ExecResultBody>({
-    method: 'POST',
-    path: apiPath('sandboxes', sandbox, 'exec'),
-    body: { command: ['sh', '-c', script, 'sh', ...args] },
-  });
-  if (result.exit_code !== 0) throw new ServiceError('BAD_REQUEST', `in sandbox ${sandbox}: ${result.stderr.trim() || `exit code ${result.exit_code}`}`);
-  return result.stdout;
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks);
 }
 
 /** Runs the local `tar` with `input` on its stdin (when given); its stdout as bytes. */
@@ -120,7 +102,13 @@ function localTar(args: string[], input?: NodeJS.ReadableStream): Promise<Buffer
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.on('error', (error) => reject(new Error(`cannot run tar here: ${error.message}`)));
     child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`tar ${args.join(' ')}: ${err.trim() || `exit code ${code}`}`))));
-    if (input) input.pipe(child.stdin);
-    else child.stdin.end();
+    if (input) {
+      // A stream cut by the server (a file that could not be read mid-way) fails the copy.
+      input.on('error', (error) => {
+        child.kill();
+        reject(new Error(`the archive from the sandbox ended early: ${error.message}`));
+      });
+      input.pipe(child.stdin);
+    } else child.stdin.end();
   });
 }

@@ -3,8 +3,11 @@ import { request as httpsRequest } from 'node:https';
 import { ServiceError } from '../errors.js';
 import { unwrap, urlOf, type ApiRequest } from './api-client.js';
 
-/** A request whose reply is read as a stream: JSON `body`, or raw bytes in `rawBody`; `accept` names what it wants back. */
-export type StreamRequest = ApiRequest & { rawBody?: Buffer; accept?: string };
+/**
+ * A request whose reply is read as a stream: JSON `body`, or raw bytes in `rawBody` (of
+ * `contentType`, application/octet-stream unless named); `accept` names what it wants back.
+ */
+export type StreamRequest = ApiRequest & { rawBody?: Buffer; contentType?: string; accept?: string };
 
 /** How a streamed request authenticates and what a refused key should advise. */
 export interface StreamOptions {
@@ -23,7 +26,7 @@ export interface StreamOptions {
  */
 export async function openStream(
   base: string,
-  { method, body, rawBody, accept, headers: extra, ...rest }: StreamRequest,
+  { method, body, rawBody, contentType, accept, headers: extra, ...rest }: StreamRequest,
   { apiKey, ca, signal, unauthorizedAdvice }: StreamOptions,
 ): Promise<IncomingMessage> {
   const url = new URL(base + urlOf({ method, ...rest }));
@@ -32,7 +35,7 @@ export async function openStream(
     ...extra,
     ...(accept ? { accept } : {}),
     ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
-    ...(payload ? { 'content-type': rawBody ? 'application/octet-stream' : 'application/json' } : {}),
+    ...(payload ? { 'content-type': rawBody ? (contentType ?? 'application/octet-stream') : 'application/json' } : {}),
   };
   let response: IncomingMessage;
   try {

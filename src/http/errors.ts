@@ -104,7 +104,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const sent = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
     if (!sent || JSON_TYPE.test(sent)) return json(request, body as string, done);
     json(request, body as string, (err, value) =>
-      err ? done(notJson(sent), undefined) : done(null, value),
+      err ? done(notJson(sent, (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes), undefined) : done(null, value),
     );
   });
 }
@@ -114,9 +114,11 @@ const tooDeep = (): ServiceError => badRequest(`body: ${TOO_DEEP}`);
 /** application/json and the structured +json types. */
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/;
 
-/** A body under a content type other than JSON that is not JSON either. */
-const notJson = (sent: string): ServiceError =>
-  badRequest(`content-type: the body was sent as ${sent} and is not JSON; send a JSON body with Content-Type: application/json`);
+/** A body under a content type other than JSON that is not JSON either; a route that takes no JSON names what it takes. */
+const notJson = (sent: string, consumes?: string[]): ServiceError =>
+  consumes && !consumes.includes('application/json')
+    ? badRequest(`content-type: the body was sent as ${sent}; send it with Content-Type: ${consumes.join(' or ')}`)
+    : badRequest(`content-type: the body was sent as ${sent} and is not JSON; send a JSON body with Content-Type: application/json`);
 
 /**
  * Reads and drops the rest of a request body, up to `limit` bytes (a body that says it is larger

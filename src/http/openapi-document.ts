@@ -54,6 +54,8 @@ const NAMED: Record<string, string> = {
   'GET /sandboxes/:name/files/*': 'readFile',
   'DELETE /sandboxes/:name/files/*': 'deleteFile',
   'POST /sandboxes/:name/files': 'writeFiles',
+  'GET /sandboxes/:name/archive': 'packDirectory',
+  'PUT /sandboxes/:name/archive': 'unpackArchive',
   'GET /sandboxes/:name/fs': 'listDirectory',
   'GET /sandboxes/:name/fs/stat': 'statPath',
   'GET /sandboxes/:name/fs/watch': 'watchPath',

@@ -32,3 +32,29 @@ export const writeFilesBody = z
 export const fileContent = z
   .object({ content: z.string(), encoding, size: z.int() })
   .meta({ id: 'FileContent' });
+
+/** The media type of a directory as an archive (GET and PUT /sandboxes/{name}/archive). */
+export const TAR_TYPE = 'application/x-tar';
+
+/** Largest archive a PUT takes: what one unpack may write (the sandbox agent's own bound). */
+export const ARCHIVE_BODY_LIMIT = 64 * 1024 * 1024;
+
+export const archiveQuery = z.strictObject({
+  path: z
+    .string({ error: 'must be a string' })
+    .min(1, 'a directory is required, e.g. /workspace/src')
+    .meta({ description: 'The directory in the sandbox; one without a leading slash resolves as in the file routes' }),
+});
+
+/** A PUT body sent as `application/x-tar`: the archive's bytes, unparsed. */
+export const archiveBody = z
+  .custom<Buffer>((value) => Buffer.isBuffer(value) && value.length > 0, { error: `a tar archive is required as the body, with Content-Type: ${TAR_TYPE}` })
+  .meta({ type: 'string', format: 'binary' });
+
+export const unpackSummary = z
+  .object({
+    path: z.string(),
+    entries: z.int().meta({ description: 'Entries unpacked: files, directories, links and FIFOs' }),
+    bytes: z.int().meta({ description: 'Bytes of file content written' }),
+  })
+  .meta({ id: 'UnpackSummary' });

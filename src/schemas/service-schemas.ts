@@ -4,7 +4,7 @@ import { timestamp } from './common.js';
 export const health = z.object({ status: z.string(), success: z.boolean(), data: z.string() });
 
 /** The optional features a backend may offer; the routes of one it lacks answer 422 UNSUPPORTED. */
-export const BACKEND_CAPABILITIES = ['snapshots', 'archive', 'resize', 'pool_claim', 'detached', 'browser_relay', 'reuse', 'workers', 'disk_quota', 'gateway', 'terminal', 'egress', 'file_views', 'volumes', 'ports', 'image_build'] as const;
+export const BACKEND_CAPABILITIES = ['snapshots', 'archive', 'resize', 'pool_claim', 'detached', 'browser_relay', 'reuse', 'workers', 'disk_quota', 'gateway', 'terminal', 'egress', 'file_views', 'file_archives', 'volumes', 'ports', 'image_build'] as const;
 export type BackendCapability = (typeof BACKEND_CAPABILITIES)[number];
 
 export const serverStatus = z

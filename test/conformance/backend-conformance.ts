@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAPABILITY_NAMES, type Backend, type CapabilityName, type ExecRequest, type InstanceState, type SandboxSpec } from '../../src/backends/backend.js';
 import { ServiceError, WorkerFailed } from '../../src/errors.js';
 import { requireCapability } from '../../src/services/support/capabilities.js';
+import { readTar, tarArchive } from '../../src/images/tar-archive.js';
 
 /**
  * One conformance suite for every backend: each core operation, each capability the backend
@@ -380,6 +381,26 @@ export function backendConformance(subject: ConformanceSubject): void {
         expect((await events.next()).value).toEqual({ event: 'created', path: `${dir}/c.txt`, type: 'file' });
         leave.abort();
         expect((await events.next()).done).toBe(true);
+      });
+
+      it('fileArchives: packs a directory and unpacks it elsewhere; refuses a file, a missing directory, an escaping name', async (context) => {
+        if (!has('fileArchives')) return context.skip('the backend does not declare fileArchives');
+        const archives = backend.capabilities.fileArchives!;
+        const dir = `/workspace/packed-${randomBytes(3).toString('hex')}`;
+        await backend.writeFile(shared.id, `${dir}/b.txt`, Buffer.from('hello'));
+        await backend.writeFile(shared.id, `${dir}/a/x.bin`, Buffer.from([0, 1, 2]));
+        const chunks: Buffer[] = [];
+        for await (const chunk of await archives.packDirectory(shared.id, dir)) chunks.push(Buffer.from(chunk as Uint8Array));
+        const packed = Buffer.concat(chunks);
+        expect((await readTar(packed)).filter((e) => e.header.type === 'file').map((e) => [e.header.name, e.content.toString('hex')])).toEqual([['a/x.bin', '000102'], ['b.txt', '68656c6c6f']]);
+        expect(await archives.unpackInto(shared.id, `${dir}-copy/in`, packed)).toMatchObject({ path: `${dir}-copy/in`, bytes: 8 });
+        expect(await backend.readFile(shared.id, `${dir}-copy/in/a/x.bin`)).toEqual(Buffer.from([0, 1, 2]));
+        expect(await codeOf(archives.packDirectory(shared.id, `${dir}/b.txt`))).toBe('BAD_REQUEST');
+        expect(await codeOf(archives.packDirectory(shared.id, `${dir}/none`))).toBe('NOT_FOUND');
+        const escaping = await tarArchive([{ type: 'file', path: '../escaped', mode: 0o644, content: Buffer.from('x') }]);
+        expect(await codeOf(archives.unpackInto(shared.id, `${dir}-copy`, escaping))).toBe('BAD_REQUEST');
+        expect(await codeOf(backend.readFile(shared.id, '/workspace/escaped'))).toBe('NOT_FOUND');
+        expect(await codeOf(archives.unpackInto(shared.id, `${dir}-copy`, Buffer.alloc(600, 'x')))).toBe('BAD_REQUEST');
       });
 
       it('volumes: made, listed, inspected and removed; NOT_FOUND and CONFLICT where they apply', async (context) => {

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, dockerRuntime, uniqueName, type DockerRuntime } from '../helpers/docker-runtime.js';
+import { readTar, tarArchive } from '../../src/images/tar-archive.js';
 
 /**
  * The date in the version of the runsc that dockerd runs (0.0~20221219.0 -> 20221219); 0 when
@@ -46,4 +47,22 @@ describe('coreutils in a restrictive sandbox', () => {
       expect(result.stdout).toBe('/ directory\n/workspace/d directory\n/workspace/d\n/workspace/d/e\n/workspace/d/f\n644 2\n');
     },
   );
+});
+
+describe('directory archives in a restrictive sandbox', () => {
+  it('packs a directory and unpacks it elsewhere as the sandbox user, refusing an escaping name', async () => {
+    const made = await call(rt.url, 'POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', 'mkdir -p /workspace/tree/sub && echo one > /workspace/tree/a && echo two > /workspace/tree/sub/b && ln -s a /workspace/tree/link'] });
+    expect(made.body.data).toMatchObject({ exit_code: 0 });
+    const packed = await fetch(`${rt.url}/sandboxes/${name}/archive?path=/workspace/tree`);
+    expect(packed.status).toBe(200);
+    const archive = Buffer.from(await packed.arrayBuffer());
+    expect((await readTar(archive)).map((entry) => `${entry.header.type} ${entry.header.name}`)).toEqual(['file a', 'symlink link', 'directory sub/', 'file sub/b']);
+    const put = (body: Buffer) => fetch(`${rt.url}/sandboxes/${name}/archive?path=/workspace/again`, { method: 'PUT', body, headers: { 'content-type': 'application/x-tar' } });
+    expect((await put(archive)).status).toBe(200);
+    const escaping = await put(await tarArchive([{ type: 'file', path: '../../escaped', mode: 0o644, content: Buffer.from('x') }]));
+    expect([escaping.status, ((await escaping.json()) as { error: string }).error]).toEqual([400, expect.stringContaining('outside the directory')]);
+    const check = 'stat -c "%U %n" /workspace/again/sub/b; readlink /workspace/again/link; cat /workspace/again/sub/b; ls /escaped 2>&1 || true';
+    const result = (await call(rt.url, 'POST', `/sandboxes/${name}/exec`, { command: ['sh', '-c', check] })).body.data;
+    expect(result.stdout).toBe('sandbox /workspace/again/sub/b\na\ntwo\nls: cannot access \'/escaped\': No such file or directory\n');
+  });
 });

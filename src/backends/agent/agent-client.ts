@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { noSpace, ServiceError, WorkerFailed, badRequest, conflict, forbidden, notFound } from '../../errors.js';
 import { envList, type ExecOutcome, type FrameExec } from '../exec-frames.js';
-import type { DetachedRequest, ExecRequest, TerminalRequest, TerminalSession, WorkerRequest } from '../types.js';
+import type { DetachedRequest, ExecRequest, TerminalRequest, TerminalSession, UnpackSummary, WorkerRequest } from '../types.js';
 import { openAgentTerminal } from './agent-terminal.js';
 import { openPortRelay } from './agent-port-relay.js';
 import { AgentUnreachable, type AgentTransport } from './agent-transport.js';
@@ -105,6 +105,20 @@ export class AgentClient {
     const response = await this.send({ method: 'DELETE', path: filesPath(path) });
     if (response.statusCode !== 200) throw await agentError(response, path);
     response.resume();
+  }
+
+  /** A tar of what the directory holds, streamed as the agent packs it; refusals before the first byte. */
+  async packDirectory(path: string): Promise<Readable> {
+    const response = await this.send({ method: 'GET', path: archivePath(path) });
+    if (response.statusCode !== 200) throw await archiveError(response, path);
+    return response;
+  }
+
+  /** Unpacks a tar into the directory (made with its parents) as the sandbox's default user. */
+  async unpackInto(path: string, archive: Buffer): Promise<UnpackSummary> {
+    const response = await this.send({ method: 'PUT', path: archivePath(path), body: archive });
+    if (response.statusCode !== 200) throw await archiveError(response, path);
+    return JSON.parse((await collect(response)).toString('utf8')) as UnpackSummary;
   }
 
   /**
@@ -441,6 +455,19 @@ async function collect(stream: AsyncIterable<Buffer>): Promise<Buffer> {
 
 function filesPath(path: string): string {
   return `/v1/files?path=${encodeURIComponent(path)}`;
+}
+
+function archivePath(path: string): string {
+  return `/v1/archive?path=${encodeURIComponent(path)}`;
+}
+
+/** An archive's refusal; a plain 404 is an agent without archives (older than the sandboxd that asks). */
+async function archiveError(response: IncomingMessage, path: string): Promise<ServiceError> {
+  if (response.statusCode === 404 && !String(response.headers['content-type']).includes('json')) {
+    response.resume();
+    return new ServiceError('UNSUPPORTED', 'directory archives in a sandbox whose agent predates them (made by an older sandboxd): recreate the sandbox');
+  }
+  return agentError(response, path, `directory '${path}'`);
 }
 
 /** Reads exec frames until the exit frame; an abort ends the request, and the agent kills the command. */

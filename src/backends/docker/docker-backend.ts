@@ -60,7 +60,7 @@ import { startRelay } from './docker-relay.js';
 import { connectPort } from './docker-ports.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
-import { DockerFileViews } from './docker-fs-views.js';
+import { DockerFileArchives, DockerFileViews } from './docker-fs-views.js';
 import { claimVolumeRoots, DockerVolumes } from './docker-volumes.js';
 import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
@@ -144,6 +144,7 @@ export class DockerBackend
     this.capabilities.reuse = new DockerReuse(this.agents);
     this.capabilities.workers = new DockerWorkers(this.agents, (id) => this.inspect(id));
     this.capabilities.fileViews = new DockerFileViews(this.agents, (id) => this.inspect(id));
+    this.capabilities.fileArchives = new DockerFileArchives(this.agents, (id) => this.inspect(id));
     this.volumes = new DockerVolumes(this.docker, options.instanceId);
     this.capabilities.volumes = this.volumes;
     this.capabilities.terminal = new DockerTerminals(this.agents, (id) => this.inspect(id));

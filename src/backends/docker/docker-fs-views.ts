@@ -1,4 +1,5 @@
-import type { FileViewsCapability, FsEntry, FsListing, FsWatchEvent, InstanceState } from '../backend.js';
+import type { Readable } from 'node:stream';
+import type { FileArchivesCapability, FileViewsCapability, FsEntry, FsListing, FsWatchEvent, InstanceState, UnpackSummary } from '../backend.js';
 import type { AgentClient } from '../agent/agent-client.js';
 import { listDirectory, statPath, watchPath } from '../agent/agent-fs.js';
 import { agentOnly, type AgentConnections } from './agent-connections.js';
@@ -27,5 +28,21 @@ export class DockerFileViews implements FileViewsCapability {
 
   private viaAgent<T>(id: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
     return agentOnly(this.agents, { id, operation, inspect: this.inspect, what: 'file system views' });
+  }
+}
+
+/** Directories as tar archives, packed and unpacked by the sandbox's agent as its default user (agent/README.md, "Archives"). */
+export class DockerFileArchives implements FileArchivesCapability {
+  constructor(
+    private readonly agents: AgentConnections,
+    private readonly inspect: (id: string) => Promise<InstanceState | null>,
+  ) {}
+
+  packDirectory(id: string, path: string): Promise<Readable> {
+    return agentOnly(this.agents, { id, operation: (agent) => agent.packDirectory(path), inspect: this.inspect, what: 'directory archives' });
+  }
+
+  unpackInto(id: string, path: string, archive: Buffer): Promise<UnpackSummary> {
+    return agentOnly(this.agents, { id, operation: (agent) => agent.unpackInto(path, archive), inspect: this.inspect, what: 'directory archives' });
   }
 }

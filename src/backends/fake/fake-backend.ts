@@ -31,15 +31,17 @@ import type {
   WorkerReply,
   WorkerRequest,
   WorkersCapability,
+  FileArchivesCapability,
   FileViewsCapability,
   FsEntry,
   FsListing,
   FsWatchEvent,
+  UnpackSummary,
   VolumeInfo,
   VolumesCapability,
 } from '../backend.js';
 import type { EgressMode } from '../../domain/egress.js';
-import { fakeListing, fakeStat, FakeVolumes, FakeWatches } from './fake-fs-views.js';
+import { fakeListing, fakePack, fakeStat, fakeUnpack, FakeVolumes, FakeWatches } from './fake-fs-views.js';
 import { DEFAULT_IMAGE } from '../../images/catalog.js';
 import { OutputCollector } from '../output-collector.js';
 import { connectTcp } from '../tcp-connect.js';
@@ -100,7 +102,7 @@ type Operation =
 export type FakeCapability = Exclude<CapabilityName, 'browserRelay' | 'terminal'>;
 
 /** The capabilities a FakeBackend declares unless told otherwise. */
-const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway', 'egress', 'fileViews', 'volumes'];
+const DEFAULT_CAPABILITIES: readonly FakeCapability[] = ['snapshots', 'archive', 'resize', 'poolClaim', 'gateway', 'egress', 'fileViews', 'fileArchives', 'volumes'];
 
 /**
  * An in-memory backend for unit tests of the service layer. It is scriptable: exec
@@ -121,6 +123,7 @@ export class FakeBackend
     ReuseCapability,
     WorkersCapability,
     GatewayCapability,
+    FileArchivesCapability,
     EgressCapability,
     FileViewsCapability,
     VolumesCapability,
@@ -324,6 +327,18 @@ export class FakeBackend
   async stat(id: string, path: string): Promise<FsEntry> {
     this.requireSupport('fileViews');
     return fakeStat(this.running('exec', id).files, path);
+  }
+
+  async packDirectory(id: string, path: string): Promise<Readable> {
+    this.requireSupport('fileArchives');
+    return Readable.from([await fakePack(this.running('exec', id).files, path)]);
+  }
+
+  async unpackInto(id: string, path: string, archive: Buffer): Promise<UnpackSummary> {
+    this.requireSupport('fileArchives');
+    const unpacked = await fakeUnpack(path, archive);
+    for (const [file, content] of unpacked) await this.writeFile(id, file, content);
+    return { path, entries: unpacked.size, bytes: [...unpacked.values()].reduce((sum, content) => sum + content.length, 0) };
   }
 
   async watch(id: string, path: string, options: { recursive: boolean; signal: AbortSignal }): Promise<AsyncIterable<FsWatchEvent>> {

@@ -1,4 +1,6 @@
+import { posix } from 'node:path';
 import { badRequest, notFound } from '../../errors.js';
+import { readTar, tarArchive, type TarEntry } from '../../images/tar-archive.js';
 import type { FsEntry, FsListing, FsWatchEvent, VolumeInfo } from '../backend.js';
 
 /** Directories every fake instance has, though no file is in them. */
@@ -76,4 +78,35 @@ export class FakeVolumes {
     this.volumes.set(name, info);
     return info;
   }
+}
+
+/** A tar of the files under `path` (names relative to it), as the fake keeps them: regular files only. */
+export async function fakePack(files: ReadonlyMap<string, Buffer>, path: string): Promise<Buffer> {
+  fakeListing(files, path);
+  const prefix = path === '/' ? '/' : `${path}/`;
+  const entries: TarEntry[] = [...files]
+    .filter(([file]) => file.startsWith(prefix))
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([file, content]) => ({ type: 'file', path: file.slice(prefix.length), mode: 0o644, content }));
+  return tarArchive(entries);
+}
+
+/**
+ * The files a tar unpacks to under `path`, checked whole before any is written: names that are
+ * absolute or hold `..` are refused, as are entries that are neither files nor directories (the
+ * fake keeps no links).
+ */
+export async function fakeUnpack(path: string, archive: Buffer): Promise<Map<string, Buffer>> {
+  const entries = await readTar(archive).catch((err: Error) => {
+    throw badRequest(`the body is ${err.message}`);
+  });
+  const unpacked = new Map<string, Buffer>();
+  for (const { header, content } of entries) {
+    const name = posix.normalize(header.name).replace(/\/$/, '');
+    if (name.startsWith('/') || name === '..' || name.startsWith('../')) throw badRequest(`archive entry '${header.name}' is outside the directory: names must be relative, without '..'`);
+    if (header.type === 'directory') continue;
+    if (header.type !== 'file') throw badRequest(`archive entry '${header.name}' is a ${header.type}: the fake backend unpacks files and directories only`);
+    unpacked.set(posix.join(path, name), content);
+  }
+  return unpacked;
 }

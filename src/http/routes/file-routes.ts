@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { envelope, message, resourceName } from '../../schemas/common.js';
-import { fileContent, RAW_BYTES_TYPE, writeFileRequest, writeFilesBody } from '../../schemas/file-schemas.js';
+import { ARCHIVE_BODY_LIMIT, archiveBody, archiveQuery, fileContent, RAW_BYTES_TYPE, TAR_TYPE, unpackSummary, writeFileRequest, writeFilesBody } from '../../schemas/file-schemas.js';
 import { sandboxNameParams } from '../../schemas/sandbox-schemas.js';
 import { BUFFERED_READS, STREAMED_READS } from '../../services/sandboxes/file-service.js';
-import { errors, ok, sendBytes, type App, type RouteContext } from '../route-types.js';
+import { errors, ok, sendBytes, textReply, type App, type RouteContext } from '../route-types.js';
 import { onSandbox, type RouteAction } from '../route-actions.js';
 
 const tags = ['files'];
@@ -131,6 +131,48 @@ export async function fileRoutes(app: App, { services }: RouteContext): Promise<
     async (request) => ok(await files.delete(request.params.name, request.params['*'])),
   );
 
+  // A PUT body of this type is the archive's bytes as they came.
+  app.addContentTypeParser(TAR_TYPE, { parseAs: 'buffer', bodyLimit: ARCHIVE_BODY_LIMIT }, (_request, body, done) => done(null, body));
+
+  app.get(
+    '/sandboxes/:name/archive',
+    {
+      schema: {
+        tags,
+        summary: 'Pack a directory: a tar of what it holds (a copy out of the sandbox in one call)',
+        description:
+          `Names are relative to the directory; directories, regular files, symbolic links (as links) and FIFOs, with their permission bits and times; sockets and devices are left out. ` +
+          `Packed as the sandbox's default user: 403 naming what it may not read, before the first byte. Streamed, of any size, in one of the ${STREAMED_READS} streamed reads' slots (429 beyond). One \`copied\` audit entry.`,
+        params: sandboxNameParams,
+        querystring: archiveQuery,
+        produces: [TAR_TYPE],
+        response: { 200: textReply(TAR_TYPE, 'The tar archive'), ...errors(400, 403, 404, 409, 422, 429) },
+      },
+    },
+    async (request, reply) => sendBytes(reply, TAR_TYPE, await files.pack(request.params.name, request.query.path)),
+  );
+
+  app.put(
+    '/sandboxes/:name/archive',
+    {
+      bodyLimit: ARCHIVE_BODY_LIMIT,
+      schema: {
+        tags,
+        summary: 'Unpack a tar into a directory, made with its parents (a copy into the sandbox in one call)',
+        description:
+          `The body is the archive, Content-Type: ${TAR_TYPE}, up to ${ARCHIVE_BODY_LIMIT / 1024 / 1024} MiB (413). Unpacked as the sandbox's default user: files, links and FIFOs ` +
+          'replace what is there, directories merge. Refused (400, naming the entry) and ended there: a name that is absolute or leaves the directory with `..`, ' +
+          'one that would be written through a symbolic link, a device, a damaged archive, content past 64 MiB. One `copied` audit entry.',
+        params: sandboxNameParams,
+        querystring: archiveQuery,
+        consumes: [TAR_TYPE],
+        body: archiveBody,
+        response: { 200: envelope(unpackSummary), ...errors(400, 403, 404, 409, 413, 415, 422) },
+      },
+    },
+    async (request) => ok(await files.unpack(request.params.name, request.query.path, request.body)),
+  );
+
   app.post(
     '/sandboxes/:name/files',
     {
@@ -152,4 +194,6 @@ export const fileRouteActions: Record<string, RouteAction | 'open'> = {
   'GET /sandboxes/:name/files/*': onSandbox('sandbox.files.read'),
   'DELETE /sandboxes/:name/files/*': onSandbox('sandbox.files.delete'),
   'POST /sandboxes/:name/files': onSandbox('sandbox.files.write'),
+  'GET /sandboxes/:name/archive': onSandbox('sandbox.files.read'),
+  'PUT /sandboxes/:name/archive': onSandbox('sandbox.files.write'),
 };

@@ -25,7 +25,8 @@ export type AuditEvent =
   | 'terminal_opened'
   | 'file_written'
   | 'file_read'
-  | 'file_deleted';
+  | 'file_deleted'
+  | 'copied';
 
 /** What an audit entry is about; labels travel with the event. */
 export interface AuditSubject {

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
-import type { Backend } from '../../backends/backend.js';
+import type { Backend, UnpackSummary } from '../../backends/backend.js';
+import { requireCapability } from '../support/capabilities.js';
 import { ServiceError, badRequest, isServiceError } from '../../errors.js';
 import { ConcurrencyLimit } from '../support/concurrency-limit.js';
 import type { AuditApi } from '../events/api.js';
@@ -53,8 +54,13 @@ export function writablePath(raw: string, field = 'path'): string {
 
 /** The absolute path, when it is not under /dev, /proc or /sys. */
 function writable(path: string, field: string): string {
+  return notSystem(path, 'writes and deletes regular files only', field);
+}
+
+/** The path, when it is not under /dev, /proc or /sys; else a refusal that says what the route `does`. */
+function notSystem(path: string, does: string, field = 'path'): string {
   const system = SYSTEM_DIRS.find((dir) => path === dir || path.startsWith(`${dir}/`));
-  if (system) throw badRequest(`${field}: '${path}' is under ${system}, which holds devices and kernel state; the files API writes and deletes regular files only`);
+  if (system) throw badRequest(`${field}: '${path}' is under ${system}, which holds devices and kernel state; the files API ${does}`);
   return path;
 }
 
@@ -230,14 +236,50 @@ export class FileService {
     sandboxPath(rawPath);
     const sandbox = await this.sandboxes.requireRunning(name);
     const path = await resolvePath(this.backend, sandbox, rawPath);
-    const release = this.streamedReads.tryAcquire();
-    if (!release) throw new ServiceError('BUSY', `${STREAMED_READS} file reads are under way: retry when one has finished`);
-    let stream: Readable | undefined;
-    try {
-      stream = await this.backend.readFileStream(sandbox.backend_id, path).catch(pointToListing(name, path));
-      stream.once('close', release);
+    return this.streamed(() => this.backend.readFileStream(sandbox.backend_id, path).catch(pointToListing(name, path)), async () => {
       await this.sandboxes.touch(sandbox);
       await this.audit.record('file_read', sandbox, { path, streamed: true });
+    });
+  }
+
+  /**
+   * A tar of what a directory holds (GET /archive: a copy out of the sandbox), streamed in one
+   * of the streamed reads' slots; one `copied` audit entry, `direction: "out"`.
+   */
+  async pack(name: string, rawPath: string): Promise<Readable> {
+    notSystem(sandboxPath(rawPath), 'packs directories of files');
+    const sandbox = await this.sandboxes.requireRunning(name);
+    const path = notSystem(await resolvePath(this.backend, sandbox, rawPath), 'packs directories of files');
+    const archives = requireCapability(this.backend, 'fileArchives');
+    return this.streamed(() => archives.packDirectory(sandbox.backend_id, path), async () => {
+      await this.sandboxes.touch(sandbox);
+      await this.audit.record('copied', sandbox, { path, direction: 'out' });
+    });
+  }
+
+  /** Unpacks a tar into a directory (PUT /archive: a copy into the sandbox); one `copied` audit entry, `direction: "in"`. */
+  async unpack(name: string, rawPath: string, archive: Buffer): Promise<UnpackSummary> {
+    writablePath(rawPath);
+    const sandbox = await this.sandboxes.requireRunning(name);
+    const path = writable(await resolvePath(this.backend, sandbox, rawPath), 'path');
+    const summary = await requireCapability(this.backend, 'fileArchives').unpackInto(sandbox.backend_id, path, archive);
+    await this.sandboxes.touch(sandbox);
+    await this.audit.record('copied', sandbox, { path, direction: 'in', entries: summary.entries, bytes: summary.bytes });
+    return summary;
+  }
+
+  /**
+   * Opens a stream in one of STREAMED_READS slots (BUSY past them: a slow client may hold its
+   * slot for long), released when the stream closes; `opened` runs once it is open.
+   */
+  private async streamed(open: () => Promise<Readable>, opened: () => Promise<void>): Promise<Readable> {
+    const release = this.streamedReads.tryAcquire();
+    if (!release) throw new ServiceError('BUSY', `${STREAMED_READS} file reads are under way (raw files and archives): retry when one has finished`);
+    let stream: Readable | undefined;
+    try {
+      stream = await open();
+      stream.once('close', release);
+      await opened();
       return stream;
     } catch (err) {
       // Destroying the stream closes it, which releases the slot.

@@ -43,7 +43,7 @@ describe('capabilities through the API', () => {
   it('GET /status lists the backend\'s capabilities, and routes of a missing one answer 422 naming the backend', async () => {
     h = await fakeHarness();
     const status = async () => (await h!.app.inject({ url: '/status' })).json().data;
-    expect(await status()).toMatchObject({ backend: 'fake', capabilities: ['snapshots', 'archive', 'resize', 'pool_claim', 'gateway', 'egress', 'file_views', 'volumes'] });
+    expect(await status()).toMatchObject({ backend: 'fake', capabilities: ['snapshots', 'archive', 'resize', 'pool_claim', 'gateway', 'egress', 'file_views', 'file_archives', 'volumes'] });
     await h.services.sandboxes.create({ name: 'a' });
 
     const detach = await h.app.inject({ method: 'POST', url: '/sandboxes/a/exec/detach', payload: { command: ['sleep', '9'] } });
@@ -54,7 +54,7 @@ describe('capabilities through the API', () => {
     expect(browser.json()).toMatchObject({ error: "the 'fake' backend does not support browser automation", code: 'UNSUPPORTED' });
 
     h.backend.declare('detached');
-    expect((await status()).capabilities).toEqual(['snapshots', 'archive', 'resize', 'pool_claim', 'detached', 'gateway', 'egress', 'file_views', 'volumes']);
+    expect((await status()).capabilities).toEqual(['snapshots', 'archive', 'resize', 'pool_claim', 'detached', 'gateway', 'egress', 'file_views', 'file_archives', 'volumes']);
     expect((await h.app.inject({ method: 'POST', url: '/sandboxes/a/exec/detach', payload: { command: ['sleep', '9'] } })).json()).toMatchObject({ success: true, data: { status: 'completed' } });
     h.backend.omit('resize', 'snapshots');
     expect((await h.app.inject({ method: 'POST', url: '/sandboxes/a/resize', payload: { vcpus: 1 } })).json()).toMatchObject({ code: 'UNSUPPORTED', error: "the 'fake' backend does not support resize" });

@@ -258,6 +258,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sandboxes/{name}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pack a directory: a tar of what it holds (a copy out of the sandbox in one call)
+         * @description Names are relative to the directory; directories, regular files, symbolic links (as links) and FIFOs, with their permission bits and times; sockets and devices are left out. Packed as the sandbox's default user: 403 naming what it may not read, before the first byte. Streamed, of any size, in one of the 16 streamed reads' slots (429 beyond). One `copied` audit entry.
+         */
+        get: operations["packDirectory"];
+        /**
+         * Unpack a tar into a directory, made with its parents (a copy into the sandbox in one call)
+         * @description The body is the archive, Content-Type: application/x-tar, up to 64 MiB (413). Unpacked as the sandbox's default user: files, links and FIFOs replace what is there, directories merge. Refused (400, naming the entry) and ended there: a name that is absolute or leaves the directory with `..`, one that would be written through a symbolic link, a device, a damaged archive, content past 64 MiB. One `copied` audit entry.
+         */
+        put: operations["unpackArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandboxes/{name}/files": {
         parameters: {
             query?: never;
@@ -1753,6 +1777,13 @@ export interface components {
             /** @enum {string} */
             encoding: "utf8" | "base64";
             size: number;
+        };
+        UnpackSummary: {
+            path: string;
+            /** @description Entries unpacked: files, directories, links and FIFOs */
+            entries: number;
+            /** @description Bytes of file content written */
+            bytes: number;
         };
         BrowserGoto: {
             /** Format: uri */
@@ -3298,7 +3329,7 @@ export interface components {
             /** @description Whether GET /events streams: the server runs with --events, --webhook-url or --otel-endpoint (otherwise GET /events answers 503) */
             events_enabled: boolean;
             /** @description The optional features of the server's backend */
-            capabilities: ("snapshots" | "archive" | "resize" | "pool_claim" | "detached" | "browser_relay" | "reuse" | "workers" | "disk_quota" | "gateway" | "terminal" | "egress" | "file_views" | "volumes" | "ports" | "image_build")[];
+            capabilities: ("snapshots" | "archive" | "resize" | "pool_claim" | "detached" | "browser_relay" | "reuse" | "workers" | "disk_quota" | "gateway" | "terminal" | "egress" | "file_views" | "file_archives" | "volumes" | "ports" | "image_build")[];
         };
         ServerStats: {
             sandbox_count: number;
@@ -4673,6 +4704,217 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    packDirectory: {
+        parameters: {
+            query: {
+                /** @description The directory in the sandbox; one without a leading slash resolves as in the file routes */
+                path: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tar archive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unpackArchive: {
+        parameters: {
+            query: {
+                /** @description The directory in the sandbox; one without a leading slash resolves as in the file routes */
+                path: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-tar": string;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UnpackSummary"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
