@@ -35,12 +35,15 @@ export class AgentClient {
   private readonly pool: Agent;
   private readonly workerCallSlackMs: number;
 
-  /** `workerCallSlackMs`: how long past a worker call's own time limit the agent's answer is awaited. */
+  /**
+   * `workerCallSlackMs`: how long past a worker call's own time limit the agent's answer is
+   * awaited; `idleMs`: how long an unused connection is kept (see connectionPool).
+   */
   constructor(
     private readonly transport: AgentTransport,
-    options: { workerCallSlackMs?: number } = {},
+    options: { workerCallSlackMs?: number; idleMs?: number } = {},
   ) {
-    this.pool = connectionPool(transport);
+    this.pool = connectionPool(transport, options.idleMs ?? IDLE_CONNECTION_MS);
     this.workerCallSlackMs = options.workerCallSlackMs ?? WORKER_CALL_SLACK_MS;
   }
 
@@ -315,12 +318,20 @@ export class AgentClient {
 
 class Undelivered extends Error {}
 
+/** How long a connection to an agent is kept once unused: a sandbox that idles holds none. */
+const IDLE_CONNECTION_MS = 15_000;
+/** Unused connections kept per agent after a burst: more are closed as their requests end. */
+const MAX_IDLE_CONNECTIONS = 4;
+
 /**
  * Node's keep-alive pool with the transport's connections in place of TCP ones: an Agent's
  * `createConnection` may hand its socket to the callback later, which lets `connect` be async.
+ * Connections do not stay at a burst's peak: past MAX_IDLE_CONNECTIONS unused ones are closed,
+ * and the rest after `idleMs` (the agent's `timeout` destroys only free sockets; a request in
+ * flight is only told, and nothing here listens).
  */
-function connectionPool(transport: AgentTransport): Agent {
-  const pool = new Agent({ keepAlive: true, maxSockets: 64 });
+function connectionPool(transport: AgentTransport, idleMs: number): Agent {
+  const pool = new Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: MAX_IDLE_CONNECTIONS, timeout: idleMs });
   const create = (_options: unknown, done: (err: Error | null, socket?: Socket) => void): undefined => {
     transport.connect().then(
       (socket) => done(null, socket),

@@ -254,3 +254,28 @@ describe('AgentClient workers', () => {
     client.close();
   });
 });
+
+describe('AgentClient connections', () => {
+  it('keeps at most 4 unused connections after a burst, none once idle, and leaves a quiet request in flight alone', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandboxd-agent-client-'));
+    const socket = join(dir, 'agent.sock');
+    let open = 0;
+    server = createServer((req, res) => {
+      req.resume();
+      // A health check answers after 100 ms (so that 20 of them are under way at once); a
+      // detached listing after 400 ms of silence, past the client's idle time.
+      setTimeout(() => res.end(req.url === '/v1/health' ? '{"version":"t"}' : '[]'), req.url === '/v1/health' ? 100 : 400);
+    });
+    server.on('connection', (connection) => {
+      open++;
+      connection.on('close', () => open--);
+    });
+    await new Promise<void>((resolve) => server!.listen(socket, resolve));
+    const client = new AgentClient(new UnixSocketTransport(async () => socket), { idleMs: 200 });
+    await Promise.all(Array.from({ length: 20 }, () => client.health()));
+    await expect.poll(() => open, { timeout: 100 }).toBeLessThanOrEqual(4);
+    await expect.poll(() => open, { timeout: 2_000 }).toBe(0);
+    expect(await client.listDetached()).toEqual([]);
+    client.close();
+  });
+});
