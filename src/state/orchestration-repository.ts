@@ -114,6 +114,12 @@ export class OrchestrationRepository {
     return rows.map((row) => instanceCodec.fromRow(row));
   }
 
+  /** The last sequence of an instance's history (0 for none): what a kept state is checked against. */
+  lastSequence(id: string): number {
+    const row = this.statements.get('SELECT max(sequence) AS last FROM orchestration_history WHERE instance = ?').get(id) as { last: number | null };
+    return row.last ?? 0;
+  }
+
   history(id: string): HistoryRow[] {
     const rows = this.statements
       .get('SELECT sequence, type, step, data, timestamp FROM orchestration_history WHERE instance = ? ORDER BY sequence')

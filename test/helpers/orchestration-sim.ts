@@ -8,7 +8,8 @@
  * also loses running activities at chosen commits (reported as interrupted, as the real
  * restart does).
  */
-import { decide, openWork, type Command, type DecideInput, type Definition, type HistoryEvent, type InstanceMeta, type JsonValue } from '../../src/services/durable/orchestrations/interpreter/index.js';
+import { isDeepStrictEqual } from 'node:util';
+import { decide, openWork, replay, type Command, type DecideInput, type Definition, type HistoryEvent, type InstanceMeta, type JsonValue, type KeptState } from '../../src/services/durable/orchestrations/interpreter/index.js';
 
 /** mulberry32: a small seeded PRNG, so that a failing seed reproduces. */
 export function prng(seed: number): () => number {
@@ -41,7 +42,12 @@ export interface SimulationOptions {
   /** External happenings at virtual times (ms after the start). */
   raise?: { at: number; name: string; data: JsonValue }[];
   terminateAt?: number;
-  mode?: 'memory' | 'replay' | 'crash';
+  /**
+   * memory: each decision replays the history; kept: each decides from the state the last one
+   * left (as the service does), checked against a replay after every commit; replay: the
+   * restart's rebuild after every commit; crash: a rebuild that loses running attempts.
+   */
+  mode?: 'memory' | 'kept' | 'replay' | 'crash';
   /** mode crash: whether to crash after the commit with this index (0 = first). */
   crashAfter?: (commit: number) => boolean;
   maxCommits?: number;
@@ -80,9 +86,11 @@ export function simulate(options: SimulationOptions): SimulationResult {
   let commits = 0;
   const restartInputs: DecideInput[] = [];
 
+  const kept: KeptState = { state: replay([]), history: () => history };
   const commit = (inputs: DecideInput[]) => {
-    const decision = decide(definition, history, { instance: META, now: new Date(now).toISOString(), inputs });
+    const decision = decide(definition, mode === 'kept' ? kept : history, { instance: META, now: new Date(now).toISOString(), inputs });
     history.push(...decision.newEvents);
+    if (mode === 'kept' && !isDeepStrictEqual(kept.state, replay(history))) throw new Error(`the kept state differs from a replay after commit ${commits}`);
     allCommands.push(decision.commands);
     for (const command of decision.commands) {
       if (command.type === 'schedule_activity') tasks.set(`${command.step}#${command.attempt}`, { step: command.step, attempt: command.attempt, scheduledAt: now, started: false, command });

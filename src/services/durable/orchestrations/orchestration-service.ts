@@ -30,6 +30,7 @@ import {
   LIMIT_FLAGS,
   LIMITS,
   projectionWalk,
+  replay,
   translateInline,
   type ActivityCommand,
   type Command,
@@ -37,7 +38,9 @@ import {
   type Decision,
   type Definition,
   type HistoryEvent,
+  type InstanceState,
   type JsonObject,
+  type KeptState,
   type JsonValue,
   type OpenWork,
   type Walk,
@@ -70,6 +73,12 @@ export const PAGE_BYTES = 4 * 1024 * 1024;
 const LIST_STEP_BYTES = 64 * 1024;
 /** Longest a walk holds the event loop before it gives other work a turn. */
 const SLICE_MS = 5;
+/**
+ * Open instances whose derived state is kept between decisions (the most recently decided):
+ * their next decision costs what it adds, not a replay of the history. Past it, an instance's
+ * next decision replays its history once.
+ */
+const KEPT_STATES = 1000;
 
 /** Runs a walk of the interpreter in slices of at most SLICE_MS, giving the event loop a turn between them. */
 export async function inSlices<T>(walk: Walk<T>): Promise<T> {
@@ -108,6 +117,8 @@ export class OrchestrationService implements OrchestrationStarter {
   readonly limits: WorkLimits;
   private readonly repo: OrchestrationRepository;
   private readonly mutex = new KeyedMutex();
+  /** Derived state of open instances, by id, in the order they were last decided (see keptState). */
+  private readonly states = new Map<string, InstanceState>();
   private readonly pool: ActivityPool;
   private readonly logger: Logger;
   private readonly input: OrchestrationServiceInput;
@@ -315,13 +326,14 @@ export class OrchestrationService implements OrchestrationStarter {
       if (!record) throw notFound(`orchestration '${id}' not found`);
       check?.(record);
       const definition = record.definition as Definition;
-      const history = this.repo.history(id) as HistoryEvent[];
       const now = this.now();
+      const kept = this.keptState(id);
       const decision = await inSlices(
-        decideWalk(definition, history, { instance: { id, name: record.name }, now, inputs: inputsOf ? inputsOf(record) : inputs, limits: this.limits }),
+        decideWalk(definition, kept, { instance: { id, name: record.name }, now, inputs: inputsOf ? inputsOf(record) : inputs, limits: this.limits }),
       );
-      if (decision.newEvents.length === 0 && decision.status === record.status) return decision;
+      if (decision.newEvents.length === 0 && decision.status === record.status) return this.keep(id, kept.state, decision);
       this.repo.commit(id, decision.newEvents, this.writeOf(decision, now));
+      this.keep(id, kept.state, decision);
       if (record.status === 'pending' && decision.newEvents.some((event) => event.type === 'OrchestratorStarted')) {
         this.input.audit.resourceEvent('orchestration.started', this.resource(record), { definition_version: record.definition_version });
         this.input.metrics.orchestrations.inc({ status: 'started' });
@@ -329,6 +341,28 @@ export class OrchestrationService implements OrchestrationStarter {
       this.carryOut(id, record.name, decision.commands);
       return decision;
     });
+  }
+
+  /**
+   * The derived state of an instance for its next decision: the one kept after its last
+   * committed decision, when the history still ends where it did (another replica may have
+   * decided since), else a replay of the history. Taken out of the cache: `keep` puts it back
+   * once the decision is committed, so a decision that fails leaves nothing half-applied.
+   */
+  private keptState(id: string): KeptState {
+    const history = () => this.repo.history(id) as HistoryEvent[];
+    const cached = this.states.get(id);
+    this.states.delete(id);
+    const state = cached && cached.lastSequence === this.repo.lastSequence(id) ? cached : replay(history());
+    return { state, history };
+  }
+
+  /** Keeps an open instance's state (the most recent KEPT_STATES); answers the decision. */
+  private keep(id: string, state: InstanceState, decision: Decision): Decision {
+    if (state.finished) return decision;
+    this.states.set(id, state);
+    if (this.states.size > KEPT_STATES) this.states.delete(this.states.keys().next().value as string);
+    return decision;
   }
 
   /** The rows and fields a decision commits with its events. */

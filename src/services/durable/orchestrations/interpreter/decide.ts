@@ -84,23 +84,46 @@ export function statusOf(state: InstanceState, open: readonly OpenWork[]): Insta
   return open.some((work) => work.kind !== 'wait') ? 'running' : 'waiting';
 }
 
+/**
+ * The state of an instance that its caller keeps between decisions (derived state: a decision
+ * then costs what it adds, not a replay of the whole history). The decision advances `state` by
+ * the events it makes, so a caller keeps it only once those are committed; `history` reads the
+ * committed history, for the rare decision that must start over (the history's limit).
+ */
+export interface KeptState {
+  state: InstanceState;
+  history(): readonly HistoryEvent[];
+}
+
 /** One decision, at once; see the file header. */
-export function decide(definition: Definition, history: readonly HistoryEvent[], options: DecideOptions): Decision {
+export function decide(definition: Definition, history: readonly HistoryEvent[] | KeptState, options: DecideOptions): Decision {
   return drain(decideWalk(definition, history, options));
 }
 
-/** One decision as a walk that yields between batches of steps (the service runs it in slices). */
-export function* decideWalk(definition: Definition, history: readonly HistoryEvent[], options: DecideOptions): Walk<Decision> {
-  const state = replay(history);
+/**
+ * One decision as a walk that yields between batches of steps (the service runs it in slices),
+ * from the history (replayed) or from a kept state (advanced in place).
+ */
+export function* decideWalk(definition: Definition, from: readonly HistoryEvent[] | KeptState, options: DecideOptions): Walk<Decision> {
+  const kept = isKept(from);
+  const fresh = () => replay(kept ? from.history() : from);
+  const state = kept ? from.state : fresh();
   const alreadyFinished = state.finished !== null;
+  // Sequences run from 1 without gaps: the last one counts the history.
+  const committed = state.lastSequence;
   const first = yield* attempt(definition, state, options);
-  const total = history.length + first.newEvents.length;
+  const total = committed + first.newEvents.length;
   const limit = options.limits?.historyEvents ?? LIMITS.historyEvents;
   if (alreadyFinished || total < limit || (state.finished && total === limit)) return first.decision;
   // The history would reach its limit with the instance still open: only the failure is recorded.
   const failure = options.limits ? `history limit reached: more than ${limit} events (${LIMIT_FLAGS.historyEvents})` : 'history limit reached';
-  return (yield* attempt(definition, replay(history), options, failure)).decision;
+  const forced = yield* attempt(definition, fresh(), options, failure);
+  // The kept state follows the events that are returned, not those of the first attempt.
+  Object.assign(state, forced.state);
+  return forced.decision;
 }
+
+const isKept = (from: readonly HistoryEvent[] | KeptState): from is KeptState => !Array.isArray(from);
 
 function* attempt(definition: Definition, state: InstanceState, options: DecideOptions, forcedFailure?: string) {
   const { instance, inputs = [] } = options;

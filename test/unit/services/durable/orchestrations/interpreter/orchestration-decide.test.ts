@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decide, LIMITS, type HistoryEvent } from '../../../../../../src/services/durable/orchestrations/interpreter/index.js';
+import { decide, LIMITS, replay, type HistoryEvent, type KeptState } from '../../../../../../src/services/durable/orchestrations/interpreter/index.js';
 import { at, Run } from '../../../../../helpers/orchestration-run.js';
 import { META } from '../../../../../helpers/orchestration-sim.js';
 
@@ -312,6 +312,11 @@ describe('decide: terminate and limits', () => {
     const decision = decide(run.definition, history, { instance: META, now: at(2), inputs: [{ type: 'event_raised', name: 'noise', data: null }] });
     expect(decision.newEvents).toEqual([{ sequence: LIMITS.historyEvents, type: 'OrchestratorFailed', step: null, data: { error: 'history limit reached' }, timestamp: at(2) }]);
     expect(decision.commands).toEqual([{ type: 'finish', status: 'failed', output: null, error: 'history limit reached', failed_step: null }]);
+    // From a kept state the same, and the state is left as the returned events make it, not as
+    // the first attempt (which recorded the event) did.
+    const kept: KeptState = { state: replay(history), history: () => history };
+    expect(decide(run.definition, kept, { instance: META, now: at(2), inputs: [{ type: 'event_raised', name: 'noise', data: null }] })).toEqual(decision);
+    expect(kept.state).toEqual(replay([...history, ...decision.newEvents]));
   });
 });
 

@@ -89,7 +89,7 @@ function checkHistory(history: HistoryEvent[]): void {
 const SEEDS = Array.from({ length: 250 }, (_, index) => 1000 + index);
 
 describe('orchestration replay (randomized, seeded)', () => {
-  it.each(SEEDS)('seed %i: a run rebuilt from history after every commit equals the uninterrupted run', (seed) => {
+  it.each(SEEDS)('seed %i: a run rebuilt from history after every commit, and one from kept state, equal the uninterrupted run', (seed) => {
     const base = scenario(seed);
     const memory = simulate({ ...base, mode: 'memory' });
     const replayed = simulate({ ...base, mode: 'replay' });
@@ -97,6 +97,10 @@ describe('orchestration replay (randomized, seeded)', () => {
     checkHistory(memory.history);
     expect(replayed.history).toEqual(memory.history);
     expect(replayed.commands).toEqual(memory.commands);
+    // Decided from the state the previous decision left, checked against a replay at every commit.
+    const kept = simulate({ ...base, mode: 'kept' });
+    expect(kept.history).toEqual(memory.history);
+    expect(kept.commands).toEqual(memory.commands);
   });
 
   it.each(SEEDS.slice(0, 100))('seed %i: crashes that lose running activities still finish and never redo a completed step', (seed) => {
