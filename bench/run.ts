@@ -90,6 +90,7 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
 /** The orchestration figures (BENCH_ONLY=orchestrations). */
 async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
   await benchTransition(fake, n * 10);
+  await benchTransition(fake, n, 9_990 - n);
   await benchStartToRunning(docker, n);
   await benchMapFanOut(docker, Number(process.env.BENCH_MAP_ITEMS ?? 50), Number(process.env.BENCH_MAP_ROUNDS ?? 5));
 }
