@@ -53,6 +53,10 @@ func packDirectory(dir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A link to a directory packs the directory (a walk would not follow it).
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return err
+	}
 	if !info.IsDir() {
 		return &archiveError{msg: fmt.Sprintf("'%s' is not a directory: a file is read through the files route", dir)}
 	}
@@ -75,7 +79,7 @@ func packDirectory(dir string, stdout io.Writer) error {
 }
 
 // walkPackable calls visit for every entry below dir that an archive holds, in lexical order;
-// a directory that cannot be listed or a file that cannot be opened fails the walk.
+// a directory that cannot be listed or a file that cannot be read fails the walk.
 func walkPackable(dir string, visit func(name string, info fs.FileInfo) error) error {
 	return filepath.WalkDir(dir, func(p string, entry fs.DirEntry, err error) error {
 		if err != nil {

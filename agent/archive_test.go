@@ -103,6 +103,13 @@ func TestArchivePackAndUnpack(t *testing.T) {
 				t.Fatalf("entries: %s", got)
 			}
 
+			// Through a link to the directory, the same entries.
+			viaLink := filepath.Join(filepath.Dir(src), "via-link")
+			os.Symlink(src, viaLink)
+			if status, linked := archiveRequest(t, c, http.MethodGet, viaLink, nil); status != 200 || len(linked) != len(archive) {
+				t.Fatalf("pack through a link: %d, %d bytes against %d", status, len(linked), len(archive))
+			}
+
 			dst := filepath.Join(t.TempDir(), "new", "place")
 			status, body := archiveRequest(t, c, http.MethodPut, dst, archive)
 			var summary unpackSummary
