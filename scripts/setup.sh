@@ -169,9 +169,11 @@ wait_for() {
   act "$1 done"
 }
 NPM_FLAGS=(--no-audit --no-fund --no-update-notifier --loglevel=error)
-# node_modules when missing or older than the lockfile, without install scripts, then dist. The
-# scripts (better-sqlite3's compile, about a minute here) run as a step of their own, `addons`,
-# once the compiler is installed: the CLI that builds the images does not load the addon.
+# node_modules when missing or older than the lockfile, without install scripts, then dist.
+# better-sqlite3's install script (its compile, about a minute here) runs as a step of its own,
+# `addons`, once the compiler is installed: the CLI that builds the images does not load it. The
+# other install scripts are not run: ssh2's and cpu-features' optional addons (dockerode over
+# ssh://, which sandboxd does not use, works without them) and protobufjs's version notice.
 npm_step() {
   if needs_npm_ci; then
     npm ci --ignore-scripts "${NPM_FLAGS[@]}"
@@ -187,7 +189,7 @@ npm_step() {
 }
 addons_step() {
   until [ -f "$BG_DIR/compiler.ready" ]; do sleep 0.2; done
-  npm rebuild "${NPM_FLAGS[@]}"
+  npm rebuild better-sqlite3 "${NPM_FLAGS[@]}"
 }
 # The dashboard: web/ is its own package (own lockfile and node_modules), built by Vite into
 # dist/web, which the server serves at /ui/ and /docs. Rebuilt only when its sources change.
