@@ -30,15 +30,18 @@ setup_packages() {
 }
 
 # Seconds each step took on a fresh 2-core machine (bench/fresh-machine.sh), for the estimate.
-EST_DOCKER=45       # Debian packages for serving, Docker and gVisor among them, from nothing
-EST_TEST_PACKAGES=45 # chromium, prometheus and zsh on top
-EST_PACKAGE=5       # any other missing package
-EST_NPM_CI=40       # root node_modules; better-sqlite3 compiled from source
-EST_BUILD=20        # tsc
-EST_WEB=15          # the dashboard: npm ci and vite
-EST_AGENT=10        # go build
-EST_IMAGES=45       # the first image; the others build beside it
-EST_IMAGE=15        # each further image
+# Setup runs two tracks at once: apt and Docker's steps in the foreground, npm's and the other
+# builds in the background; the images start when both the packages and the build are there.
+EST_DOCKER=75        # Debian packages for serving, Docker and gVisor among them, from nothing
+EST_TEST_PACKAGES=60 # chromium, prometheus and zsh on top
+EST_PACKAGE=5        # any other missing package
+EST_NPM_CI=40        # root node_modules, without better-sqlite3's compile
+EST_ADDONS=90        # better-sqlite3's compile, beside the rest
+EST_BUILD=25         # tsc
+EST_WEB=20           # the dashboard: npm ci and vite
+EST_AGENT=20         # go build, cold cache
+EST_IMAGES=60        # the first image; the others build beside it
+EST_IMAGE=15         # each further image
 
 # setup_estimate MISSING NPM_CI BUILD WEB AGENT IMAGES: the line setup prints first.
 #   MISSING  the missing Debian packages, space-separated ('' when none)
@@ -48,7 +51,7 @@ EST_IMAGE=15        # each further image
 setup_estimate() {
   local missing="$1" npm_ci="$2" build="$3" web="$4" agent="$5" images="$6"
   local -a what=() builds=()
-  local seconds=0 pkg count=0 tests=0 fresh=0 i
+  local packages=0 background=0 seconds pkg count=0 tests=0 fresh=0 i
   for pkg in $missing; do
     count=$((count + 1))
     [ "$pkg" != docker.io ] || fresh=1
@@ -56,19 +59,24 @@ setup_estimate() {
   done
   if [ "$fresh" = 1 ]; then
     what+=("installing Docker and gVisor ($count Debian packages)")
-    seconds=$((seconds + EST_DOCKER + tests * EST_TEST_PACKAGES))
+    packages=$((EST_DOCKER + tests * EST_TEST_PACKAGES))
   elif [ "$count" -gt 0 ]; then
     what+=("installing $missing")
-    seconds=$((seconds + (tests == 1 ? EST_TEST_PACKAGES : count * EST_PACKAGE)))
+    packages=$((tests == 1 ? EST_TEST_PACKAGES : count * EST_PACKAGE))
   fi
-  if [ "$npm_ci" = 1 ]; then what+=("npm ci"); seconds=$((seconds + EST_NPM_CI)); fi
-  if [ "$build" = 1 ]; then builds+=("sandboxd"); seconds=$((seconds + EST_BUILD)); fi
-  if [ "$web" = 1 ]; then builds+=("the dashboard"); seconds=$((seconds + EST_WEB)); fi
-  if [ "$agent" = 1 ]; then builds+=("the agent"); seconds=$((seconds + EST_AGENT)); fi
+  if [ "$npm_ci" = 1 ]; then what+=("npm ci"); background=$EST_NPM_CI; fi
+  if [ "$build" = 1 ]; then builds+=("sandboxd"); background=$((background + EST_BUILD)); fi
+  if [ "$web" = 1 ]; then builds+=("the dashboard"); fi
+  if [ "$agent" = 1 ]; then builds+=("the agent"); fi
+  # The images wait for the packages and the build, whichever comes last; the rest ends beside them.
+  seconds=$((packages > background ? packages : background))
   if [ "$images" -gt 0 ]; then
     if [ "$images" = 1 ]; then builds+=("1 image"); else builds+=("$images images"); fi
     seconds=$((seconds + EST_IMAGES + (images - 1) * EST_IMAGE))
   fi
+  [ "$npm_ci" = 0 ] || [ "$seconds" -ge "$EST_ADDONS" ] || seconds=$EST_ADDONS
+  [ "$web" = 0 ] || [ "$seconds" -ge "$EST_WEB" ] || seconds=$EST_WEB
+  [ "$agent" = 0 ] || [ "$seconds" -ge $((packages + EST_AGENT)) ] || seconds=$((packages + EST_AGENT))
   if [ ${#builds[@]} -gt 0 ]; then
     local list="${builds[0]}" last=$((${#builds[@]} - 1))
     for ((i = 1; i < last; i++)); do list+=", ${builds[i]}"; done

@@ -2,7 +2,9 @@
 # Prepares this machine for sandboxd: Debian packages, Docker with the gVisor runtime,
 # node_modules, the TypeScript build, the dashboard and the sandbox images. Idempotent; on a machine that
 # already has everything it only checks (a few seconds), so `npm test` runs it every time.
-# Before any work it prints one line saying what it will do and about how long.
+# Before any work it prints one line saying what it will do and about how long. npm ci, the
+# builds and better-sqlite3's compile run in the background beside apt (a failed one's log is
+# printed); the images build at once when the packages and the TypeScript build are there.
 #
 # Usage: bash scripts/setup.sh [--serve] [--quiet] [--images "base python node"]
 #   --serve     only what serving needs (`npm start`): no test-only packages (chromium,
@@ -215,7 +217,7 @@ fi
 # --- node_modules and dist, in the background from here on. --------------------------------
 if needs_npm_ci || needs_build || [ ! -d node_modules ]; then
   what="npm run build"
-  if [ "$npm_ci_needed" = 1 ]; then what="npm ci, then npm run build and the native addons' compile"; fi
+  if [ "$npm_ci_needed" = 1 ]; then what="npm ci, then npm run build and better-sqlite3's compile"; fi
   act "$what (in the background)"
   background build npm_step
 else

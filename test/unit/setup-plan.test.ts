@@ -67,7 +67,7 @@ describe('setup_estimate', () => {
   });
 
   it('names only what is missing on a machine that has most things, and prints nothing when nothing is', () => {
-    expect(plan('setup_estimate "" 0 1 1 0 0')).toBe('building sandboxd and the dashboard; about 40 s');
+    expect(plan('setup_estimate "" 0 1 1 0 0')).toMatch(/^building sandboxd and the dashboard; about \d+ s$/);
     expect(plan('setup_estimate "zsh" 0 0 0 0 0')).toMatch(/^installing zsh; about \d+ s$/);
     expect(plan('setup_estimate "" 0 0 0 0 1')).toMatch(/^building 1 image; about \d+ s$/);
     expect(plan('setup_estimate "" 0 0 0 0 0')).toBe('');
