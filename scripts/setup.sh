@@ -150,13 +150,19 @@ stop_background() {
   rm -rf "$BG_DIR"
 }
 trap stop_background EXIT
-# background NAME FUNCTION: runs FUNCTION with its output in NAME's log; its exit status lands in
-# a file, so that a step started by another background step can be waited for too.
+# background NAME FUNCTION: runs FUNCTION with its output in NAME's log; its exit status and the
+# seconds (setup's clock) it started and ended at land in a file, so that a step started by
+# another background step can be waited for too.
 background() {
-  ( (
-    "$2"
-  ) >"$BG_DIR/$1.log" 2>&1 </dev/null
-  echo $? >"$BG_DIR/$1.status") &
+  (
+    started=$SECONDS
+    set +e
+    (
+      set -e
+      "$2"
+    ) >"$BG_DIR/$1.log" 2>&1 </dev/null
+    echo "$? $started $SECONDS" >"$BG_DIR/$1.status"
+  ) &
   echo $! >"$BG_DIR/$1.pid"
 }
 # wait_for NAME: waits for a background step; when it failed, prints its log and stops.
@@ -164,11 +170,13 @@ wait_for() {
   [ -f "$BG_DIR/$1.pid" ] || return 0
   until [ -f "$BG_DIR/$1.status" ]; do sleep 0.2; done
   rm -f "$BG_DIR/$1.pid"
-  if [ "$(cat "$BG_DIR/$1.status")" != 0 ]; then
+  local status started ended
+  read -r status started ended <"$BG_DIR/$1.status"
+  if [ "$status" != 0 ]; then
     sed 's/^/setup:   /' "$BG_DIR/$1.log" >&2
     die "$1 failed (its output is above)"
   fi
-  act "$1 done"
+  act "$1 done ($((ended - started)) s, from ${started} s to ${ended} s)"
 }
 NPM_FLAGS=(--no-audit --no-fund --no-update-notifier --loglevel=error)
 # node_modules when missing or older than the lockfile, without install scripts, then dist.
