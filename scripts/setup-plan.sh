@@ -29,19 +29,20 @@ setup_packages() {
   if [ "$1" = serve ]; then echo "${SERVE_PACKAGES[*]}"; else echo "${SERVE_PACKAGES[*]} ${TEST_PACKAGES[*]}"; fi
 }
 
-# Seconds each step took on a fresh 2-core machine (bench/fresh-machine.sh), for the estimate.
+# Seconds each step took on a fresh 2-core machine (bench/fresh-machine.sh, at a load of 6-10),
+# for the estimate.
 # Setup runs two tracks at once: apt and Docker's steps in the foreground, npm's and the other
 # builds in the background; the images start when both the packages and the build are there.
-EST_DOCKER=75        # Debian packages for serving, Docker and gVisor among them, from nothing
-EST_TEST_PACKAGES=60 # chromium, prometheus and zsh on top
+EST_DOCKER=95        # Debian packages for serving, Docker and gVisor among them, from nothing
+EST_TEST_PACKAGES=40 # chromium, prometheus and zsh on top
 EST_PACKAGE=5        # any other missing package
 EST_NPM_CI=40        # root node_modules, without better-sqlite3's compile
-EST_ADDONS=90        # better-sqlite3's compile, beside the rest
-EST_BUILD=25         # tsc
-EST_WEB=20           # the dashboard: npm ci and vite
-EST_AGENT=20         # go build, cold cache
-EST_IMAGES=60        # the first image; the others build beside it
-EST_IMAGE=15         # each further image
+EST_ADDONS=100       # better-sqlite3's compile, beside the rest
+EST_BUILD=20         # tsc
+EST_WEB=15           # the dashboard: npm ci and vite
+EST_AGENT=30         # go build with a cold cache, beside the images
+EST_IMAGES=50        # one image; several build at once, but each needs about as much CPU
+EST_IMAGE=50         # each further image
 
 # setup_estimate MISSING NPM_CI BUILD WEB AGENT IMAGES: the line setup prints first.
 #   MISSING  the missing Debian packages, space-separated ('' when none)

@@ -55,7 +55,7 @@ describe('setup_estimate', () => {
   it('on a fresh machine says what will be done and about how long', () => {
     const line = plan('setup_estimate "$(setup_packages serve)" 1 1 1 1 3');
     expect(line).toBe(
-      'a fresh machine: installing Docker and gVisor (10 Debian packages); npm ci; building sandboxd, the dashboard, the agent and 3 images; about 2-3 minutes',
+      'a fresh machine: installing Docker and gVisor (10 Debian packages); npm ci; building sandboxd, the dashboard, the agent and 3 images; about 3-5 minutes',
     );
   });
 
