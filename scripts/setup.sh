@@ -57,8 +57,8 @@ wait_for_docker() {
   die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"
 }
 # apt-get install, quiet, with dpkg's progress lines and without an fsync per unpacked file
-# (--force-unsafe-io, as Debian's container images set it): on these VMs the fsyncs made up
-# most of dpkg's time. An install cut short by a power loss may need reinstalling; setup reruns do that.
+# (--force-unsafe-io, as Debian's container images set it): fsyncs cost dpkg much of its time on
+# these VMs. An install cut short by a power loss may need reinstalling; setup reruns do that.
 APT_INSTALL=(apt-get install -y -q -o Dpkg::Progress-Fancy=0 -o Dpkg::Options::=--force-unsafe-io)
 # apt's index, refreshed at most once a run: the storage, package and runsc steps all need it.
 APT_FRESH=0
@@ -132,8 +132,8 @@ node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(
   die "Node.js >= 20.19 is required, found $(node --version)"
 
 # --- Steps that need no dpkg run in the background, beside apt and Docker's steps, which wait
-# on dpkg and the network more than on the CPU: npm ci with the TypeScript build, the native
-# addons' compile (once a compiler is there), the dashboard and the agent. The images wait for
+# on dpkg and the network more than on the CPU: npm ci with the TypeScript build, better-sqlite3's
+# compile (once a compiler is there), the dashboard and the agent. The images wait for
 # the TypeScript build only; setup waits for all before it ends.
 BG_DIR="$(mktemp -d /tmp/sandboxd-setup-XXXXXX)"
 # A step still running when setup stops (a failure elsewhere, Ctrl-C) is stopped with it.

