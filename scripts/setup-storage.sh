@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Docker's storage on btrfs, so that a sandbox's disk_mb can be enforced (README, "Disk quota").
-# Sourced by setup.sh, which defines say, act, die, has_systemd and wait_for_docker; the
+# Sourced by setup.sh, which defines say, act, die, has_systemd, wait_for_docker and apt_update; the
 # functions here only read the environment below, so test/unit/setup-storage.test.ts can call
 # them with a scratch image and mount point.
 #
@@ -96,11 +96,11 @@ ensure_btrfs_progs() {
   if [ "${VERSION_CODENAME:-}" = bookworm ]; then
     ensure_backports
     act "installing btrfs-progs from bookworm-backports (Docker's storage goes on btrfs, with simple quotas)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports btrfs-progs >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io -t bookworm-backports btrfs-progs >/dev/null
   elif ! command -v btrfs >/dev/null; then
     act "installing btrfs-progs (Docker's storage goes on btrfs)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq btrfs-progs >/dev/null
+    apt_update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io btrfs-progs >/dev/null
   fi
 }
 

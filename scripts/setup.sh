@@ -2,39 +2,44 @@
 # Prepares this machine for sandboxd: Debian packages, Docker with the gVisor runtime,
 # node_modules, the TypeScript build, the dashboard and the sandbox images. Idempotent; on a machine that
 # already has everything it only checks (a few seconds), so `npm test` runs it every time.
+# Before any work it prints one line saying what it will do and about how long. npm ci, the
+# builds and better-sqlite3's compile run in the background beside apt (a failed one's log is
+# printed); the images build at once when the packages and the TypeScript build are there.
 #
-# Usage: bash scripts/setup.sh [--quiet] [--images "base python node"]
+# Usage: bash scripts/setup.sh [--serve] [--quiet] [--images "base python node"]
+#   --serve     only what serving needs (`npm start`): no test-only packages (chromium,
+#               prometheus, zsh; `npm test` runs plain setup, which adds them)
 #   --quiet     print only what is being changed, not what is already in place
-#   --images    catalog images to build when absent or stale (default: base python node,
+#   --images    catalog images to build when absent or stale, at once (default: base python node,
 #               the images that /run picks from a command; browser is built on demand);
 #               the environment variable SANDBOXD_SETUP_IMAGES does the same
+#   --dry-run   print that first line (what would be done, about how long) and change nothing
+#   --print-packages  print the Debian packages of the mode (with --serve: serving's) and exit
 #   SANDBOXD_SETUP_SKIP_IMAGES=1 skips the image phase (e.g. a machine without a mirror)
 set -euo pipefail
 
 QUIET=0
+MODE=full
+RUN=all
 IMAGES="${SANDBOXD_SETUP_IMAGES:-base python node}"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --serve) MODE=serve ;;
     --quiet | -q) QUIET=1 ;;
     --images) IMAGES="${2:?--images needs a list, e.g. --images \"base python\"}"; shift ;;
     --images=*) IMAGES="${1#--images=}" ;;
+    --dry-run) RUN=estimate ;;
+    --print-packages) RUN=packages ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "setup: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
-# g++, make and python3: npm compiles native addons (better-sqlite3) from source when their
-# prebuilt binaries cannot be downloaded, as on hosts that reach only the npm registry.
-# prometheus: its promtool checks the /metrics exposition in the tests. Only the tool is
-# wanted: it is installed without its recommends (node exporter and friends), and the
-# prometheus daemon that Debian enables on systemd hosts is disabled right after.
-# chromium: the dashboard's end-to-end test drives Debian's Chromium through playwright-core.
-# zsh: the CLI's zsh completion script is tested in a real zsh.
-# iptables: sandboxd's own packet-filter chains (README, 'Security model'); docker.io pulls it
-# in today, named here because sandboxd runs it itself.
-PACKAGES=(docker.io iptables runsc mmdebstrap git golang-go ca-certificates g++ make python3 prometheus chromium zsh)
-TOOL_ONLY_PACKAGES=(prometheus chromium zsh)
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/setup-plan.sh
+. scripts/setup-plan.sh
+read -r -a PACKAGES <<<"$(setup_packages "$MODE")"
 # --network=none: gVisor's own netstack does not work on this kind of host.
 # --host-uds=create: the agent's socket, created inside the sandbox, must be visible to the host.
 RUNSC_ARGS='["--network=none","--host-uds=create"]'
@@ -51,6 +56,16 @@ wait_for_docker() {
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
   die "dockerd did not answer within 30 s; see ${DOCKERD_LOG} or journalctl -u docker"
 }
+# apt-get install, quiet, with dpkg's progress lines and without an fsync per unpacked file
+# (--force-unsafe-io, as Debian's container images set it): fsyncs cost dpkg much of its time on
+# these VMs. An install cut short by a power loss may need reinstalling; setup reruns do that.
+APT_INSTALL=(apt-get install -y -q -o Dpkg::Progress-Fancy=0 -o Dpkg::Options::=--force-unsafe-io)
+# apt's index, refreshed at most once a run: the storage, package and runsc steps all need it.
+APT_FRESH=0
+apt_update() {
+  [ "$APT_FRESH" = 1 ] || DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  APT_FRESH=1
+}
 # Debian's bookworm-backports in apt's sources (from the mirror apt already uses), index fresh.
 ensure_backports() {
   local backports=/etc/apt/sources.list.d/bookworm-backports.sources mirror
@@ -61,13 +76,53 @@ ensure_backports() {
     [ -n "$mirror" ] || die "no Debian mirror found in apt's sources for bookworm-backports; add bookworm-backports to them and rerun"
     printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$mirror" >"$backports"
     act "added Debian's bookworm-backports ($mirror) to apt's sources ($backports)"
+    APT_FRESH=0
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  apt_update
 }
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# --- What is missing, for the first line and for the steps below. ---------------------------
+missing_packages() {
+  local pkg
+  for pkg in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || echo "$pkg"
+  done
+}
+# A node_modules that is a symbolic link (a git worktree sharing another checkout's) belongs to
+# that checkout: npm ci would empty it through the link.
+needs_npm_ci() {
+  [ -f package-lock.json ] && [ ! -L node_modules ] &&
+    { [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; }
+}
+BUILD_STAMP=dist/.setup-build-stamp
+needs_build() { [ ! -f "$BUILD_STAMP" ] || [ -n "$(find src bench tsconfig.json package.json -newer "$BUILD_STAMP" -print -quit 2>/dev/null)" ]; }
+WEB_STAMP=dist/web/.setup-build-stamp
+needs_web_ci() { [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; }
+needs_web_build() { [ ! -f "$WEB_STAMP" ] || [ -n "$(find web/src web/index.html web/vite.config.ts web/package.json web/package-lock.json -newer "$WEB_STAMP" -print -quit)" ]; }
+AGENT_BIN=dist/agent/sandboxd-agent
+needs_agent() { [ ! -f "$AGENT_BIN" ] || [ -n "$(find agent -newer "$AGENT_BIN" -print -quit)" ]; }
+# Images absent from Docker (all when Docker does not answer); a stale one is found later, by the CLI.
+absent_images() {
+  local name count=0
+  for name in $IMAGES; do
+    # Catalog tags are sandboxd/NAME:bookworm (src/images/catalog.ts).
+    docker image inspect "sandboxd/$name:bookworm" >/dev/null 2>&1 || count=$((count + 1))
+  done
+  [ "${SANDBOXD_SETUP_SKIP_IMAGES:-0}" = 1 ] && count=0
+  echo "$count"
+}
+flag() { if "$@"; then echo 1; else echo 0; fi; }
+
 # shellcheck source=scripts/setup-storage.sh
 . scripts/setup-storage.sh
+
+if [ "$RUN" = packages ]; then echo "${PACKAGES[*]}"; exit 0; fi
+web_needed=0
+if needs_web_ci || needs_web_build; then web_needed=1; fi
+npm_ci_needed="$(flag needs_npm_ci)"
+estimate="$(setup_estimate "$(missing_packages | tr '\n' ' ')" "$npm_ci_needed" "$(flag needs_build)" "$web_needed" "$(flag needs_agent)" "$(absent_images)")"
+if [ -n "$estimate" ]; then act "$estimate"; else say "nothing is missing: checking what is in place (a few seconds)"; fi
+[ "$RUN" = all ] || exit 0
 
 if [ "$(id -u)" != 0 ]; then
   die "run as root (it installs Debian packages and configures dockerd): sudo bash scripts/setup.sh"
@@ -75,6 +130,107 @@ fi
 command -v node >/dev/null || die "Node.js >= 20.19 is required and not on PATH (Debian's nodejs is too old; install Node 20 or 22)"
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' ||
   die "Node.js >= 20.19 is required, found $(node --version)"
+
+# --- Steps that need no dpkg run in the background, beside apt and Docker's steps, which wait
+# on dpkg and the network more than on the CPU: npm ci with the TypeScript build, better-sqlite3's
+# compile (once a compiler is there), the dashboard and the agent. The images wait for
+# the TypeScript build only; setup waits for all before it ends.
+BG_DIR="$(mktemp -d /tmp/sandboxd-setup-XXXXXX)"
+# A step still running when setup stops (a failure elsewhere, Ctrl-C) is stopped with it.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+stop_background() {
+  local file
+  for file in "$BG_DIR"/*.pid; do
+    if [ -f "$file" ]; then kill_tree "$(cat "$file")"; fi
+  done
+  rm -rf "$BG_DIR"
+}
+trap stop_background EXIT
+# background NAME FUNCTION: runs FUNCTION with its output in NAME's log; its exit status and the
+# seconds (setup's clock) it started and ended at land in a file, so that a step started by
+# another background step can be waited for too.
+background() {
+  (
+    started=$SECONDS
+    set +e
+    (
+      set -e
+      "$2"
+    ) >"$BG_DIR/$1.log" 2>&1 </dev/null
+    echo "$? $started $SECONDS" >"$BG_DIR/$1.status"
+  ) &
+  echo $! >"$BG_DIR/$1.pid"
+}
+# wait_for NAME: waits for a background step; when it failed, prints its log and stops.
+wait_for() {
+  [ -f "$BG_DIR/$1.pid" ] || return 0
+  until [ -f "$BG_DIR/$1.status" ]; do sleep 0.2; done
+  rm -f "$BG_DIR/$1.pid"
+  local status started ended
+  read -r status started ended <"$BG_DIR/$1.status"
+  if [ "$status" != 0 ]; then
+    sed 's/^/setup:   /' "$BG_DIR/$1.log" >&2
+    die "$1 failed (its output is above)"
+  fi
+  act "$1 done ($((ended - started)) s, from ${started} s to ${ended} s)"
+}
+NPM_FLAGS=(--no-audit --no-fund --no-update-notifier --loglevel=error)
+# node_modules when missing or older than the lockfile, without install scripts, then dist.
+# better-sqlite3's install script (its compile, about a minute here) runs as a step of its own,
+# `addons`, once the compiler is installed: the CLI that builds the images does not load it. The
+# other install scripts are not run: ssh2's and cpu-features' optional addons (dockerode over
+# ssh://, which sandboxd does not use, works without them) and protobufjs's version notice.
+npm_step() {
+  if needs_npm_ci; then
+    npm ci --ignore-scripts "${NPM_FLAGS[@]}"
+    background addons addons_step
+  elif [ ! -d node_modules ]; then
+    npm install "${NPM_FLAGS[@]}"
+  fi
+  if needs_build; then
+    npm run --silent build
+    chmod +x dist/src/cli/main.js
+    touch "$BUILD_STAMP"
+  fi
+}
+addons_step() {
+  until [ -f "$BG_DIR/compiler.ready" ]; do sleep 0.2; done
+  npm rebuild better-sqlite3 "${NPM_FLAGS[@]}"
+}
+# The dashboard: web/ is its own package (own lockfile and node_modules), built by Vite into
+# dist/web, which the server serves at /ui/ and /docs. Rebuilt only when its sources change.
+web_step() {
+  if needs_web_ci; then (cd web && npm ci "${NPM_FLAGS[@]}"); fi
+  if needs_web_build; then
+    (cd web && npm run --silent build >/dev/null)
+    touch "$WEB_STAMP"
+  fi
+}
+# The in-sandbox agent: a static Go binary (standard library only, built offline).
+agent_step() {
+  mkdir -p dist/agent
+  cd agent && CGO_ENABLED=0 GOFLAGS=-mod=mod GOPROXY=off go build -trimpath -ldflags '-s -w' -o "../$AGENT_BIN" .
+}
+if [ "$web_needed" = 1 ]; then
+  act "building the dashboard (web/ -> dist/web, in the background)"
+  background dashboard web_step
+else
+  say "the dashboard is up to date"
+fi
+
+# --- node_modules and dist, in the background from here on. --------------------------------
+if needs_npm_ci || needs_build || [ ! -d node_modules ]; then
+  what="npm run build"
+  if [ "$npm_ci_needed" = 1 ]; then what="npm ci, then npm run build and better-sqlite3's compile"; fi
+  act "$what (in the background)"
+  background build npm_step
+else
+  say "node_modules and dist are up to date"
+fi
 
 # --- Docker's storage before dockerd first runs: installing docker.io starts it on systemd hosts,
 # and moving its data-root later needs a restart. ----------------------------------------------
@@ -86,22 +242,36 @@ if ! command -v dockerd >/dev/null && [ "${SANDBOXD_SETUP_DISK_QUOTA:-}" != 0 ];
   storage_done=1
 fi
 
+# --- npm's install scripts compile better-sqlite3 from source where its prebuilt binary cannot
+# be downloaded: the compiler comes before the other packages. ------------------------------
+mapfile -t compiler < <(missing_packages | grep -x -E 'g\+\+|make|python3' || true)
+if [ ${#compiler[@]} -gt 0 ] && [ "$npm_ci_needed" = 1 ]; then
+  act "installing ${compiler[*]} (npm compiles better-sqlite3)"
+  apt_update
+  DEBIAN_FRONTEND=noninteractive "${APT_INSTALL[@]}" "${compiler[@]}" | apt_progress
+fi
+touch "$BG_DIR/compiler.ready"
+
 # --- Debian packages: install only what is missing, refreshing the index once. -------------
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
-done
+# On bookworm a missing runsc comes from bookworm-backports in the same transaction (see the
+# runsc step below): installing bookworm's own and then replacing it costs a second unpack.
+mapfile -t missing < <(missing_packages)
 if [ ${#missing[@]} -gt 0 ]; then
   act "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  runsc_spec=runsc
+  if [[ " ${missing[*]} " == *" runsc "* ]] && [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = bookworm ]; then
+    ensure_backports
+    runsc_spec=runsc/bookworm-backports
+  fi
+  apt_update
   full=() lean=()
   for pkg in "${missing[@]}"; do
-    if [[ " ${TOOL_ONLY_PACKAGES[*]} " == *" $pkg "* ]]; then lean+=("$pkg"); else full+=("$pkg"); fi
+    if [[ " ${TEST_PACKAGES[*]} " == *" $pkg "* ]]; then lean+=("$pkg"); elif [ "$pkg" = runsc ]; then full+=("$runsc_spec"); else full+=("$pkg"); fi
   done
-  [ ${#full[@]} -eq 0 ] || apt-get install -y -q -o Dpkg::Progress-Fancy=0 "${full[@]}" | apt_progress
+  [ ${#full[@]} -eq 0 ] || "${APT_INSTALL[@]}" "${full[@]}" | apt_progress
   if [ ${#lean[@]} -gt 0 ]; then
-    apt-get install -y -q -o Dpkg::Progress-Fancy=0 --no-install-recommends "${lean[@]}" | apt_progress
+    "${APT_INSTALL[@]}" --no-install-recommends "${lean[@]}" | apt_progress
     if has_systemd; then systemctl disable --now "${lean[@]}" >/dev/null 2>&1 || true; fi
   fi
 else
@@ -121,7 +291,7 @@ if [ "$(runsc_date || echo 0)" -lt "$RUNSC_MIN_DATE" ]; then
     die "runsc $(runsc_date) rejects coreutils' statx; install a runsc of ${RUNSC_MIN_DATE} or later (gVisor) and rerun"
   ensure_backports
   act "installing runsc from bookworm-backports (found $(runsc_date), need ${RUNSC_MIN_DATE} or later)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Progress-Fancy=0 -t bookworm-backports runsc | apt_progress
+  DEBIAN_FRONTEND=noninteractive "${APT_INSTALL[@]}" -t bookworm-backports runsc | apt_progress
 else
   say "runsc $(runsc_date) accepts coreutils' statx"
 fi
@@ -200,58 +370,16 @@ else
   say "dockerd lists the runsc runtime"
 fi
 
-# --- node_modules: reinstall when missing or older than the lockfile. ----------------------
-# A node_modules that is a symbolic link (a git worktree sharing another checkout's) belongs to
-# that checkout: npm ci would empty it through the link.
-if [ -f package-lock.json ] && [ ! -L node_modules ]; then
-  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    act "npm ci"
-    npm ci --no-audit --no-fund --no-update-notifier --loglevel=error
-  else
-    say "node_modules is up to date"
-  fi
-elif [ ! -d node_modules ]; then
-  act "npm install (no package-lock.json)"
-  npm install --no-audit --no-fund --no-update-notifier --loglevel=error
-fi
-
-# --- TypeScript build: when a source or config file is newer than the last build. ----------
-stamp=dist/.setup-build-stamp
-if [ ! -f "$stamp" ] || [ -n "$(find src bench tsconfig.json package.json -newer "$stamp" -print -quit 2>/dev/null)" ]; then
-  act "npm run build"
-  npm run --silent build
-  chmod +x dist/src/cli/main.js
-  touch "$stamp"
-else
-  say "dist is up to date"
-fi
-
-# --- The dashboard: web/ is its own package (own lockfile and node_modules), built by Vite into
-# dist/web, which the server serves at /ui/ and /docs. Rebuilt only when its sources change. ----
-web_stamp=dist/web/.setup-build-stamp
-if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
-  act "npm ci in web/ (the dashboard)"
-  (cd web && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error)
-fi
-if [ ! -f "$web_stamp" ] || [ -n "$(find web/src web/index.html web/vite.config.ts web/package.json web/package-lock.json -newer "$web_stamp" -print -quit)" ]; then
-  act "building the dashboard (web/ -> dist/web)"
-  (cd web && npm run --silent build >/dev/null)
-  touch "$web_stamp"
-else
-  say "the dashboard is up to date"
-fi
-
 # --- The in-sandbox agent: a static Go binary (standard library only, built offline). --------
-agent_bin=dist/agent/sandboxd-agent
-if [ ! -f "$agent_bin" ] || [ -n "$(find agent -newer "$agent_bin" -print -quit)" ]; then
-  act "building the sandbox agent ($agent_bin)"
-  mkdir -p dist/agent
-  (cd agent && CGO_ENABLED=0 GOFLAGS=-mod=mod GOPROXY=off go build -trimpath -ldflags '-s -w' -o "../$agent_bin" .)
+if needs_agent; then
+  act "building the sandbox agent ($AGENT_BIN, in the background)"
+  background agent agent_step
 else
   say "the sandbox agent is up to date"
 fi
 
-# --- Images: build the ones that are absent or stale (the CLI skips fresh ones). ----------
+# --- Images: build the ones that are absent or stale (the CLI skips fresh ones), at once. ----
+wait_for build
 if [ "${SANDBOXD_SETUP_SKIP_IMAGES:-0}" = 1 ]; then
   say "skipping images (SANDBOXD_SETUP_SKIP_IMAGES=1)"
 elif [ ! -f dist/src/cli/main.js ]; then
@@ -267,6 +395,10 @@ else
     esac
   done <<<"$out"
 fi
+
+wait_for addons
+wait_for agent
+wait_for dashboard
 
 # --- `sandboxd` on the PATH: a link to this checkout's CLI, as `npm link` makes. -------------
 # shellcheck source=scripts/setup-link.sh

@@ -8,9 +8,9 @@ import { age, printJson, printList, printTable, reportFailure, sizeText, UsageEr
 import { removeCommand } from './client/remove-command.js';
 
 /**
- * `images build <name...>` (catalog images, built here with Docker; with --file, an image from
- * a Dockerfile through the server), `images list` (the server's catalog and built images),
- * `images rm` and `images builds`. Progress goes to stderr; stdout carries one result line per
+ * `images build <name...>` (catalog images, built here with Docker, several at once; with
+ * --file, an image from a Dockerfile through the server), `images list` (the server's catalog
+ * and built images), `images rm` and `images builds`. Progress goes to stderr; stdout carries one result line per
  * image, so scripts (scripts/setup.sh) can read it. Failures set a non-zero exit code with the
  * error's own message, which says what to do.
  */
@@ -39,25 +39,34 @@ export function imagesCommand(ctx: ClientContext): Command {
       if (opts.tag && names.length > 1) return reportFailure(new UsageError('--tag takes a single image name'));
       const [{ default: Dockerode }, { buildImage }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
       const docker = new Dockerode();
-      for (const name of names) {
-        try {
-          const result = await buildImage(name, {
-            docker,
-            force: opts.force,
-            tag: opts.tag,
-            onProgress: (line) => process.stderr.write(`${line}\n`),
-          });
-          if (result.skipped) {
-            process.stdout.write(`${result.tag} is up to date (version ${result.version})\n`);
-          } else {
-            const { tag, sizeBytes, version, imageId } = result;
-            process.stderr.write(`${tag}: ${sizeText(sizeBytes)}, version ${version}, id ${imageId}\n`);
-            process.stdout.write(`built ${result.tag} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
+      // Catalog images are independent (each is its own bootstrap of Debian), so they build at
+      // once: their downloads overlap and dpkg's unpacking spreads over the cores. Progress
+      // lines carry the image's name when there are several; stdout has one line per image.
+      const several = names.length > 1;
+      const failures = await Promise.all(
+        names.map(async (name) => {
+          try {
+            const result = await buildImage(name, {
+              docker,
+              force: opts.force,
+              tag: opts.tag,
+              onProgress: (line) => process.stderr.write(several ? `${name}: ${line}\n` : `${line}\n`),
+            });
+            if (result.skipped) {
+              process.stdout.write(`${result.tag} is up to date (version ${result.version})\n`);
+            } else {
+              const { tag, sizeBytes, version, imageId } = result;
+              process.stderr.write(`${tag}: ${sizeText(sizeBytes)}, version ${version}, id ${imageId}\n`);
+              process.stdout.write(`built ${result.tag} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
+            }
+            return undefined;
+          } catch (err) {
+            const message = err instanceof Error ? err.message : String(err);
+            return several ? `${name}: ${message}` : message;
           }
-        } catch (err) {
-          return fail(err instanceof Error ? err.message : String(err));
-        }
-      }
+        }),
+      );
+      for (const message of failures) if (message !== undefined) fail(message);
     });
 
   images

@@ -109,6 +109,18 @@ export function importChanges(entry: CatalogEntry): string[] {
 }
 
 /**
+ * dpkg without an fsync per unpacked file while the tree is built (as Debian's container images
+ * set it): with three images building at once on a 2-core VM, an image's essential packages were
+ * installed in 42 s instead of 78 s.
+ * The file is removed before the tree is packed, so the image is the same as without it.
+ */
+const UNSAFE_IO = '/etc/dpkg/dpkg.cfg.d/00sandboxd-build-unsafe-io';
+const UNSAFE_IO_HOOKS = [
+  `--setup-hook=mkdir -p "$1/etc/dpkg/dpkg.cfg.d" && echo force-unsafe-io > "$1${UNSAFE_IO}"`,
+  `--customize-hook=rm -f "$1${UNSAFE_IO}"`,
+] as const;
+
+/**
  * mmdebstrap's argument list. `hookPath` is an executable holding {@link customizeHook}'s script
  * (mmdebstrap runs a file directly; inline it would echo the whole script into the log).
  * `mirrors` are one-line apt sources; when empty, mmdebstrap uses deb.debian.org and adds
@@ -124,6 +136,7 @@ export function mmdebstrapArgs(
     '--variant=minbase',
     `--include=${entry.packages.join(',')}`,
     ...DPKG_OPTIONS.map((option) => `--dpkgopt=${option}`),
+    ...UNSAFE_IO_HOOKS,
     `--customize-hook=${hookPath}`,
     entry.suite,
     target,

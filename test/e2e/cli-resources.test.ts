@@ -112,6 +112,16 @@ describe('sandboxd volume, ports, images and sandbox create settings (fake backe
     expect(await cli('images', 'rm', 'mine')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: .*Dockerfile/) });
   });
 
+  it('builds several catalog images at once: each failure is its own line naming the image, exit 1', async () => {
+    // Unknown names fail before Docker is asked, so no image is built here.
+    const result = await cli('images', 'build', 'nosuch', 'other');
+    expect(result).toMatchObject({ code: 1, stdout: '' });
+    expect(result.stderr.split('\n').filter(Boolean).sort()).toEqual([
+      "sandboxd: nosuch: unknown image 'nosuch'; the catalog has: base, python, node, browser",
+      "sandboxd: other: unknown image 'other'; the catalog has: base, python, node, browser",
+    ]);
+  });
+
   it('exits 2 naming the flag when an input is malformed, before asking the server', async () => {
     const cases: [string[], string][] = [
       [['sandbox', 'create', 'x', '--volume', 'cache'], "--volume 'cache': expected NAME:/path or NAME:/path:ro"],

@@ -36,6 +36,11 @@ describe('image recipe', () => {
     expect(args).toContain('--variant=minbase');
     expect(args).toContain(`--include=${base.packages.join(',')}`);
     expect(args).toContain('--customize-hook=/tmp/x/hook.sh');
+    // dpkg's unsafe I/O only while building: set before the packages, removed before packing.
+    expect(args.filter((a) => a.includes('unsafe-io'))).toEqual([
+      '--setup-hook=mkdir -p "$1/etc/dpkg/dpkg.cfg.d" && echo force-unsafe-io > "$1/etc/dpkg/dpkg.cfg.d/00sandboxd-build-unsafe-io"',
+      '--customize-hook=rm -f "$1/etc/dpkg/dpkg.cfg.d/00sandboxd-build-unsafe-io"',
+    ]);
     expect(args.slice(-3)).toEqual(['bookworm', '/tmp/x/rootfs.tar', 'deb http://m/debian bookworm main']);
   });
 
