@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	// Orphans come to the test process, as they come to the agent as PID 1 (tree.go).
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	go children.run()
+	if os.Getenv(forkStressVar) != "" {
+		os.Exit(forkStress())
+	}
 	os.Exit(m.Run())
 }
 

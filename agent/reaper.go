@@ -18,9 +18,21 @@ type reaper struct {
 
 var children = &reaper{waiters: map[int]chan syscall.WaitStatus{}}
 
+// forkGate keeps the agent's own forks apart from what signals processes it finds in /proc (a
+// round of killTree, reset's kill(-1)). Between its fork and its exec, a child is a copy of the
+// agent that is neither registered nor in a session of its own: a round would take it for an
+// orphan and stop it (kill(-1, SIGSTOP) or its own SIGSTOP), and since the fork returns only
+// after the exec, the starter would wait forever while holding the reaper's lock, which the
+// round then needs (a whole sandbox hung so). Forks share the gate (read); a round holds it
+// alone (write), so it starts once the forks under way have exec'd and been registered.
+var forkGate sync.RWMutex
+
 // start launches a process and registers it before the reaper can see its exit: the lock is
-// held from Start to registration, and the reaper needs the lock to deliver a status.
+// held from Start to registration, and the reaper needs the lock to deliver a status. The fork
+// gate is taken first, so that a round holding it never waits for the reaper's lock.
 func (r *reaper) start(start func() (int, error)) (int, <-chan syscall.WaitStatus, error) {
+	forkGate.RLock()
+	defer forkGate.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pid, err := start()

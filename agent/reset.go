@@ -180,7 +180,10 @@ func killOthers() []string {
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return pids
 		}
-		syscall.Kill(-1, syscall.SIGKILL)
+		gated(func() int {
+			syscall.Kill(-1, syscall.SIGKILL)
+			return 0
+		})
 		children.reapAll()
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -329,33 +329,47 @@ func (p *process) killTree() {
 	frozen := false
 	for {
 		syscall.Kill(-p.pid, syscall.SIGSTOP)
-		if p.stopRound(runs.others(p), &frozen) == 0 || time.Now().After(deadline) {
+		stopped := gated(func() int { return p.stopRound(runs.others(p), &frozen) })
+		if stopped == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
 	if frozen {
 		// Everything was stopped: the processes that are not p's go on (a process its user had
 		// stopped goes on too; job control stops it again when it needs its terminal).
-		list := scanProcesses()
-		members := p.members(list, runs.others(p))
-		for _, e := range list {
-			if !members[e.pid] {
-				syscall.Kill(e.pid, syscall.SIGCONT)
+		gated(func() int {
+			list := scanProcesses()
+			members := p.members(list, runs.others(p))
+			for _, e := range list {
+				if !members[e.pid] {
+					syscall.Kill(e.pid, syscall.SIGCONT)
+				}
 			}
-		}
+			return 0
+		})
 	}
 	for {
-		syscall.Kill(-p.pid, syscall.SIGKILL)
-		members := p.members(scanProcesses(), runs.others(p))
-		for pid := range members {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if len(members) == 0 || time.Now().After(deadline) {
+		left := gated(func() int {
+			syscall.Kill(-p.pid, syscall.SIGKILL)
+			members := p.members(scanProcesses(), runs.others(p))
+			for pid := range members {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return len(members)
+		})
+		if left == 0 || time.Now().After(deadline) {
 			return
 		}
 		// Collect the killed orphans, so that the next listing does not wait for the reaper.
 		children.reapAll()
 	}
+}
+
+// gated runs one round of listing and signalling with no fork of the agent under way (forkGate).
+func gated(round func() int) int {
+	forkGate.Lock()
+	defer forkGate.Unlock()
+	return round()
 }
 
 // mayHaveSurvivors says whether a command that exited may have left processes behind, without

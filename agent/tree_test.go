@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -108,4 +112,101 @@ func TestFreezingEveryProcessIsForPidOneAlone(t *testing.T) {
 	if os.Getpid() != 1 && mayFreezeAll() {
 		t.Fatal("kill(-1) would reach every process of the host")
 	}
+}
+
+// forkStressVar makes the test binary run forkStress instead of the tests (TestMain); it is run
+// as PID 1 of a PID namespace of its own, where killTree freezes every process at once.
+const forkStressVar = "SANDBOXD_TEST_FORK_STRESS"
+
+// TestKillTreeNeverStopsAForkUnderWay: rounds of killTree, each freezing the whole sandbox (more
+// than 64 processes, as PID 1), while other commands start. A child between its fork and its
+// exec is an unregistered copy of the agent: a freeze once stopped it, and its starter, holding
+// the reaper's lock, waited for the exec forever while the round waited for that lock (a whole
+// sandbox hung so). Every start and every kill must finish.
+func TestKillTreeNeverStopsAForkUnderWay(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("a PID namespace of its own needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare here")
+	}
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), forkStressVar+"=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_, done, err := children.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case status := <-done:
+		if status.ExitStatus() != 0 || !strings.Contains(out.String(), "kills") {
+			t.Fatalf("exit %d: %s", status.ExitStatus(), out.String())
+		}
+		t.Log(strings.TrimSpace(out.String()))
+	case <-time.After(60 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Process.Kill()
+		t.Fatalf("hung: %s", out.String())
+	}
+}
+
+// forkStress starts `true` from eight goroutines while two kill commands beside 70 processes that
+// stay (each round freezes every process), for three seconds; 0 when every start and kill finished.
+func forkStress() int {
+	if !mayFreezeAll() {
+		fmt.Println("not PID 1")
+		return 1
+	}
+	var starts, kills atomic.Int64
+	stop := time.Now().Add(3 * time.Second)
+	failed := make(chan error, 12)
+	var wg sync.WaitGroup
+	loop := func(argv []string, kill bool, count *atomic.Int64) {
+		defer wg.Done()
+		for time.Now().Before(stop) {
+			proc, err := startProcess(spec{Argv: argv}, "", false, nil, nil, nil)
+			if err != nil {
+				failed <- err
+				return
+			}
+			if kill {
+				proc.killTree()
+			}
+			<-proc.done
+			runs.release(proc)
+			count.Add(1)
+		}
+	}
+	for worker := 0; worker < 8; worker++ {
+		wg.Add(1)
+		go loop([]string{"true"}, false, &starts)
+	}
+	// 70 processes that stay: every round of a kill finds more than 64, and freezes them all.
+	hold, err := startProcess(spec{Argv: []string{"sh", "-c", "for i in $(seq 70); do sleep 60 & done; wait"}}, "", false, nil, nil, nil)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	time.Sleep(200 * time.Millisecond)
+	for killer := 0; killer < 2; killer++ {
+		wg.Add(1)
+		go loop([]string{"sleep", "5"}, true, &kills)
+	}
+	wg.Wait()
+	hold.killTree()
+	select {
+	case err := <-failed:
+		fmt.Println(err)
+		return 1
+	default:
+	}
+	fmt.Printf("%d starts, %d kills\n", starts.Load(), kills.Load())
+	return 0
 }
