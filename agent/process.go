@@ -87,12 +87,7 @@ func startProcess(s spec, defaultUser string, dropCaps bool, stdin io.Reader, st
 		cmd.SysProcAttr.Setctty = true
 		cmd.Stdin = s.tty
 	}
-	pid, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	pid, done, err := startCmd(cmd)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT) {
 			return nil, &startError{code: 127, msg: fmt.Sprintf("%s: %v", s.Argv[0], err)}
@@ -196,12 +191,7 @@ func newTag() string {
 // runInternal starts one of the agent's internal commands through the reaper (so that its exit
 // is not taken by the reaping loop) and waits for it to end; an error means it did not start.
 func runInternal(cmd *exec.Cmd) error {
-	_, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	_, done, err := startCmd(cmd)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -42,6 +43,16 @@ func (r *reaper) start(start func() (int, error)) (int, <-chan syscall.WaitStatu
 	done := make(chan syscall.WaitStatus, 1)
 	r.waiters[pid] = done
 	return pid, done, nil
+}
+
+// startCmd starts cmd through start: its exit goes to the returned channel, not to the reaping loop.
+func startCmd(cmd *exec.Cmd) (int, <-chan syscall.WaitStatus, error) {
+	return children.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 }
 
 // started says whether pid is a process the agent started and still waits for.

@@ -157,12 +157,7 @@ func removeIPC(defaultUser string) {
 	}
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{"sandboxd-agent", "ipc-remove"}, left...)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups}}
-	if _, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	}); err == nil {
+	if _, done, err := startCmd(cmd); err == nil {
 		<-done
 	}
 }

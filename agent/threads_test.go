@@ -58,12 +58,7 @@ func runThreadScenario(t *testing.T, mode string) (string, error) {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// The tests' reaper (TestMain) owns wait4: exec.Cmd.Wait would race it.
-	_, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	_, done, err := startCmd(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +118,7 @@ func TestEnvironOfAnotherUser(t *testing.T) {
 	cmd := exec.Command("sleep", "34")
 	cmd.Env = append(os.Environ(), tagVar+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	pid, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	pid, done, err := startCmd(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}

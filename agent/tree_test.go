@@ -135,12 +135,7 @@ func TestKillTreeNeverStopsAForkUnderWay(t *testing.T) {
 	cmd.Env = append(os.Environ(), forkStressVar+"=1")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	_, done, err := children.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	_, done, err := startCmd(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
