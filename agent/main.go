@@ -56,6 +56,7 @@ var internalCommands = map[string]func([]string) int{
 	"remove-xattrs": removeXattrsCommand,
 	"ipc-remove":    ipcRemoveCommand,
 	"sethostname":   setHostnameCommand,
+	"hostnamer":     hostnamerCommand,
 	"open-pty":      openPtyCommand,
 	"set-immutable": setImmutableCommand,
 }

@@ -1,20 +1,19 @@
 import { execFile } from 'node:child_process';
-import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { BENCH_IMAGE, post, type Api } from './core-bench.js';
-import { report, summarize, timed } from './stats.js';
+import { line, load, report, summarize, timed } from './stats.js';
 
 const run = promisify(execFile);
 const dockerRun = () => run('docker', ['run', '--rm', BENCH_IMAGE, 'echo', 'hi']);
 const fastRun = (api: Api) => post(api, '/run', { command: ['echo', 'hi'] });
 
 /** The server's ready warm-pool containers (its metric). */
-async function poolSize(api: Api): Promise<number> {
+export async function poolSize(api: Api): Promise<number> {
   const text = await (await fetch(`${api.url}/metrics`)).text();
   return Number(/^sandboxd_warm_pool_size (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
-async function waitForPool(api: Api, size: number, timeoutMs = 120_000): Promise<number> {
+export async function waitForPool(api: Api, size: number, timeoutMs = 120_000): Promise<number> {
   const started = performance.now();
   while ((await poolSize(api)) < size) {
     if (performance.now() - started > timeoutMs) throw new Error(`the pool did not reach ${size}`);
@@ -56,10 +55,7 @@ async function rate(clients: number, ms: number, work: () => Promise<unknown>, t
   return { done, perSecond: done / ((performance.now() - started) / 1000) };
 }
 
-const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(40)} ${value}\n`);
 
-/** The host's load average over the last minute, printed beside the figures it may skew. */
-const load = () => `load ${loadavg()[0]!.toFixed(2)}`;
 
 /**
  * `n` fast runs one after another, as one client in steady use makes them: p50, p95 and their

@@ -1,7 +1,11 @@
+import Docker from 'dockerode';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DockerEgress } from '../src/backends/docker/docker-egress.js';
+import { silentLogger } from '../src/telemetry/logger.js';
 import { benchBrowser } from './browser-bench.js';
 import { benchApiOverhead, benchCreate, benchExec, benchExecRate, benchFiles } from './core-bench.js';
 import { benchAlarmLag, benchObjectCalls, benchObjectThroughput, benchObjectWake } from './object-bench.js';
@@ -17,10 +21,13 @@ import { benchScheduleLag } from './schedule-bench.js';
 import { benchMapFanOut, benchStartToRunning, benchTransition } from './orchestration-bench.js';
 import { benchKvGet, benchRunawayQuery, benchSqlitePointQuery } from './store-bench.js';
 import { benchFastRun, benchSequentialRuns, benchSustainedRuns } from './pool-bench.js';
+import { benchBursts, benchCreateFirstExec, benchDeletes } from './scale-bench.js';
+import { benchIdle } from './idle-bench.js';
 
 interface Server {
   url: string;
   dataDir: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -33,13 +40,18 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-/** A `sandboxd serve` child on a temporary data directory and a free port. */
+/**
+ * A `sandboxd serve` child on a temporary data directory and a free port, on Docker networks and
+ * packet-filter chains of its own that `stop` removes with the directory (a server keeps both for
+ * its next start; the engine has address pools for about 30).
+ */
 async function startServer(extraArgs: string[] = []): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-bench-'));
   const cli = resolve(import.meta.dirname, '../src/cli/main.js');
+  const network = `b${randomBytes(4).toString('hex')}`;
   const child: ChildProcess = spawn(
     process.execPath,
-    [cli, 'serve', '--data-dir', dataDir, '--port', '0', '--log-level', 'warn', ...extraArgs],
+    [cli, 'serve', '--data-dir', dataDir, '--port', '0', '--log-level', 'warn', '--network-name', network, ...extraArgs],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   running.add(child);
@@ -53,10 +65,13 @@ async function startServer(extraArgs: string[] = []): Promise<Server> {
   return {
     url: (JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string }).url,
     dataDir,
+    pid: child.pid ?? NaN,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
       rmSync(dataDir, { recursive: true, force: true });
+      // Its networks and its packet-filter chains (a server keeps both for its next start).
+      await new DockerEgress(new Docker(), network, async () => null, silentLogger()).teardown();
     },
   };
 }
@@ -87,6 +102,21 @@ async function benchObjects(docker: Server, n: number): Promise<void> {
   await benchAlarmLag(docker, Number(process.env.BENCH_ALARMS ?? 200));
 }
 
+/**
+ * The figures of sandboxes at scale (BENCH_ONLY=scale): bursts of creates on a server of their
+ * own (a cold default pool), create + first exec from a ready pool and without one, deletes.
+ */
+async function benchScale(docker: Server, n: number): Promise<void> {
+  await benchBurstsAlone();
+  await benchCreateFirstExec(docker, n, true);
+  await withServer(['--pool-size', '0'], (cold) => benchCreateFirstExec(cold, n, false));
+  await benchDeletes(docker, n);
+}
+
+/** Two bursts of creates on a server of its own, with a cold default pool (BENCH_ONLY=bursts). */
+const benchBurstsAlone = () =>
+  withServer(['--pool-size', '2'], (fresh) => benchBursts(fresh, Number(process.env.BENCH_BURST ?? 50), Number(process.env.BENCH_BURST_GAP ?? 20)));
+
 /** The orchestration figures (BENCH_ONLY=orchestrations). */
 async function benchOrchestrations(docker: Server, fake: Server, n: number): Promise<void> {
   await benchTransition(fake, n * 10);
@@ -113,6 +143,9 @@ async function main(): Promise<void> {
   // BENCH_ONLY=pty the terminal keystroke echo alone.
   // BENCH_ONLY=preview the preview proxy against a direct request to the sandbox's address.
   // BENCH_ONLY=stream a streamed exec's first output through the API against the agent socket.
+  // BENCH_ONLY=scale bursts of creates (BENCH_BURST, 50; BENCH_BURST_GAP s apart, 20), create + first exec, deletes;
+  // BENCH_ONLY=bursts the bursts alone.
+  // BENCH_ONLY=idle BENCH_IDLE (500) idle sandboxes on a server of their own (not in the full run: minutes).
   const only = process.env.BENCH_ONLY;
   const firings = Number(process.env.BENCH_SCHEDULE_FIRINGS ?? 200);
   const coreOnly = only === 'core';
@@ -133,6 +166,9 @@ async function main(): Promise<void> {
     if (only === 'pty') return await benchPty(docker, n * 10);
     if (only === 'preview') return await benchPreview(docker, n * 10);
     if (only === 'stream') return await benchStreamedExec(docker, n * 5);
+    if (only === 'scale') return await benchScale(docker, n);
+    if (only === 'bursts') return await benchBurstsAlone();
+    if (only === 'idle') return await withServer(['--pool-size', '2'], (server) => benchIdle(server, Number(process.env.BENCH_IDLE ?? 500)));
     if (only === 'runs' || only === 'files') {
       if (only === 'files') return await benchFiles(docker, n);
       await benchFastRun(docker, n, 2);
@@ -162,6 +198,7 @@ async function main(): Promise<void> {
     await benchPty(docker, n * 10);
     await benchPreview(docker, n * 10);
     await benchStreamedExec(docker, n * 5);
+    await benchScale(docker, n);
   } finally {
     await docker.stop();
     await fake.stop();

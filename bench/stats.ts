@@ -1,15 +1,18 @@
+import { loadavg } from 'node:os';
+
 /** Summary figures of a series of timings in milliseconds. */
 export interface Summary {
   n: number;
   p50: number;
   p95: number;
+  p99: number;
   mean: number;
 }
 
 export function summarize(samples: number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
   const pick = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-  return { n: samples.length, p50: pick(0.5), p95: pick(0.95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+  return { n: samples.length, p50: pick(0.5), p95: pick(0.95), p99: pick(0.99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
 
 /** Milliseconds `work` takes. */
@@ -61,3 +64,12 @@ export function report(label: string, ours: Summary, plain: Summary, plainLabel:
     `${label.padEnd(40)} p50 ${fmt(ours.p50).padStart(9)}  p95 ${fmt(ours.p95).padStart(9)}  | ${plainLabel.padEnd(26)} p50 ${fmt(plain.p50).padStart(9)}  p95 ${fmt(plain.p95).padStart(9)}  | ratio ${ratio.toFixed(2)}x  overhead ${fmt(ours.p50 - plain.p50)}\n`,
   );
 }
+
+/** One labelled line of figures. */
+export const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(40)} ${value}\n`);
+
+/** The host's load average over the last minute, printed beside the figures it may skew. */
+export const load = () => `load ${loadavg()[0]!.toFixed(2)}`;
+
+/** A figure's verdict against its target: `ok` or `MISSED`, so that a run's misses stand out. */
+export const verdict = (ok: boolean, target: string) => `${ok ? 'ok' : 'MISSED'} (target ${target})`;

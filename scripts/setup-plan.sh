@@ -22,7 +22,8 @@ SERVE_PACKAGES=(docker.io iptables runsc mmdebstrap git golang-go ca-certificate
 #   chromium         the dashboard's end-to-end tests drive it through playwright-core (a
 #                    sandbox's browser runs in the browser image, not on the host)
 #   zsh              the CLI's zsh completion script is tested in a real zsh
-TEST_PACKAGES=(prometheus chromium zsh)
+#   systemd          its systemd-analyze verifies deploy/sandboxd.service (nothing is started)
+TEST_PACKAGES=(prometheus chromium zsh systemd)
 
 # setup_packages MODE: the Debian packages of MODE (serve or full), on one line.
 setup_packages() {
@@ -34,15 +35,15 @@ setup_packages() {
 # Setup runs two tracks at once: apt and Docker's steps in the foreground, npm's and the other
 # builds in the background; the images start when both the packages and the build are there.
 EST_DOCKER=95        # Debian packages for serving, Docker and gVisor among them, from nothing
-EST_TEST_PACKAGES=40 # chromium, prometheus and zsh on top
+EST_TEST_PACKAGES=40 # chromium, prometheus, zsh and systemd on top
 EST_PACKAGE=5        # any other missing package
 EST_NPM_CI=40        # root node_modules, without better-sqlite3's compile
 EST_ADDONS=100       # better-sqlite3's compile, beside the rest
 EST_BUILD=20         # tsc
 EST_WEB=15           # the dashboard: npm ci and vite
 EST_AGENT=30         # go build with a cold cache, beside the images
-EST_IMAGES=50        # one image; several build at once, but each needs about as much CPU
-EST_IMAGE=50         # each further image
+EST_IMAGES=40        # the base image (a bootstrap of Debian), or the first image
+EST_IMAGE=10         # each further image: a layer on base, beside the others
 
 # setup_estimate MISSING NPM_CI BUILD WEB AGENT IMAGES: the line setup prints first.
 #   MISSING  the missing Debian packages, space-separated ('' when none)

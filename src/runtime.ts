@@ -98,6 +98,8 @@ export async function startRuntime(
     ? installCrashGuard(process, logger, services.observability.metrics.uncaughtErrors)
     : () => undefined;
 
+  // Kept permission grants in memory before any request is decided.
+  await services.permissions.ready;
   let recoveryTimer: NodeJS.Timeout | undefined;
   const recover = async (): Promise<void> => {
     try {

@@ -39,9 +39,9 @@ export function imagesCommand(ctx: ClientContext): Command {
       if (opts.tag && names.length > 1) return reportFailure(new UsageError('--tag takes a single image name'));
       const [{ default: Dockerode }, { buildImage }] = await Promise.all([import('dockerode'), import('../images/image-builder.js')]);
       const docker = new Dockerode();
-      // Catalog images are independent (each is its own bootstrap of Debian), so they build at
-      // once: their downloads overlap and dpkg's unpacking spreads over the cores. Progress
-      // lines carry the image's name when there are several; stdout has one line per image.
+      // Catalog images build at once: a layer image waits for the base image's build (the same
+      // one, not a second), and the layers then build beside each other. Progress lines carry
+      // the image's name when there are several; stdout has one line per image.
       const several = names.length > 1;
       const failures = await Promise.all(
         names.map(async (name) => {

@@ -3,6 +3,7 @@ import { VERSION } from '../paths.js';
 import type { ClientContext } from './client/client-context.js';
 import { completionCommands } from './completion-command.js';
 import { cpCommand } from './cp-command.js';
+import { dataCommands } from './data-command.js';
 import { execCommands } from './exec-command.js';
 import { imagesCommand } from './images-command.js';
 import { llmCommand } from './llm-command.js';
@@ -32,13 +33,14 @@ export function cliProgram(ctx: ClientContext): Command {
     .version(VERSION)
     .addHelpText(
       'after',
-      '\nThe client commands (all but serve, mcp and completion) take these anywhere before `--`:\n' +
+      '\nThe client commands (all but serve, mcp, migrate, backup, restore and completion) take these anywhere before `--`:\n' +
         '  --server <url>    the server (default SANDBOXD_URL or SERVICE_URL, else the local server of <data-dir>/server.json, else http://127.0.0.1:18888)\n' +
         '  --api-key <key>   its API key (default SANDBOXD_API_KEY or SERVICE_API_KEY)\n' +
         "  --json            print the API's data as JSON",
     );
   program.addCommand(serveCommand());
   program.addCommand(mcpCommand());
+  for (const command of dataCommands()) program.addCommand(command);
   for (const command of [
     sandboxCommand(ctx),
     ...execCommands(ctx),

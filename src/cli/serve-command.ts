@@ -36,7 +36,7 @@ export function serveCommand(): Command {
     .option('--store-workers <n>', 'child processes that run the SQL of host sqlite stores (default 2)')
     .option('--store-timeout <ms>', 'default timeout_ms of store queries, executes and commands (default 10000, at most 60000)')
     .option('--store-allowed-hosts <globs>', 'hosts postgres, mysql and redis stores may connect to, comma-separated globs and CIDRs (default *: public hosts; an internal address only when named)')
-    .option('--pool-memory-mb <mb>', 'memory limits that warm instances may hold in all; pools grow with demand up to it (default 8192)')
+    .option('--pool-memory-mb <mb>', 'memory that warm instances may hold in all, 16 MiB each; pools grow with demand up to it (default 8192)')
     .addOption(new Option('--backend <name>', 'isolation backend').choices(BACKEND_IDS))
     .option('--default-image <image>', 'image of sandboxes that name none')
     .option('--pids-limit <n>', 'process limit of every sandbox')
@@ -65,10 +65,11 @@ export function serveCommand(): Command {
       const config = configFromOptions(opts);
       if (!config) return;
       // Loaded here, not at the top: the client commands start without the service's modules.
-      const [{ startRuntime }, { SecretKeyError }, { DataDirLockedError }, { createLogger }, { PolicyFileError }, { ProxyStartError }] = await Promise.all([
+      const [{ startRuntime }, { SecretKeyError }, { DataDirLockedError }, { DatabaseNewerError }, { createLogger }, { PolicyFileError }, { ProxyStartError }] = await Promise.all([
         import('../runtime.js'),
         import('../services/support/secret-box.js'),
         import('../state/data-dir-lock.js'),
+        import('../state/migration-state.js'),
         import('../telemetry/logger.js'),
         import('../services/governance/index.js'),
         import('../services/egress/index.js'),
@@ -78,7 +79,7 @@ export function serveCommand(): Command {
       try {
         runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });
       } catch (err) {
-        if (err instanceof DataDirLockedError || err instanceof SecretKeyError || err instanceof ProxyStartError || err instanceof PolicyFileError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof DatabaseNewerError || err instanceof SecretKeyError || err instanceof ProxyStartError || err instanceof PolicyFileError) return fail(err.message);
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);
         throw err;
       }

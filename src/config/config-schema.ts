@@ -172,8 +172,9 @@ export const configSchema = z.object({
     })
     .default([]),
   /**
-   * MiB of memory (instance memory limits) that warm instances may hold in all: pools grow past
-   * their configured sizes with demand only up to it. Default: 16 instances of 512 MiB.
+   * MiB of memory that warm instances may hold in all, each counted at what a waiting instance
+   * costs (IDLE_INSTANCE_MB, 16): pools grow past their configured sizes with demand only up to
+   * it. Default: 512 instances.
    */
   poolMemoryMb: z.coerce.number().int().min(0).max(16_777_216).default(8192),
   /** Seconds between background runs of gc and of lifecycle reconciliation; 0 disables. */

@@ -1,8 +1,9 @@
 /**
- * The sandbox image catalog, as data. Every image is a Debian bookworm `minbase` tree plus a
- * package list, built locally by `sandboxd images build NAME` (no registry is assumed). To add
- * an image, add one `defineImage` line below; the builder, the CLI and the staleness check
- * (`sandboxd.image.version`) follow from the entry.
+ * The sandbox image catalog, as data, built locally by `sandboxd images build NAME` (no registry
+ * is assumed). The base image is a Debian bookworm `minbase` tree plus a package list; every
+ * other image is a layer on it (more Debian packages, Node.js), so that the tree is bootstrapped
+ * once and shared on disk. To add an image, add one `defineImage` line below; the builder, the
+ * CLI and the staleness check (`sandboxd.image.version`) follow from the entry.
  */
 
 /** One image the builder knows how to make. */
@@ -15,7 +16,12 @@ export interface CatalogEntry {
   readonly description: string;
   /** Debian suite the tree is bootstrapped from. */
   readonly suite: string;
-  /** Every package installed on top of `minbase` (their dependencies come along). */
+  /** The catalog image this one is a layer on; none for the one bootstrapped from Debian. */
+  readonly from?: string;
+  /**
+   * The packages this image installs (their dependencies come along, their recommendations do
+   * not): on top of `minbase` for a bootstrapped image, on top of its `from` image for a layer.
+   */
   readonly packages: readonly string[];
   /** Environment variables baked into the image, beyond the ones every image has. */
   readonly env: Readonly<Record<string, string>>;
@@ -52,23 +58,25 @@ const BASE_PACKAGES = [
 function defineImage(
   name: string,
   description: string,
-  extra: { packages?: readonly string[]; env?: Record<string, string>; node?: NodeRelease } = {},
+  extra: { from?: string; packages?: readonly string[]; env?: Record<string, string>; node?: NodeRelease },
 ): CatalogEntry {
   return {
     name,
     tag: `sandboxd/${name}:${SUITE}`,
     description,
     suite: SUITE,
-    packages: [...BASE_PACKAGES, ...(extra.packages ?? [])],
+    ...(extra.from ? { from: extra.from } : {}),
+    packages: [...(extra.packages ?? [])],
     env: extra.env ?? {},
     ...(extra.node ? { node: extra.node } : {}),
   };
 }
 
-/** All images, in the order `images list` shows them. */
+/** All images, in the order `images list` shows them; an image's `from` comes before it. */
 export const CATALOG: readonly CatalogEntry[] = [
-  defineImage('base', 'Debian bookworm with bash, git, curl and python3'),
+  defineImage('base', 'Debian bookworm with bash, git, curl and python3', { packages: BASE_PACKAGES }),
   defineImage('python', 'base + pip and venv', {
+    from: 'base',
     packages: ['python3-pip', 'python3-venv'],
     // Debian marks its Python externally managed (PEP 668), so a bare `pip install` fails; in a
     // throwaway sandbox it should just install, into ~/.local as the sandbox user.
@@ -76,10 +84,11 @@ export const CATALOG: readonly CatalogEntry[] = [
   }),
   // The current Node.js LTS from the npm registry (Debian bookworm packages Node 18, past its end
   // of life), with the npm release line it ships with.
-  defineImage('node', 'base + Node.js 24 LTS and npm (from the npm registry)', { node: { version: '24.21.0', npm: '11.21.2' } }),
+  defineImage('node', 'base + Node.js 24 LTS and npm (from the npm registry)', { from: 'base', node: { version: '24.21.0', npm: '11.21.2' } }),
   // Fonts because headless Chromium renders tofu without them; socat relays the debugging port,
   // which Chromium binds to 127.0.0.1 only, onto the container's address for the service.
   defineImage('browser', 'base + headless Chromium, fonts and socat (browser automation)', {
+    from: 'base',
     packages: ['chromium', 'fonts-liberation', 'fonts-dejavu-core', 'socat'],
   }),
 ];

@@ -7,7 +7,8 @@ import { Transform } from 'node:stream';
 import { ServiceError, notFound } from '../errors.js';
 import { CATALOG, catalogEntryFor, type CatalogEntry } from './catalog.js';
 import { debianSources } from './debian-mirror.js';
-import { customizeHook, importChanges, imageVersion, LABEL_VERSION, mmdebstrapArgs } from './image-recipe.js';
+import { CUSTOMIZE_HOOK, importChanges, imageVersion, LABEL_VERSION, mmdebstrapArgs, parentOf, splitTag } from './image-recipe.js';
+import { buildLayer } from './image-layer.js';
 import { fetchNodeRelease } from './npm-tarballs.js';
 import { runMmdebstrap } from './mmdebstrap.js';
 
@@ -55,19 +56,32 @@ export async function isImagePresent(tag: string, docker: Dockerode = new Docker
   return (await inspectImage(docker, tag)) !== undefined;
 }
 
+/** Builds under way in this process, by tag: a layer's build and a build of its `from` image share one. */
+const building = new Map<string, Promise<BuildResult>>();
+
 /**
- * Builds a catalog image: mmdebstrap bootstraps Debian into a temporary tarball, which
- * `docker import` turns into a one-layer image with the sandbox user, workdir and labels.
- * A present image with the current recipe version is left alone unless `force` is set.
- * The temporary directory is removed whatever happens.
+ * Builds a catalog image. The base image: mmdebstrap bootstraps Debian into a temporary
+ * tarball, which `docker import` turns into a one-layer image with the sandbox user, workdir and
+ * labels. Every other image is a layer on its `from` image (built first when it is absent or
+ * stale), made in a container of it (image-layer.ts). A present image with the current recipe
+ * version is left alone unless `force` is set. A build of a tag already under way in this
+ * process is joined, not started again; the temporary directory is removed whatever happens.
  */
-export async function buildImage(name: string, options: BuildOptions = {}): Promise<BuildResult> {
+export function buildImage(name: string, options: BuildOptions = {}): Promise<BuildResult> {
   const entry = catalogEntryFor(name);
   if (!entry) {
-    throw notFound(`unknown image '${name}'; the catalog has: ${CATALOG.map((e) => e.name).join(', ')}`);
+    return Promise.reject(notFound(`unknown image '${name}'; the catalog has: ${CATALOG.map((e) => e.name).join(', ')}`));
   }
-  const docker = options.docker ?? new Dockerode();
   const tag = options.tag ?? entry.tag;
+  const running = building.get(tag);
+  if (running) return running;
+  const build = buildEntry(entry, tag, options).finally(() => building.delete(tag));
+  building.set(tag, build);
+  return build;
+}
+
+async function buildEntry(entry: CatalogEntry, tag: string, options: BuildOptions): Promise<BuildResult> {
+  const docker = options.docker ?? new Dockerode();
   const progress = options.onProgress ?? (() => {});
   const version = imageVersion(entry);
   const started = performance.now();
@@ -80,30 +94,46 @@ export async function buildImage(name: string, options: BuildOptions = {}): Prom
 
   const dir = await mkdtemp(join(tmpdir(), 'sandboxd-image-'));
   try {
-    const tarball = join(dir, 'rootfs.tar');
-    const hook = join(dir, 'customize.sh');
-    await writeFile(hook, customizeHook(entry), { mode: 0o755 });
-    if (entry.node) await fetchNodeRelease(entry.node, dir, progress, options.signal);
-    const sources = await debianSources(entry.suite);
-    const from = sources.length ? sources.join('; ') : "mmdebstrap's default mirrors";
-    progress(`[bootstrap] ${entry.suite} with ${entry.packages.join(' ')} from ${from}`);
-    const args = mmdebstrapArgs(entry, tarball, hook, sources);
-    await runMmdebstrap(args, (line) => progress(`[bootstrap] ${line}`), options.signal);
-    const changes = importChanges(entry);
-    await importTarball(docker, tarball, tag, changes, (line) => progress(`[import] ${line}`), options.signal);
+    if (entry.from) {
+      const parent = parentOf(entry);
+      const [made] = await Promise.all([
+        buildImage(parent.name, { docker, onProgress: (line) => progress(`[${parent.name}] ${line}`), ...(options.signal ? { signal: options.signal } : {}) }),
+        entry.node ? fetchNodeRelease(entry.node, dir, progress, options.signal) : undefined,
+      ]);
+      progress(`[layer] on ${made.tag}: ${[...entry.packages, ...(entry.node ? [`node ${entry.node.version}`, `npm ${entry.node.npm}`] : [])].join(' ')}`);
+      await buildLayer(docker, entry, made.tag, tag, dir, (line) => progress(`[layer] ${line}`), options.signal);
+    } else {
+      await bootstrap(docker, entry, tag, dir, progress, options.signal);
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 
   const built = await inspectImage(docker, tag);
-  if (!built) throw new ServiceError('IMAGE_UNAVAILABLE', `docker import finished but ${tag} is not present`);
+  if (!built) throw new ServiceError('IMAGE_UNAVAILABLE', `the build finished but ${tag} is not present`);
   if (previous && previous.Id !== built.Id) {
     // The replaced image would linger as a dangling 200 MB layer. Docker refuses (and we
-    // ignore) the removal while a container or another tag still uses it.
+    // ignore) the removal while a container, another tag or a layer image still uses it. A
+    // replaced layer image may have held the last use of a replaced base image: that goes too.
     await docker.getImage(previous.Id).remove().catch(() => undefined);
+    const parent = previous.Parent ? await inspectImage(docker, previous.Parent).catch(() => undefined) : undefined;
+    if (parent && !parent.RepoTags?.length) await docker.getImage(parent.Id).remove().catch(() => undefined);
   }
   const durationMs = performance.now() - started;
   return { name: entry.name, tag, version, imageId: built.Id, skipped: false, durationMs, sizeBytes: built.Size };
+}
+
+/** The base image: mmdebstrap's tree of Debian, imported as `tag`. */
+async function bootstrap(docker: Dockerode, entry: CatalogEntry, tag: string, dir: string, progress: (line: string) => void, signal?: AbortSignal): Promise<void> {
+  const tarball = join(dir, 'rootfs.tar');
+  const hook = join(dir, 'customize.sh');
+  await writeFile(hook, CUSTOMIZE_HOOK, { mode: 0o755 });
+  const sources = await debianSources(entry.suite);
+  const from = sources.length ? sources.join('; ') : "mmdebstrap's default mirrors";
+  progress(`[bootstrap] ${entry.suite} with ${entry.packages.join(' ')} from ${from}`);
+  const args = mmdebstrapArgs(entry, tarball, hook, sources);
+  await runMmdebstrap(args, (line) => progress(`[bootstrap] ${line}`), signal);
+  await importTarball(docker, tarball, tag, importChanges(entry), (line) => progress(`[import] ${line}`), signal);
 }
 
 async function inspectImage(docker: Dockerode, tag: string): Promise<Dockerode.ImageInspectInfo | undefined> {
@@ -121,13 +151,6 @@ function dockerUnreachable(err: unknown): ServiceError {
     'BACKEND_UNAVAILABLE',
     `cannot reach the Docker engine (${detail}); start it, e.g. with \`npm run setup\`, or set DOCKER_HOST`,
   );
-}
-
-/** `repo:tag` split at the last colon after the last slash (a registry port is not a tag). */
-export function splitTag(tag: string): { repo: string; tag: string } {
-  const colon = tag.lastIndexOf(':');
-  if (colon > tag.lastIndexOf('/')) return { repo: tag.slice(0, colon), tag: tag.slice(colon + 1) };
-  return { repo: tag, tag: 'latest' };
 }
 
 /** Streams the tarball into the Engine's image create (fromSrc=-), reporting every 10 %. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { CatalogEntry } from './catalog.js';
+import { catalogEntryFor, type CatalogEntry } from './catalog.js';
 
 /**
  * Bump when the build changes in a way the recipe below does not capture (for example how
@@ -52,22 +52,41 @@ chown -R ${uid}:${gid} "$root${home}" "$root${WORKSPACE_DIR}"
 chmod 0755 "$root${home}" "$root${WORKSPACE_DIR}"
 `;
 
-/**
- * Added to the hook of an image with Node.js: the tarballs the builder fetched with `npm pack`
- * (`node.tgz`, `npm.tgz`) lie beside the hook file. The Node.js distribution goes into
- * /usr/local (bin/node, headers for native modules); npm into /usr/local/lib/node_modules,
- * with npm and npx linked onto the PATH as Node's own installer does.
- */
-export const NODE_HOOK = `here="$(dirname "$0")"
-tar -xzf "$here/node.tgz" -C "$root/usr/local" --strip-components=1 --no-same-owner package/bin package/include
-mkdir -p "$root/usr/local/lib/node_modules/npm"
-tar -xzf "$here/npm.tgz" -C "$root/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
-ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
-ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
-`;
+/** Where a layer's script and files lie in its build container; removed before the commit. */
+export const LAYER_DIR = '/tmp/sandboxd-layer';
 
-/** The customize hook of an image: the common one, and Node.js's steps when it has Node.js. */
-export const customizeHook = (entry: CatalogEntry): string => CUSTOMIZE_HOOK + (entry.node ? NODE_HOOK : '');
+/**
+ * The script that makes a layer image (one with `from`), run as root in a container of its
+ * `from` image, which is then committed. Packages come from the `from` image's own apt sources
+ * (the mirrors it was bootstrapped from) without recommendations, as mmdebstrap installs them,
+ * and with the dpkg filters it carries; apt's lists and caches are removed again. Node.js: the
+ * tarballs the builder fetched with `npm pack` (`node.tgz`, `npm.tgz`) lie beside the script.
+ * The distribution goes into /usr/local (bin/node, headers for native modules), npm into
+ * /usr/local/lib/node_modules, with npm and npx linked onto the PATH as Node's own installer
+ * does.
+ */
+export function layerScript(entry: CatalogEntry): string {
+  const lines = ['set -eu', 'export DEBIAN_FRONTEND=noninteractive'];
+  if (entry.packages.length) {
+    lines.push(
+      'apt-get -q update',
+      `apt-get -q -o Dpkg::Options::=--force-unsafe-io -o Dpkg::Use-Pty=0 install -y --no-install-recommends ${entry.packages.join(' ')}`,
+      'apt-get clean',
+      'rm -rf /var/lib/apt/lists/*',
+    );
+  }
+  if (entry.node) {
+    lines.push(
+      `tar -xzf ${LAYER_DIR}/node.tgz -C /usr/local --strip-components=1 --no-same-owner package/bin package/include`,
+      'mkdir -p /usr/local/lib/node_modules/npm',
+      `tar -xzf ${LAYER_DIR}/npm.tgz -C /usr/local/lib/node_modules/npm --strip-components=1 --no-same-owner`,
+      'ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm',
+      'ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx',
+    );
+  }
+  lines.push(`rm -rf ${LAYER_DIR}`);
+  return `${lines.join('\n')}\n`;
+}
 
 /** Dockerfile instructions applied by `docker import` (labels are added per build). */
 export const IMPORT_CHANGES: readonly string[] = [
@@ -80,18 +99,33 @@ export const IMPORT_CHANGES: readonly string[] = [
   'CMD ["/bin/bash"]',
 ];
 
+/** `repo:tag` split at the last colon after the last slash (a registry port is not a tag). */
+export function splitTag(tag: string): { repo: string; tag: string } {
+  const colon = tag.lastIndexOf(':');
+  if (colon > tag.lastIndexOf('/')) return { repo: tag.slice(0, colon), tag: tag.slice(colon + 1) };
+  return { repo: tag, tag: 'latest' };
+}
+
+/** The catalog entry a layer image (one with `from`) is made on. */
+export function parentOf(entry: CatalogEntry): CatalogEntry {
+  const parent = entry.from === undefined ? undefined : catalogEntryFor(entry.from);
+  if (!parent) throw new Error(`catalog image ${entry.name} is not a layer on a catalog image (from: ${entry.from ?? 'none'})`);
+  return parent;
+}
+
 /**
- * A content hash of everything that shapes the image: packages, dpkg filters, the hook, the
- * import changes, the image's environment and the builder version. Equal hashes mean an up-to-date image.
+ * A content hash of everything that shapes the image: packages, dpkg filters, the hook or the
+ * layer's script, the `from` image's own version, the import changes, the image's environment
+ * and the builder version. Equal hashes mean an up-to-date image.
  */
 export function imageVersion(entry: CatalogEntry): string {
+  const made = entry.from
+    ? { from: imageVersion(parentOf(entry)), script: layerScript(entry) }
+    : { suite: entry.suite, variant: 'minbase', dpkg: DPKG_OPTIONS, hook: CUSTOMIZE_HOOK };
   const recipe = {
     builder: BUILDER_VERSION,
-    suite: entry.suite,
-    variant: 'minbase',
+    ...made,
     packages: [...entry.packages].sort(),
-    dpkg: DPKG_OPTIONS,
-    hook: customizeHook(entry),
     changes: IMPORT_CHANGES,
     env: entry.env,
     ...(entry.node ? { node: entry.node } : {}),
@@ -121,7 +155,7 @@ const UNSAFE_IO_HOOKS = [
 ] as const;
 
 /**
- * mmdebstrap's argument list. `hookPath` is an executable holding {@link customizeHook}'s script
+ * mmdebstrap's argument list. `hookPath` is an executable holding {@link CUSTOMIZE_HOOK}
  * (mmdebstrap runs a file directly; inline it would echo the whole script into the log).
  * `mirrors` are one-line apt sources; when empty, mmdebstrap uses deb.debian.org and adds
  * the updates and security suites itself.

@@ -2,8 +2,26 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { ServiceError } from '../errors.js';
 
-/** How many of mmdebstrap's last lines a failure message quotes. */
+/** How many of a build log's last lines a failure message quotes. */
 const TAIL_LINES = 15;
+
+/**
+ * Hands each line of a build's log to `onLine` and keeps its last TAIL_LINES (`tail`) for a
+ * failure message; `ended` resolves when the log does.
+ */
+export function followLog(input: NodeJS.ReadableStream, onLine: (line: string) => void): { tail: string[]; ended: Promise<void> } {
+  const tail: string[] = [];
+  const ended = new Promise<void>((resolve) => {
+    createInterface({ input })
+      .on('line', (line) => {
+        tail.push(line);
+        if (tail.length > TAIL_LINES) tail.shift();
+        onLine(line);
+      })
+      .on('close', resolve);
+  });
+  return { tail, ended };
+}
 
 /**
  * Runs mmdebstrap, handing each line it logs (it logs to stderr) to `onLine`. Rejects with a
@@ -11,18 +29,13 @@ const TAIL_LINES = 15;
  * and the usual causes.
  */
 export async function runMmdebstrap(args: string[], onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
-  const tail: string[] = [];
   const child = spawn('mmdebstrap', args, {
     stdio: ['ignore', 'ignore', 'pipe'],
     // apt and dpkg inside the chroot must never wait for an answer.
     env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
     signal,
   });
-  createInterface({ input: child.stderr }).on('line', (line) => {
-    tail.push(line);
-    if (tail.length > TAIL_LINES) tail.shift();
-    onLine(line);
-  });
+  const { tail } = followLog(child.stderr, onLine);
 
   const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: NodeJS.ErrnoException }>(
     (resolve) => {

@@ -26,6 +26,7 @@ import type { RunPoolApi, WarmPoolApi } from './pools/api.js';
 import type { SandboxesApi } from './sandboxes/api.js';
 import type { HostLimits } from './sandboxes/host-limits.js';
 import type { Clock } from './support/clock.js';
+import type { Departures } from './support/departures.js';
 import type { SecretBox } from './support/secret-box.js';
 
 /** The state store's repositories, one per table family. */
@@ -66,11 +67,13 @@ export interface ServiceBase {
    * a domain with tables of its own builds its repository; the deployment id, which names the
    * engine objects of this server (snapshot and built images).
    */
-  store: Pick<Store, 'db' | 'statements' | 'dataDir' | 'deploymentId'>;
+  store: Pick<Store, 'db' | 'sql' | 'dataDir' | 'deploymentId'>;
   /** The server's environment (LLM keys given as `env`). */
   env: NodeJS.ProcessEnv;
   /** The one driver of work due at a time; sources register with it and poke it after writes. */
   timers: DurableTimers;
+  /** Removed sandboxes whose container the engine still removes in the background. */
+  departures: Departures;
   /** What a server is given beyond its config (tests: host limits, test doubles). */
   inputs: ServiceInputs;
 }

@@ -20,7 +20,7 @@ import type { Repositories, ServiceBase, ServiceContext, ServiceCore, ServiceInp
 import { DOMAINS } from './domains.js';
 import { DurableTimers } from './durable/durable-timers.js';
 import { EVENTS_OFF, Observability, type EventSettings } from './events/observability.js';
-import { declaredCapabilities, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
+import { declaredCapabilities, Departures, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
 
 export interface ServicesInput extends ServiceInputs {
   /** The parsed config, whole: every default is the schema's. */
@@ -67,6 +67,8 @@ export class Services implements ServiceCore {
   /** The driver of work due at a time; the runtime starts it after recovery. */
   readonly timers: DurableTimers;
   readonly secrets: SecretBox;
+  /** Removed sandboxes whose container the engine still removes; close waits for them. */
+  readonly departures: Departures;
   private readonly repos: Repositories;
   private readonly hostStats: HostStats;
   private readonly startedAt = Date.now();
@@ -74,18 +76,18 @@ export class Services implements ServiceCore {
 
   constructor({ config, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, env = process.env, ...inputs }: ServicesInput) {
     const repos: Repositories = {
-      sandboxes: new SandboxRepository(store.db, store.statements),
+      sandboxes: new SandboxRepository(store.db, store.sql),
       snapshots: new SnapshotRepository(store.db),
-      audit: new AuditRepository(store.db, store.statements),
+      audit: new AuditRepository(store.db, store.sql),
       detached: new DetachedRepository(store.db),
       browserEvents: new BrowserEventRepository(store.db),
-      objects: new ObjectRepository(store.db),
-      schedules: new ScheduleRepository(store.db, store.statements),
+      objects: new ObjectRepository(store.db, store.sql),
+      schedules: new ScheduleRepository(store.db, store.sql),
       stores: new StoreRepository(store.db),
       llm: new LlmRepository(store.db),
-      proxy: new ProxyRepository(store.statements),
-      policy: new PolicyRepository(store.db, store.statements),
-      orchestrations: new OrchestrationRepository(store.statements),
+      proxy: new ProxyRepository(store.sql),
+      policy: new PolicyRepository(store.db, store.sql),
+      orchestrations: new OrchestrationRepository(store.sql),
     };
     this.repos = repos;
     this.config = config;
@@ -102,6 +104,7 @@ export class Services implements ServiceCore {
     const metrics = this.observability.metrics;
     this.timers = new DurableTimers({ clock, logger: logger.child({ part: 'timers' }), onFailure: (source) => metrics.timerFailures.inc({ source }) });
     this.secrets = secrets ?? secretBoxFor(store.dataDir, undefined, logger.child({ part: 'secrets' }));
+    this.departures = new Departures(logger.child({ part: 'departures' }));
     const built: ServiceBase & Partial<ServiceParts> = {
       config,
       repos,
@@ -112,6 +115,7 @@ export class Services implements ServiceCore {
       metrics,
       secrets: this.secrets,
       timers: this.timers,
+      departures: this.departures,
       store,
       env,
       inputs,
@@ -149,12 +153,13 @@ export class Services implements ServiceCore {
 
   /**
    * Stops the timers driver, then every domain's background work in reverse wiring order
-   * (browsers, the pools, webhook delivery...), then flushes traces; the store and backend are
-   * closed by their owner.
+   * (browsers, the pools, webhook delivery...), then waits for the containers still being
+   * removed, then flushes traces; the store and backend are closed by their owner.
    */
   async close(): Promise<void> {
     await this.timers.close();
     for (const domain of [...DOMAINS].reverse()) await domain.close?.(this);
+    await this.departures.settled();
     await this.observability.close();
   }
 

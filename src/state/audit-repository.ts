@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import type { Statements } from './store.js';
+import type { Sql } from './sql.js';
 
 export interface AuditEntry {
   timestamp: string;
@@ -13,14 +13,18 @@ export interface AuditEntry {
 export class AuditRepository {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly statements: Statements,
+    private readonly sql: Sql,
   ) {}
 
   /** Every exec and file operation appends one entry: a prepared statement. */
-  async append(entry: { timestamp: string; event: string; sandbox: string; sandbox_uuid?: string; details: object }) {
-    this.statements
-      .get('insert into "audit_log" ("timestamp", "event", "sandbox", "sandbox_uuid", "details") values (?, ?, ?, ?, ?)')
-      .run(entry.timestamp, entry.event, entry.sandbox, entry.sandbox_uuid ?? null, JSON.stringify(entry.details));
+  async append(entry: { timestamp: string; event: string; sandbox: string; sandbox_uuid?: string; details: object }): Promise<void> {
+    await this.sql.run('insert into "audit_log" ("timestamp", "event", "sandbox", "sandbox_uuid", "details") values (?, ?, ?, ?, ?)', [
+      entry.timestamp,
+      entry.event,
+      entry.sandbox,
+      entry.sandbox_uuid ?? null,
+      JSON.stringify(entry.details),
+    ]);
   }
 
   /** Entries of one sandbox (by uuid, so a recreated name starts clean), oldest first. */

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { retryUniqueViolation } from './sql.js';
 
 /** A browser action as the events endpoint shows it. */
 export interface BrowserEvent {
@@ -13,13 +14,19 @@ export interface BrowserEvent {
 export class BrowserEventRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Appends an event with the next sequence number; one statement, so concurrent appends never share a number. */
+  /**
+   * Appends an event with the next sequence number, in one statement. On SQLite nothing runs
+   * beside it; on PostgreSQL two appends at once may read the same last number, and the one the
+   * primary key refuses takes the next.
+   */
   async append(sandboxUuid: string, event: Omit<BrowserEvent, 'seq'>): Promise<void> {
-    await sql`
-      INSERT INTO browser_events (sandbox_uuid, seq, type, page, ts)
-      SELECT ${sandboxUuid}, COALESCE(MAX(seq) + 1, 0), ${event.type}, ${event.page}, ${event.ts}
-      FROM browser_events WHERE sandbox_uuid = ${sandboxUuid}
-    `.execute(this.db);
+    await retryUniqueViolation(
+      () => sql`
+        INSERT INTO browser_events (sandbox_uuid, seq, type, page, ts)
+        SELECT ${sandboxUuid}, COALESCE(MAX(seq) + 1, 0), ${event.type}, ${event.page}, ${event.ts}
+        FROM browser_events WHERE sandbox_uuid = ${sandboxUuid}
+      `.execute(this.db),
+    );
   }
 
   /** Events with `seq >= offset`, oldest first, at most `limit`. */

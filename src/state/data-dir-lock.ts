@@ -2,6 +2,9 @@ import Sqlite from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The file of a data directory's database (SQLite). */
+export const databaseFile = (dataDir: string): string => join(dataDir, 'sandboxd.db');
+
 /** The data directory is owned by another running process. */
 export class DataDirLockedError extends Error {
   constructor(readonly dataDir: string, readonly ownerPid: number | undefined) {

@@ -67,11 +67,11 @@ export class LlmRepository {
       .onConflict((oc) =>
         oc.columns(['day', 'sandbox_uuid', 'provider', 'model']).doUpdateSet((eb) => ({
           sandbox: eb.ref('excluded.sandbox'),
-          requests: sql`requests + excluded.requests`,
-          input_tokens: sql`input_tokens + excluded.input_tokens`,
-          output_tokens: sql`output_tokens + excluded.output_tokens`,
-          errors: sql`errors + excluded.errors`,
-          unmetered_requests: sql`unmetered_requests + excluded.unmetered_requests`,
+          requests: sql`llm_usage.requests + excluded.requests`,
+          input_tokens: sql`llm_usage.input_tokens + excluded.input_tokens`,
+          output_tokens: sql`llm_usage.output_tokens + excluded.output_tokens`,
+          errors: sql`llm_usage.errors + excluded.errors`,
+          unmetered_requests: sql`llm_usage.unmetered_requests + excluded.unmetered_requests`,
         })),
       )
       .execute();

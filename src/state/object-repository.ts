@@ -1,6 +1,7 @@
-import { sql, type Kysely, type Transaction, type UpdateObject } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { RowCodec, type Decoded } from './row-codec.js';
 import type { Database, ObjectCallTable, ObjectClassTable, ObjectTable } from './schema.js';
+import { assignments, insertStatement, retryUniqueViolation, type Sql } from './sql.js';
 
 export type ObjectRuntime = 'node' | 'python';
 export type ObjectStatus = 'active' | 'hibernating';
@@ -57,7 +58,11 @@ const callCodec = new RowCodec<ObjectCallTable, ObjectCallRecord>([]);
 
 /** Durable-object classes, objects, call logs and idempotency results in the state store. */
 export class ObjectRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** The statements of every call (the object's row, the commit), prepared once. */
+    private readonly sql: Sql,
+  ) {}
 
   // --- classes ---------------------------------------------------------------------------
 
@@ -70,8 +75,9 @@ export class ObjectRepository {
       .execute();
   }
 
+  /** Every call reads its class (twice: before and after it waits for the object): a prepared statement. */
   async getClass(name: string): Promise<ObjectClassRecord | undefined> {
-    const row = await this.db.selectFrom('object_classes').selectAll().where('name', '=', name).executeTakeFirst();
+    const row = await this.sql.first<ObjectClassTable>('SELECT * FROM object_classes WHERE name = ?', [name]);
     return row && classCodec.fromRow(row);
   }
 
@@ -102,33 +108,40 @@ export class ObjectRepository {
 
   // --- objects ---------------------------------------------------------------------------
 
-  /** Inserts an object; false when (class, object_id) exists already. */
+  /**
+   * Inserts an object with the next uid number (the highest plus one, as SQLite numbers rows);
+   * false when (class, object_id) exists already. On PostgreSQL two inserts at once may take the
+   * same number: the one the unique index refuses takes the next.
+   */
   async insert(record: ObjectRecord): Promise<boolean> {
-    const result = await this.db
-      .insertInto('objects')
-      .values(objectCodec.toRow(record))
-      .onConflict((c) => c.columns(['class', 'object_id']).doNothing())
-      .executeTakeFirst();
+    const row = { ...objectCodec.toRow(record), uid_number: sql<number>`(SELECT COALESCE(MAX(uid_number), 0) + 1 FROM objects)` };
+    const result = await retryUniqueViolation(() =>
+      this.db
+        .insertInto('objects')
+        .values(row)
+        .onConflict((c) => c.columns(['class', 'object_id']).doNothing())
+        .executeTakeFirst(),
+    );
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
   }
 
   async byId(id: string): Promise<ObjectRecord | undefined> {
-    const row = await this.db.selectFrom('objects').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.sql.first<ObjectTable>('SELECT * FROM objects WHERE id = ?', [id]);
     return row && objectCodec.fromRow(row);
   }
 
   async byName(className: string, objectId: string): Promise<ObjectRecord | undefined> {
-    const row = await this.db.selectFrom('objects').selectAll().where('class', '=', className).where('object_id', '=', objectId).executeTakeFirst();
+    const row = await this.sql.first<ObjectTable>('SELECT * FROM objects WHERE class = ? AND object_id = ?', [className, objectId]);
     return row && objectCodec.fromRow(row);
   }
 
   /**
-   * The object's row number: unique among the objects that exist (a new object may take the
+   * The object's uid number: unique among the objects that exist (a new object may take the
    * number of the last one deleted). Bound objects run as their own uid from it.
    */
   async rowNumber(id: string): Promise<number | undefined> {
-    const row = await this.db.selectFrom('objects').select(sql<number>`rowid`.as('n')).where('id', '=', id).executeTakeFirst();
-    return row ? Number(row.n) : undefined;
+    const row = await this.sql.first<{ uid_number: number | null }>('SELECT uid_number FROM objects WHERE id = ?', [id]);
+    return row?.uid_number ?? undefined;
   }
 
   async list(filter: { class?: string; status?: ObjectStatus; limit: number }): Promise<ObjectRecord[]> {
@@ -221,60 +234,36 @@ export class ObjectRepository {
 
   /** Applies a finished call: storage, alarm, call record and idempotency result, in one transaction. */
   async commit(commit: CallCommit): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      const set: UpdateObject<Database, 'objects'> = {
-        last_call_at: commit.now,
-        updated_at: commit.now,
-        call_count: sql<number>`call_count + 1`,
-      };
-      if (commit.storage) {
-        set.storage = JSON.stringify(commit.storage.value);
-        set.storage_bytes = commit.storage.bytes;
-      }
+    await this.sql.transaction(async (tx) => {
+      const set: Record<string, unknown> = { last_call_at: commit.now, updated_at: commit.now };
+      if (commit.storage) Object.assign(set, { storage: JSON.stringify(commit.storage.value), storage_bytes: commit.storage.bytes });
       if (commit.alarm !== undefined) Object.assign(set, alarmColumns(commit.alarm));
-      await tx.updateTable('objects').set(set).where('id', '=', commit.object).execute();
+      await tx.run(`UPDATE objects SET call_count = call_count + 1, ${assignments(Object.keys(set))} WHERE id = ?`, [...Object.values(set), commit.object]);
       if (commit.alarm === undefined && commit.fired_alarm_at !== undefined) {
-        await tx
-          .updateTable('objects')
-          .set(alarmColumns(null))
-          .where('id', '=', commit.object)
-          .where('alarm_at', '=', commit.fired_alarm_at)
-          .execute();
+        const cleared = alarmColumns(null);
+        await tx.run(`UPDATE objects SET ${assignments(Object.keys(cleared))} WHERE id = ? AND alarm_at = ?`, [
+          ...Object.values(cleared),
+          commit.object,
+          commit.fired_alarm_at,
+        ]);
       }
-      await this.recordCall(tx, commit.call);
+      await recordCall(tx, commit.call);
       if (commit.idempotency) {
-        await tx
-          .insertInto('object_idempotency')
-          .values({
-            object: commit.object,
-            key: commit.idempotency.key,
-            result: commit.idempotency.result,
-            result_kept: commit.idempotency.result === null ? 0 : 1,
-            created_at: commit.now,
-            request_hash: commit.idempotency.request_hash,
-          })
-          .onConflict((c) => c.columns(['object', 'key']).doNothing())
-          .execute();
+        const { key, result, request_hash } = commit.idempotency;
+        await tx.run(
+          'INSERT INTO object_idempotency (object, key, result, result_kept, created_at, request_hash) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (object, key) DO NOTHING',
+          [commit.object, key, result, result === null ? 0 : 1, commit.now, request_hash],
+        );
       }
     });
   }
 
   /** Records a call that changed nothing (it failed) and counts it. */
   async recordFailedCall(call: ObjectCallRecord, now: string): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      await tx
-        .updateTable('objects')
-        .set({ last_call_at: now, call_count: sql<number>`call_count + 1` })
-        .where('id', '=', call.object)
-        .execute();
-      await this.recordCall(tx, call);
+    await this.sql.transaction(async (tx) => {
+      await tx.run('UPDATE objects SET last_call_at = ?, call_count = call_count + 1 WHERE id = ?', [now, call.object]);
+      await recordCall(tx, call);
     });
-  }
-
-  private async recordCall(tx: Transaction<Database>, call: ObjectCallRecord): Promise<void> {
-    await tx.insertInto('object_calls').values(callCodec.toRow(call)).execute();
-    const keep = tx.selectFrom('object_calls').select('call_id').where('object', '=', call.object).orderBy('call_id', 'desc').limit(CALL_LOG_SIZE);
-    await tx.deleteFrom('object_calls').where('object', '=', call.object).where('call_id', 'not in', keep).execute();
   }
 
   /** The object's latest calls, newest first. */
@@ -299,6 +288,17 @@ export class ObjectRepository {
   async pruneIdempotency(before: string): Promise<void> {
     await this.db.deleteFrom('object_idempotency').where('created_at', '<', before).execute();
   }
+}
+
+/** Keeps a call in the object's log, which holds its newest CALL_LOG_SIZE calls (call ids are UUIDv7: they sort by time). */
+async function recordCall(tx: Sql, call: ObjectCallRecord): Promise<void> {
+  const row = callCodec.toRow(call);
+  await tx.run(insertStatement('object_calls', Object.keys(row)), Object.values(row));
+  await tx.run('DELETE FROM object_calls WHERE object = ? AND call_id < (SELECT call_id FROM object_calls WHERE object = ? ORDER BY call_id DESC LIMIT 1 OFFSET ?)', [
+    call.object,
+    call.object,
+    CALL_LOG_SIZE - 1,
+  ]);
 }
 
 /** The alarm columns for a new alarm (attempts from zero) or for none. */

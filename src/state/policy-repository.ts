@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, PermissionTable, PolicyAuditTable } from './schema.js';
-import type { Statements } from './store.js';
+import type { Sql } from './sql.js';
 
 export type PolicyAuditRow = Omit<PolicyAuditTable, 'id'>;
 export type PermissionRow = PermissionTable;
@@ -12,19 +12,20 @@ export const AUDIT_RING_SIZE = 10_000;
 export class PolicyRepository {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly statements: Statements,
+    private readonly sql: Sql,
   ) {}
 
   /**
    * Appends a decision and drops what falls out of the ring, in one transaction of prepared
-   * statements: it runs on the request path of every denied (or, when asked, allowed) request.
+   * statements: it runs for every denied (or, when asked, allowed) request.
    */
-  appendAudit(row: PolicyAuditRow): void {
-    this.statements.transaction(() => {
-      const { lastInsertRowid } = this.statements
-        .get('insert into "policy_audit" ("timestamp", "principal", "action", "resource", "decision", "rule", "reason", "mode") values (?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(row.timestamp, row.principal, row.action, row.resource, row.decision, row.rule, row.reason, row.mode);
-      this.statements.get('delete from "policy_audit" where "id" <= ?').run(Number(lastInsertRowid) - AUDIT_RING_SIZE);
+  async appendAudit(row: PolicyAuditRow): Promise<void> {
+    await this.sql.transaction(async (tx) => {
+      const inserted = await tx.first<{ id: number }>(
+        'insert into "policy_audit" ("timestamp", "principal", "action", "resource", "decision", "rule", "reason", "mode") values (?, ?, ?, ?, ?, ?, ?, ?) returning "id"',
+        [row.timestamp, row.principal, row.action, row.resource, row.decision, row.rule, row.reason, row.mode],
+      );
+      await tx.run('delete from "policy_audit" where "id" <= ?', [Number(inserted?.id) - AUDIT_RING_SIZE]);
     });
   }
 
@@ -40,18 +41,18 @@ export class PolicyRepository {
     await this.db.insertInto('permissions').values(row).execute();
   }
 
-  /** Every persisted grant, oldest first; synchronous, read once when the service is built. */
-  permissionsNow(): PermissionRow[] {
-    return this.statements.get('select * from "permissions" order by "granted_at", "id"').all() as PermissionRow[];
+  /** Every persisted grant, oldest first: read once when the service is built. */
+  permissions(): Promise<PermissionRow[]> {
+    return this.sql.all('select * from "permissions" order by "granted_at", "id"');
   }
 
-  /** Deletes a grant (synchronous: expired grants are dropped on the request path). */
-  deletePermission(id: string): void {
-    this.statements.get('delete from "permissions" where "id" = ?').run(id);
+  /** Deletes a grant. */
+  async deletePermission(id: string): Promise<void> {
+    await this.sql.run('delete from "permissions" where "id" = ?', [id]);
   }
 
-  /** Counts a use of a grant (synchronous: on the request path). */
-  countUse(id: string): void {
-    this.statements.get('update "permissions" set "uses" = "uses" + 1 where "id" = ?').run(id);
+  /** Counts a use of a grant. */
+  async countUse(id: string): Promise<void> {
+    await this.sql.run('update "permissions" set "uses" = "uses" + 1 where "id" = ?', [id]);
   }
 }

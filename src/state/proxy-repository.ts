@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { ProxyHookTable, SandboxSecretTable } from './schema.js';
-import type { Statements } from './store.js';
+import type { Sql } from './sql.js';
 
 /** A stored hook: `match` and `target` are JSON text. */
 export type ProxyHookRow = Omit<Selectable<ProxyHookTable>, 'id'>;
@@ -8,57 +8,84 @@ export type ProxyHookRow = Omit<Selectable<ProxyHookTable>, 'id'>;
 export type SandboxSecretRow = SandboxSecretTable;
 
 /**
- * Proxy hooks and sandbox secrets in the state store. Synchronous prepared statements: the
- * proxy reads both on the request path (hooks once per change, secrets once per sandbox).
+ * Proxy hooks, sandbox secrets and the proxy's decision log in the state store, as prepared
+ * statements: the proxy reads hooks once per change and secrets once per sandbox, and writes a
+ * decision per request.
  */
 export class ProxyRepository {
-  constructor(private readonly statements: Statements) {}
+  constructor(private readonly sql: Sql) {}
 
   /** Every hook in creation order. */
-  hooks(): ProxyHookRow[] {
-    return this.statements.get('select "name", "event", "match", "target", "created_at" from "proxy_hooks" order by "id"').all() as ProxyHookRow[];
+  hooks(): Promise<ProxyHookRow[]> {
+    return this.sql.all('select "name", "event", "match", "target", "created_at" from "proxy_hooks" order by "id"');
   }
 
   /** False when the name is taken. */
-  insertHook(row: ProxyHookRow): boolean {
-    const result = this.statements
-      .get('insert into "proxy_hooks" ("name", "event", "match", "target", "created_at") values (?, ?, ?, ?, ?) on conflict ("name") do nothing')
-      .run(row.name, row.event, row.match, row.target, row.created_at);
-    return result.changes === 1;
+  async insertHook(row: ProxyHookRow): Promise<boolean> {
+    const inserted = await this.sql.run('insert into "proxy_hooks" ("name", "event", "match", "target", "created_at") values (?, ?, ?, ?, ?) on conflict ("name") do nothing', [
+      row.name,
+      row.event,
+      row.match,
+      row.target,
+      row.created_at,
+    ]);
+    return inserted === 1;
   }
 
   /** False when there was no such hook. */
-  deleteHook(name: string): boolean {
-    return this.statements.get('delete from "proxy_hooks" where "name" = ?').run(name).changes === 1;
+  async deleteHook(name: string): Promise<boolean> {
+    return (await this.sql.run('delete from "proxy_hooks" where "name" = ?', [name])) === 1;
+  }
+
+  /** Keeps a decision of the proxy (its entry as JSON) and returns its id, which grows. */
+  async addDecision(sandbox: string, entry: string): Promise<number> {
+    const row = await this.sql.first<{ id: number }>('insert into "proxy_decisions" ("sandbox", "entry") values (?, ?) returning "id"', [sandbox, entry]);
+    return Number(row?.id);
+  }
+
+  /** Drops the decisions up to this id. */
+  async pruneDecisions(throughId: number): Promise<void> {
+    await this.sql.run('delete from "proxy_decisions" where "id" <= ?', [throughId]);
+  }
+
+  /** The newest decisions first (entries as JSON), of one sandbox when given. */
+  async decisions(limit: number, sandbox?: string): Promise<string[]> {
+    const rows =
+      sandbox === undefined
+        ? await this.sql.all<{ entry: string }>('select "entry" from "proxy_decisions" order by "id" desc limit ?', [limit])
+        : await this.sql.all<{ entry: string }>('select "entry" from "proxy_decisions" where "sandbox" = ? order by "id" desc limit ?', [sandbox, limit]);
+    return rows.map((row) => row.entry);
   }
 
   /** A sandbox's secrets (ciphertext). */
-  secrets(sandboxUuid: string): SandboxSecretRow[] {
-    return this.statements.get('select * from "sandbox_secrets" where "sandbox_uuid" = ? order by "name"').all(sandboxUuid) as SandboxSecretRow[];
+  secrets(sandboxUuid: string): Promise<SandboxSecretRow[]> {
+    return this.sql.all('select * from "sandbox_secrets" where "sandbox_uuid" = ? order by "name"', [sandboxUuid]);
   }
 
-  /** Stores a sandbox's secrets in one transaction. */
-  putSecrets(rows: SandboxSecretRow[]): void {
-    this.statements.transaction(() => {
+  /** Stores a sandbox's secrets in one transaction, replacing ones of the same names. */
+  async putSecrets(rows: SandboxSecretRow[]): Promise<void> {
+    await this.sql.transaction(async (tx) => {
       for (const row of rows) {
-        this.statements
-          .get('insert or replace into "sandbox_secrets" ("sandbox_uuid", "name", "host", "placeholder", "secret", "intercept_tls") values (?, ?, ?, ?, ?, ?)')
-          .run(row.sandbox_uuid, row.name, row.host, row.placeholder, row.secret, row.intercept_tls);
+        await tx.run(
+          'insert into "sandbox_secrets" ("sandbox_uuid", "name", "host", "placeholder", "secret", "intercept_tls") values (?, ?, ?, ?, ?, ?) ' +
+            'on conflict ("sandbox_uuid", "name") do update set "host" = excluded."host", "placeholder" = excluded."placeholder", "secret" = excluded."secret", "intercept_tls" = excluded."intercept_tls"',
+          [row.sandbox_uuid, row.name, row.host, row.placeholder, row.secret, row.intercept_tls],
+        );
       }
     });
   }
 
-  deleteSecrets(sandboxUuid: string): void {
-    this.statements.get('delete from "sandbox_secrets" where "sandbox_uuid" = ?').run(sandboxUuid);
+  async deleteSecrets(sandboxUuid: string): Promise<void> {
+    await this.sql.run('delete from "sandbox_secrets" where "sandbox_uuid" = ?', [sandboxUuid]);
   }
 
   /** The egress proxy's CA (its key sealed), if one was made. */
-  egressCa(): { cert: string; key: string } | undefined {
-    return this.statements.get('select "cert", "key" from "egress_ca" where "id" = 1').get() as { cert: string; key: string } | undefined;
+  egressCa(): Promise<{ cert: string; key: string } | undefined> {
+    return this.sql.first('select "cert", "key" from "egress_ca" where "id" = 1');
   }
 
   /** Keeps the CA unless one is kept already (the first one made wins). */
-  putEgressCa(row: { cert: string; key: string; created_at: string }): void {
-    this.statements.get('insert into "egress_ca" ("id", "cert", "key", "created_at") values (1, ?, ?, ?) on conflict ("id") do nothing').run(row.cert, row.key, row.created_at);
+  async putEgressCa(row: { cert: string; key: string; created_at: string }): Promise<void> {
+    await this.sql.run('insert into "egress_ca" ("id", "cert", "key", "created_at") values (1, ?, ?, ?) on conflict ("id") do nothing', [row.cert, row.key, row.created_at]);
   }
 }

@@ -1,5 +1,3 @@
-import type { Statements } from './store.js';
-
 /**
  * A record as the program holds a table's row: every column under its own name, `Fields`
  * replacing the row's type of some of them (JSON columns parsed, text columns narrowed to
@@ -40,12 +38,4 @@ export class RowCodec<Row extends object, Rec extends object> {
     }
     return row as Partial<Row>;
   }
-}
-
-/**
- * The columns of a table as SQLite reports them, so that an update built from a record's
- * fields names only real columns, whatever an object passed at run time holds.
- */
-export function columnsOf(statements: Statements, table: string): ReadonlySet<string> {
-  return new Set(statements.get(`select * from "${table}"`).columns().map((column) => column.name));
 }

@@ -2,9 +2,9 @@ import type { Kysely, Selectable } from 'kysely';
 import type { SandboxNetwork } from '../domain/egress.js';
 import type { Profile } from '../domain/profiles.js';
 import type { VolumeMount } from '../domain/volumes.js';
-import { columnsOf, RowCodec, type Decoded } from './row-codec.js';
+import { RowCodec, type Decoded } from './row-codec.js';
 import type { Database, SandboxTable } from './schema.js';
-import type { Statements } from './store.js';
+import { assignments, placeholders, type Sql } from './sql.js';
 
 /**
  * Stored status. `creating`, `archiving` and `removing` are in-flight states that recovery
@@ -51,14 +51,13 @@ type Patch = Partial<Omit<SandboxRecord, 'uuid' | 'name' | 'created_at' | 'statu
 
 /** Sandboxes in the state store. */
 export class SandboxRepository {
-  private readonly columns: ReadonlySet<string>;
+  /** The table's columns as the database reports them, read at the first update. */
+  private columns?: Promise<ReadonlySet<string>>;
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly statements: Statements,
-  ) {
-    this.columns = columnsOf(statements, 'sandboxes');
-  }
+    private readonly sql: Sql,
+  ) {}
 
   /** Inserts a new sandbox; false when the name is taken. */
   async insert(record: SandboxRecord): Promise<boolean> {
@@ -72,12 +71,12 @@ export class SandboxRepository {
 
   /** Every exec and file operation starts here: a prepared statement. */
   async byName(name: string): Promise<SandboxRecord | undefined> {
-    const row = this.statements.get('select * from "sandboxes" where "name" = ?').get(name) as Selectable<SandboxTable> | undefined;
+    const row = await this.sql.first<Selectable<SandboxTable>>('select * from "sandboxes" where "name" = ?', [name]);
     return row && codec.fromRow(row);
   }
 
   async byUuid(uuid: string): Promise<SandboxRecord | undefined> {
-    const row = this.statements.get('select * from "sandboxes" where "uuid" = ?').get(uuid) as Selectable<SandboxTable> | undefined;
+    const row = await this.sql.first<Selectable<SandboxTable>>('select * from "sandboxes" where "uuid" = ?', [uuid]);
     return row && codec.fromRow(row);
   }
 
@@ -103,17 +102,18 @@ export class SandboxRepository {
    */
   async update(uuid: string, patch: Patch, from?: readonly SandboxStatus[]): Promise<boolean> {
     // One prepared statement per shape (columns set, statuses allowed): every exec touches
-    // last_activity_at through here. Only the table's own columns get into the SQL.
+    // last_activity_at through here. Only the table's own columns get into the SQL: an object
+    // passed at run time may hold more fields than its type says.
     const row = codec.toColumns(patch);
     const columns = Object.keys(row);
     if (columns.length === 0) throw new Error('sandbox update without a field to set');
-    const unknown = columns.find((column) => !this.columns.has(column));
+    this.columns ??= this.sql.columns('sandboxes').then((names) => new Set(names));
+    const known = await this.columns;
+    const unknown = columns.find((column) => !known.has(column));
     if (unknown !== undefined) throw new Error(`sandbox update of an unknown column '${unknown}'`);
     const sql =
-      `update "sandboxes" set ${columns.map((column) => `"${column}" = ?`).join(', ')} where "uuid" = ?` +
-      (from ? ` and "status" in (${from.map(() => '?').join(', ')})` : '');
-    const result = this.statements.get(sql).run(...Object.values(row), uuid, ...(from ?? []));
-    return result.changes === 1;
+      `update "sandboxes" set ${assignments(columns)} where "uuid" = ?` + (from ? ` and "status" in (${placeholders(from.length)})` : '');
+    return (await this.sql.run(sql, [...Object.values(row), uuid, ...(from ?? [])])) === 1;
   }
 
   async delete(uuid: string): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { RowCodec, type Decoded } from './row-codec.js';
 import type { Database, ScheduleRunTable, ScheduleTable } from './schema.js';
-import type { Statements } from './store.js';
+import type { Sql } from './sql.js';
 
 /** What a schedule is doing: firing, held, or done for good. */
 export type ScheduleStatus = 'active' | 'paused' | 'completed' | 'failed';
@@ -53,13 +53,13 @@ const runCodec = new RowCodec<ScheduleRunTable, RunRecord>(['result']);
 
 /**
  * Schedules and their runs. The hot path (due times, the claim, a run's end) uses prepared
- * statements in synchronous transactions, so that a claim and its run rows commit together and
- * nothing interleaves; the rest goes through Kysely.
+ * statements in transactions, so that a claim and its run rows commit together and nothing
+ * interleaves; the rest goes through Kysely.
  */
 export class ScheduleRepository {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly statements: Statements,
+    private readonly sql: Sql,
   ) {}
 
   async insert(record: ScheduleRecord): Promise<void> {
@@ -91,36 +91,35 @@ export class ScheduleRepository {
   }
 
   /** Pauses a schedule whatever its state (a schedule the firing cannot plan). */
-  pause(id: string, now: string): void {
-    this.statements.get("UPDATE schedules SET status = 'paused', next_fire_at = NULL, updated_at = ? WHERE id = ?").run(now, id);
+  async pause(id: string, now: string): Promise<void> {
+    await this.sql.run("UPDATE schedules SET status = 'paused', next_fire_at = NULL, updated_at = ? WHERE id = ?", [now, id]);
   }
 
   /** How many schedules there are. */
-  count(): number {
-    return (this.statements.get('SELECT COUNT(*) AS n FROM schedules').get() as { n: number }).n;
+  async count(): Promise<number> {
+    return (await this.sql.first<{ n: number }>('SELECT COUNT(*) AS n FROM schedules'))?.n ?? 0;
   }
 
   /** Deletes a schedule and its runs in one transaction. */
-  delete(id: string): void {
-    this.statements.transaction(() => {
-      this.statements.get('DELETE FROM schedule_runs WHERE schedule_id = ?').run(id);
-      this.statements.get('DELETE FROM schedules WHERE id = ?').run(id);
+  async delete(id: string): Promise<void> {
+    await this.sql.transaction(async (tx) => {
+      await tx.run('DELETE FROM schedule_runs WHERE schedule_id = ?', [id]);
+      await tx.run('DELETE FROM schedules WHERE id = ?', [id]);
     });
   }
 
   /** The earliest next_fire_at of the active schedules. */
-  nextDue(): string | null {
-    const row = this.statements
-      .get("SELECT MIN(next_fire_at) AS due FROM schedules WHERE status = 'active' AND next_fire_at IS NOT NULL")
-      .get() as { due: string | null };
-    return row.due;
+  async nextDue(): Promise<string | null> {
+    const row = await this.sql.first<{ due: string | null }>("SELECT MIN(next_fire_at) AS due FROM schedules WHERE status = 'active' AND next_fire_at IS NOT NULL");
+    return row?.due ?? null;
   }
 
   /** Active schedules due at `now` (an RFC 3339 UTC text), earliest first. */
-  due(now: string, limit: number): ScheduleRecord[] {
-    const rows = this.statements
-      .get("SELECT * FROM schedules WHERE status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?")
-      .all(now, limit) as ScheduleTable[];
+  async due(now: string, limit: number): Promise<ScheduleRecord[]> {
+    const rows = await this.sql.all<ScheduleTable>(
+      "SELECT * FROM schedules WHERE status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?",
+      [now, limit],
+    );
     return rows.map((row) => codec.fromRow(row));
   }
 
@@ -131,38 +130,28 @@ export class ScheduleRepository {
    * the schedule is in flight (for the overlap policy). Returns the runs inserted; none when
    * another claim won.
    */
-  claim(id: string, expected: string, decide: (running: boolean) => { update: ClaimUpdate; runs: RunRecord[] }): RunRecord[] {
-    return this.statements.transaction(() => {
-      const { update, runs } = decide(this.hasRunning(id));
-      const changed = this.statements
-        .get(
-          `UPDATE schedules SET next_fire_at = ?, status = ?, last_fired_at = COALESCE(?, last_fired_at),
-             fire_count = fire_count + ?, last_run_status = COALESCE(?, last_run_status), updated_at = ?
-           WHERE id = ? AND next_fire_at = ? AND status = 'active'`,
-        )
-        .run(
-          update.next_fire_at,
-          update.status,
-          update.last_fired_at ?? null,
-          update.fire_count_increment,
-          update.last_run_status ?? null,
-          update.updated_at,
-          id,
-          expected,
-        ).changes;
+  claim(id: string, expected: string, decide: (running: boolean) => { update: ClaimUpdate; runs: RunRecord[] }): Promise<RunRecord[]> {
+    return this.sql.transaction(async (tx) => {
+      const { update, runs } = decide(await this.hasRunning(tx, id));
+      const changed = await tx.run(
+        `UPDATE schedules SET next_fire_at = ?, status = ?, last_fired_at = COALESCE(?, last_fired_at),
+           fire_count = fire_count + ?, last_run_status = COALESCE(?, last_run_status), updated_at = ?
+         WHERE id = ? AND next_fire_at = ? AND status = 'active'`,
+        [update.next_fire_at, update.status, update.last_fired_at ?? null, update.fire_count_increment, update.last_run_status ?? null, update.updated_at, id, expected],
+      );
       if (changed === 0) return [];
-      for (const run of runs) this.insertRunNow(run);
-      this.prune(id);
+      for (const run of runs) await this.insertRunNow(tx, run);
+      await this.prune(tx, id);
       return runs;
     });
   }
 
   /** Inserts one run (a manual trigger's) outside a claim, and counts it in `trigger_count`. */
-  insertRun(run: RunRecord): void {
-    this.statements.transaction(() => {
-      this.insertRunNow(run);
-      if (run.manual) this.statements.get('UPDATE schedules SET trigger_count = trigger_count + 1 WHERE id = ?').run(run.schedule_id);
-      this.prune(run.schedule_id);
+  async insertRun(run: RunRecord): Promise<void> {
+    await this.sql.transaction(async (tx) => {
+      await this.insertRunNow(tx, run);
+      if (run.manual) await tx.run('UPDATE schedules SET trigger_count = trigger_count + 1 WHERE id = ?', [run.schedule_id]);
+      await this.prune(tx, run.schedule_id);
     });
   }
 
@@ -172,14 +161,12 @@ export class ScheduleRepository {
    * run; a manual run changes no status). False when the run had ended already or is gone with
    * its schedule.
    */
-  finishRun(run: RunRecord, end: RunEnd, decide: (current: ScheduleStatus) => ScheduleStatus | undefined): boolean {
-    return this.statements.transaction(() => {
-      const changed = this.statements
-        .get(
-          `UPDATE schedule_runs SET status = ?, finished_at = ?, duration_ms = ?, result = ?, error = ?,
-             orchestration_id = COALESCE(?, orchestration_id) WHERE id = ? AND status = 'running'`,
-        )
-        .run(
+  finishRun(run: RunRecord, end: RunEnd, decide: (current: ScheduleStatus) => ScheduleStatus | undefined): Promise<boolean> {
+    return this.sql.transaction(async (tx) => {
+      const changed = await tx.run(
+        `UPDATE schedule_runs SET status = ?, finished_at = ?, duration_ms = ?, result = ?, error = ?,
+           orchestration_id = COALESCE(?, orchestration_id) WHERE id = ? AND status = 'running'`,
+        [
           end.status,
           end.finished_at,
           end.duration_ms,
@@ -187,26 +174,31 @@ export class ScheduleRepository {
           end.error,
           end.orchestration_id ?? null,
           run.id,
-        ).changes;
+        ],
+      );
       if (changed === 0) return false;
-      const current = this.statements.get('SELECT status FROM schedules WHERE id = ?').get(run.schedule_id) as { status: ScheduleStatus } | undefined;
+      const current = await tx.first<{ status: ScheduleStatus }>('SELECT status FROM schedules WHERE id = ?', [run.schedule_id]);
       if (!current) return true;
       const status = run.manual ? undefined : decide(current.status);
-      this.statements
-        .get('UPDATE schedules SET last_run_status = ?, status = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE id = ?')
-        .run(end.status, status ?? current.status, status && status !== current.status ? 1 : 0, end.finished_at, run.schedule_id);
+      await tx.run('UPDATE schedules SET last_run_status = ?, status = ?, updated_at = CASE WHEN ? = 1 THEN ? ELSE updated_at END WHERE id = ?', [
+        end.status,
+        status ?? current.status,
+        status && status !== current.status ? 1 : 0,
+        end.finished_at,
+        run.schedule_id,
+      ]);
       return true;
     });
   }
 
   /** Marks a run to be tried again (recovery's retry of an object-method run). */
-  retryRun(id: string): void {
-    this.statements.get("UPDATE schedule_runs SET attempt = attempt + 1 WHERE id = ? AND status = 'running'").run(id);
+  async retryRun(id: string): Promise<void> {
+    await this.sql.run("UPDATE schedule_runs SET attempt = attempt + 1 WHERE id = ? AND status = 'running'", [id]);
   }
 
   /** Every run still marked running (at start: the runs a stopped server had in flight). */
-  runningRuns(): RunRecord[] {
-    const rows = this.statements.get("SELECT * FROM schedule_runs WHERE status = 'running' ORDER BY id").all() as ScheduleRunTable[];
+  async runningRuns(): Promise<RunRecord[]> {
+    const rows = await this.sql.all<ScheduleRunTable>("SELECT * FROM schedule_runs WHERE status = 'running' ORDER BY id");
     return rows.map((row) => runCodec.fromRow(row));
   }
 
@@ -223,20 +215,15 @@ export class ScheduleRepository {
     return rows.map((row) => runCodec.fromRow(row));
   }
 
-  private hasRunning(scheduleId: string): boolean {
-    return (
-      this.statements.get("SELECT 1 FROM schedule_runs WHERE schedule_id = ? AND status = 'running' AND manual = 0 LIMIT 1").get(scheduleId) !==
-      undefined
-    );
+  private async hasRunning(tx: Sql, scheduleId: string): Promise<boolean> {
+    return (await tx.first("SELECT 1 AS one FROM schedule_runs WHERE schedule_id = ? AND status = 'running' AND manual = 0 LIMIT 1", [scheduleId])) !== undefined;
   }
 
-  private insertRunNow(run: RunRecord): void {
-    this.statements
-      .get(
-        `INSERT INTO schedule_runs (id, schedule_id, scheduled_for, started_at, finished_at, status, missed_count, duration_ms,
-           result, error, orchestration_id, attempt, manual) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+  private async insertRunNow(tx: Sql, run: RunRecord): Promise<void> {
+    await tx.run(
+      `INSERT INTO schedule_runs (id, schedule_id, scheduled_for, started_at, finished_at, status, missed_count, duration_ms,
+         result, error, orchestration_id, attempt, manual) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
         run.id,
         run.schedule_id,
         run.scheduled_for,
@@ -250,16 +237,16 @@ export class ScheduleRepository {
         run.orchestration_id,
         run.attempt,
         run.manual,
-      );
+      ],
+    );
   }
 
   /** Keeps the newest RUNS_KEPT runs of a schedule (a run in flight is never deleted). */
-  private prune(scheduleId: string): void {
-    this.statements
-      .get(
-        `DELETE FROM schedule_runs WHERE schedule_id = ? AND status != 'running' AND id NOT IN
-           (SELECT id FROM schedule_runs WHERE schedule_id = ? ORDER BY id DESC LIMIT ?)`,
-      )
-      .run(scheduleId, scheduleId, RUNS_KEPT);
+  private async prune(tx: Sql, scheduleId: string): Promise<void> {
+    await tx.run(
+      `DELETE FROM schedule_runs WHERE schedule_id = ? AND status != 'running' AND id NOT IN
+         (SELECT id FROM schedule_runs WHERE schedule_id = ? ORDER BY id DESC LIMIT ?)`,
+      [scheduleId, scheduleId, RUNS_KEPT],
+    );
   }
 }

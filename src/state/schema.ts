@@ -167,6 +167,8 @@ export interface ObjectTable {
   call_count: number;
   created_at: string;
   updated_at: string;
+  /** The number its processes run as when bound (uid 200000 + it): set by the insert (migration 0025_object_uid). */
+  uid_number: number | null;
 }
 
 /** One call of an object's method, kept for its call log (the last 100 per object). */
@@ -311,6 +313,13 @@ export interface ProxyHookTable {
   match: string;
   target: string;
   created_at: string;
+}
+
+/** A decision of the egress proxy: `entry` is the ProxyLogEntry as JSON. */
+export interface ProxyDecisionTable {
+  id: Generated<number>;
+  sandbox: string;
+  entry: string;
 }
 
 /** A sandbox secret: `secret` is SecretBox ciphertext of the value. */
@@ -458,6 +467,7 @@ export interface Database {
   llm_usage: LlmUsageTable;
   llm_budgets: LlmBudgetTable;
   proxy_hooks: ProxyHookTable;
+  proxy_decisions: ProxyDecisionTable;
   sandbox_secrets: SandboxSecretTable;
   egress_ca: EgressCaTable;
   orchestration_definitions: OrchestrationDefinitionTable;

@@ -1,49 +1,21 @@
 import Sqlite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { DataDirLock } from './data-dir-lock.js';
+import { DataDirLock, databaseFile } from './data-dir-lock.js';
+import { applyMigrations } from './migration-state.js';
 import { MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
-
-/**
- * Prepared statements on the connection Kysely uses, for the few queries every exec and file
- * operation makes (select by name, touch, audit): building and preparing them through Kysely
- * cost ~45 us each, a prepared statement ~5-25 us. better-sqlite3 is synchronous, so each
- * statement runs whole between two awaits; Kysely's connection lock is not taken, so they must
- * not run inside a Kysely transaction (there is none).
- */
-export class Statements {
-  private readonly cache = new Map<string, Sqlite.Statement>();
-
-  constructor(private readonly sqlite: Sqlite.Database) {}
-
-  /** The statement for this SQL, prepared once. */
-  get(sql: string): Sqlite.Statement {
-    let statement = this.cache.get(sql);
-    if (!statement) {
-      statement = this.sqlite.prepare(sql);
-      this.cache.set(sql, statement);
-    }
-    return statement;
-  }
-
-  /**
-   * Runs `work` (synchronous statements of this class only) in one transaction: it commits when
-   * `work` returns and rolls back when it throws. Nothing else runs in between, since nothing in
-   * it awaits: the way to commit several rows together on a hot path (a schedule's claim).
-   */
-  transaction<T>(work: () => T): T {
-    return this.sqlite.transaction(work)();
-  }
-}
+import { gatedSqlite, type Sql } from './sql.js';
 
 /** The opened state store of one data directory. */
 export interface Store {
   db: Kysely<Database>;
-  /** Prepared statements for the hot paths, on the same connection. */
-  statements: Statements;
+  /**
+   * Statements for the hot paths (prepared once) and transactions of several statements, on the
+   * same database as `db` (on SQLite behind one gate with it: nothing interleaves a transaction).
+   */
+  sql: Sql;
   /**
    * The deployment id: made once, at the first open of the data directory, and kept in it
    * (replicas of one deployment share it). Every engine object the server makes carries it
@@ -58,39 +30,55 @@ export interface Store {
    */
   networkName: string;
   dataDir: string;
+  /** The migrations this open applied, in order (none when the database was up to date). */
+  migrated: string[];
   close(): Promise<void>;
 }
 
-/**
- * Opens the data directory: takes its lock, opens SQLite in WAL mode and applies pending
- * migrations (the core ones by default; the server passes every domain's too, `allMigrations()`). A second process on the same directory gets DataDirLockedError.
- */
-export async function openStore(dataDir: string, migrations: Record<string, Migration> = MIGRATIONS): Promise<Store> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations };
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const lock = DataDirLock.acquire(dataDir);
+/** Opens a data directory's SQLite database in WAL mode, without its lock or migrations. */
+function openDatabase(dataDir: string): { db: Kysely<Database>; sql: Sql } {
+  const sqlite = new Sqlite(databaseFile(dataDir));
   try {
-    const sqlite = new Sqlite(join(dataDir, 'sandboxd.db'));
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
-    const { error } = await new Migrator({ db, provider }).migrateToLatest();
-    if (error) throw error;
+  } catch (err) {
+    sqlite.close();
+    throw err;
+  }
+  return gatedSqlite<Database>(sqlite);
+}
+
+/**
+ * Opens the data directory: takes its lock, opens SQLite in WAL mode and applies pending
+ * migrations (the core ones by default; the server passes every domain's too, `allMigrations()`).
+ * A second process on the same directory gets DataDirLockedError; a database a newer sandboxd
+ * migrated, DatabaseNewerError (and is left as it is).
+ */
+export async function openStore(dataDir: string, migrations: Record<string, Migration> = MIGRATIONS): Promise<Store> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = DataDirLock.acquire(dataDir);
+  let opened: ReturnType<typeof openDatabase> | undefined;
+  try {
+    opened = openDatabase(dataDir);
+    const { db, sql } = opened;
+    const migrated = await applyMigrations(db, migrations, databaseFile(dataDir));
     const { deploymentId, networkName } = await ensureDeployment(db);
     return {
       db,
-      statements: new Statements(sqlite),
+      sql,
       deploymentId,
       networkName,
       dataDir,
+      migrated,
       async close() {
         await db.destroy();
         lock.release();
       },
     };
   } catch (err) {
+    await opened?.db.destroy();
     lock.release();
     throw err;
   }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BROWSER_IMAGE, ensureBrowserImage, SERVE, SITE, SITE_FILES, WAIT_COMMAND } from '../helpers/browser-site.js';
 import { dashboardRun, enterKey, fitsWidth, openPage } from '../helpers/dashboard-browser.js';
 
@@ -39,6 +39,10 @@ async function removeInstances(name: string) {
 }
 
 describe('the dashboard pages of orchestrations and the browser', () => {
+  // On a new machine the first browser test builds the image (minutes): in a hook of its own,
+  // with the allowance the other browser tests give it, not inside a test's 120 s.
+  beforeAll(ensureBrowserImage, 600_000);
+
   it('orchestrations: start from the page, buffered event, raise the awaited one, history, filter, terminate', async () => {
     const { page, errors } = await signIn(1280, 720);
     const name = `approve-${suffix}`;
@@ -128,7 +132,6 @@ describe('the dashboard pages of orchestrations and the browser', () => {
   });
 
   it('a sandbox page shows the screenshot of its browser, and says when it has none', async () => {
-    await ensureBrowserImage();
     const { page, errors } = await signIn(1280, 720);
     const name = `browse-${suffix}`;
     expect((await api('POST', '/sandboxes', { name, image: BROWSER_IMAGE })).status).toBe(201);

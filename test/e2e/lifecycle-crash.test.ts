@@ -47,20 +47,22 @@ const restart = async () => {
 async function expectNothingLeaked() {
   const sandboxes = (await api('GET', '/sandboxes')).body.data as { uuid: string; status: string }[];
   const snapshots = (await api('GET', '/snapshots')).body.data as { image_tag: string }[];
-  const containers = await docker.listContainers({ all: true, filters: { label: [`sandboxd.instance=${instance}`] } });
-  for (const c of containers) {
-    expect(c.Labels['sandboxd.role'], `container ${c.Names[0]}`).toBe('sandbox');
-    expect(sandboxes.map((s) => s.uuid)).toContain(c.Labels['sandboxd.uuid']);
-  }
   // A restrictive snapshot spools its workspace to the host; a restart sweeps what a kill left.
   expect(readdirSync(tmpdir()).filter((entry) => entry.startsWith(`sandboxd-workspace-${instance}-`))).toEqual([]);
   const allowed = new Set([...snapshots.map((s) => s.image_tag), ...sandboxes.map((s) => `sandboxd-archive:${s.uuid}`)]);
-  const images = await docker.listImages({ filters: { label: [`sandboxd.instance=${instance}`, 'sandboxd.saved'] } });
-  for (const image of images) {
-    const tags = (image.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
-    expect(tags.length, `untagged image ${image.Id}`).toBeGreaterThan(0);
-    for (const tag of tags) expect(allowed.has(tag), `image ${tag}`).toBe(true);
-  }
+  const unaccounted = async () => {
+    const containers = await docker.listContainers({ all: true, filters: { label: [`sandboxd.instance=${instance}`] } });
+    const images = await docker.listImages({ filters: { label: [`sandboxd.instance=${instance}`, 'sandboxd.saved'] } });
+    return [
+      ...containers.filter((c) => c.Labels['sandboxd.role'] !== 'sandbox' || !sandboxes.some((s) => s.uuid === c.Labels['sandboxd.uuid'])).map((c) => `container ${c.Names[0]}`),
+      ...images.flatMap((image) => {
+        const tags = (image.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+        return tags.length === 0 ? [`untagged image ${image.Id}`] : tags.filter((tag) => !allowed.has(tag)).map((tag) => `image ${tag}`);
+      }),
+    ];
+  };
+  // A deleted sandbox's container and archive image go in the background, shortly after its DELETE answered.
+  await expect.poll(unaccounted, { timeout: 15_000 }).toEqual([]);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,15 +2,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { startRuntime, type Runtime } from '../../src/runtime.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { call, uniqueName } from '../helpers/docker-runtime.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'sandboxd-detached-'));
+/** Networks and chains of this file's own, removed at its end (a deployment's own would outlive it). */
+const networkName = `tdet${Math.random().toString(36).slice(2, 8)}`;
 let runtime: Runtime;
 const start = async () => {
-  const config = loadConfig({ env: {}, flags: { dataDir, port: 0, allowSudoExec: true } });
+  const config = loadConfig({ env: {}, flags: { dataDir, port: 0, allowSudoExec: true, networkName } });
   runtime = await startRuntime(config, silentLogger(), { listen: true });
 };
 const api = (method: string, path: string, body?: unknown) => call(runtime.url!, method, path, body);
@@ -39,6 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const sandbox of [name, other]) await api('DELETE', `/sandboxes/${sandbox}`);
   await runtime.close();
+  await (runtime.backend as DockerBackend).egress.teardown();
   rmSync(dataDir, { recursive: true, force: true });
 });
 

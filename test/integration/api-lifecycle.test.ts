@@ -45,6 +45,8 @@ describe('sandbox state table on Docker', () => {
     expect((await api('GET', `/sandboxes/${name}`)).body.data.status).toBe('stopped');
     expect((await api('POST', `/sandboxes/${name}/start`)).body.data.status).toBe('running');
     expect((await api('DELETE', `/sandboxes/${name}`)).body.data).toBe(`sandbox '${name}' removed`);
+    // The engine removes the container in the background, once the record is gone.
+    await rt.services.departures.settled();
     expect(await containerOf(uuid)).toBeUndefined();
   });
 
@@ -130,6 +132,7 @@ describe('sandbox state table on Docker', () => {
 
     // Removing a recovered sandbox takes its archive image along.
     expect((await api('DELETE', `/sandboxes/${archiver}`)).status).toBe(200);
+    await rt.services.departures.settled();
     expect(await imageExists(`sandboxd-archive:${arch.uuid}`)).toBe(false);
   });
 
@@ -141,6 +144,7 @@ describe('sandbox state table on Docker', () => {
     const gc = (await api('POST', '/gc')).body.data;
     expect(gc.removed).toContain(name);
     expect(gc.count).toBe(gc.removed.length);
+    await rt.services.departures.settled();
     expect(await containerOf(sb.uuid)).toBeUndefined();
     expect((await api('GET', `/sandboxes/${name}`)).status).toBe(404);
   });

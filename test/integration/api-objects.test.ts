@@ -106,6 +106,8 @@ describe('durable objects on Docker', () => {
     const woken = await api('POST', `/objects/${klass}/dora/call/increment`);
     expect(woken.body.data).toBe(5);
     await removeObjects(klass);
+    // Their sandboxes' containers go in the background, once the records are gone.
+    await rt.services.departures.settled();
     const left = await docker('ps', '-aq', '--filter', `label=sandboxd.object=${object.id}`);
     expect(left).toBe('');
   });

@@ -94,7 +94,8 @@ describe('creating a sandbox from the pool', () => {
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ name, status: 'running', vcpus: 2, memory_mb: 1024, labels: { team: 'a' } });
     const { uuid, info } = await inspect(name);
-    expect(info.Name).toBe(`/sandboxd-${name}-${uuid.slice(-8)}`);
+    // The engine's name for the container follows just after the answer (DockerBackend.claim).
+    await expect.poll(async () => (await inspect(name)).info.Name).toBe(`/sandboxd-${name}-${uuid.slice(-8)}`);
     expect(info.Config.Labels['sandboxd.role']).toBe('pool');
     expect([info.HostConfig.NanoCpus, info.HostConfig.Memory]).toEqual([2e9, 1024 * 1024 * 1024]);
     const greeting = ['sh', '-c', 'echo "$GREETING"'];

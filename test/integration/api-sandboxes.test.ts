@@ -149,6 +149,8 @@ describe('sandbox lifecycle through the API', () => {
 
     const removed = await api('DELETE', `/sandboxes/${name}`);
     expect(removed).toEqual({ status: 200, body: { success: true, data: `sandbox '${name}' removed` } });
+    // The engine removes the container in the background, once the record is gone.
+    await rt.services.departures.settled();
     expect(await containerOf(sb.uuid)).toBeUndefined();
     expect((await api('GET', `/sandboxes/${name}`)).status).toBe(404);
   });

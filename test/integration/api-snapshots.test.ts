@@ -90,6 +90,7 @@ describe('archive and recover with files on Docker', () => {
     expect(await read(name, '/workspace/keep/me.txt')).toBe('in a tmpfs');
     expect((await api('PUT', `/sandboxes/${name}/files/workspace/new.txt`, { content: 'writable' })).status).toBe(200);
     await api('DELETE', `/sandboxes/${name}`);
+    await rt.services.departures.settled();
     expect(await imageExists(`sandboxd-archive:${sb.uuid}`)).toBe(false);
   });
 });

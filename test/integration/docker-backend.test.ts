@@ -132,6 +132,19 @@ describe('lifecycle', () => {
     expect(await other.list()).toEqual([]);
   });
 
+  it('lists what others did to its containers in the engine at once: a kill, a start, a removal (the listing is kept only while the engine records no event)', async () => {
+    const state = await backend.create(specOf());
+    const statusOf = async () => (await backend.list()).find((s) => s.id === state.id)?.status;
+    expect(await statusOf()).toBe('running');
+    expect(await statusOf()).toBe('running');
+    await docker('kill', state.id);
+    expect(await statusOf()).toBe('stopped');
+    await docker('start', state.id);
+    expect(await statusOf()).toBe('running');
+    await docker('rm', '-f', state.id);
+    expect(await statusOf()).toBeUndefined();
+  });
+
   it('refuses a second container with the same name and uuid', async () => {
     const spec = specOf();
     await backend.create(spec);

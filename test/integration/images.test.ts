@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildHint, catalogEntryFor, DEFAULT_IMAGE } from '../../src/images/catalog.js';
 import { buildImage, imageState, isImagePresent } from '../../src/images/image-builder.js';
+import { buildLayer, layerContainerName } from '../../src/images/image-layer.js';
 import { imageVersion, LABEL_IMAGE, LABEL_VERSION } from '../../src/images/image-recipe.js';
 
 const docker = new Dockerode();
@@ -124,4 +125,39 @@ describe('build errors', () => {
     expect(await leftovers()).toBe(before);
     expect(await isImagePresent(tag, docker)).toBe(false);
   });
+});
+
+describe('a layer image (python on base)', () => {
+  const tag = `sandboxd-test/python-${suffix}:bookworm`;
+  const python = catalogEntryFor('python')!;
+  const containerGone = async (name: string) => (await docker.listContainers({ all: true, filters: { name: [name] } })).length === 0;
+
+  it('is the base image plus one layer, with the catalog user, environment and labels, and nothing of its build', async () => {
+    tempTags.push(tag);
+    // A build cut short by kill -9 leaves its container: the next build of the image removes it.
+    await docker.createContainer({ name: layerContainerName(python), Image: base.tag, Cmd: ['true'] });
+    const lines: string[] = [];
+    const result = await buildImage('python', { docker, tag, onProgress: (line) => lines.push(line) });
+    expect(result).toMatchObject({ skipped: false, tag, version: imageVersion(python) });
+    expect(lines).toContain('[layer] on sandboxd/base:bookworm: python3-pip python3-venv');
+    const [layer, below] = await Promise.all([docker.getImage(tag).inspect(), docker.getImage(base.tag).inspect()]);
+    expect(layer.RootFS.Layers?.slice(0, -1)).toEqual(below.RootFS.Layers);
+    expect(layer.Config).toMatchObject({ User: 'sandbox', WorkingDir: '/workspace', Cmd: ['/bin/bash'] });
+    expect(layer.Config.Env).toEqual(expect.arrayContaining(['HOME=/home/sandbox', 'LANG=C.UTF-8', 'PIP_BREAK_SYSTEM_PACKAGES=1']));
+    expect(layer.Config.Labels).toMatchObject({ [LABEL_IMAGE]: 'python', [LABEL_VERSION]: imageVersion(python) });
+    const out = await runIn(tag, 'id -un; find /var/lib/apt/lists /var/cache/apt/archives /tmp -mindepth 1 -maxdepth 1 ! -name lock ! -name partial; python3 -m venv /tmp/v && /tmp/v/bin/pip --version >/dev/null && echo venv');
+    expect(out.trim().split('\n')).toEqual(['sandbox', 'venv']);
+    expect(await containerGone(layerContainerName(python))).toBe(true);
+  }, 300_000);
+
+  it('fails with the tail of what apt said, leaving no container and no image', async () => {
+    const broken = { ...python, name: `broken-${suffix}`, packages: ['sandboxd-no-such-package'] };
+    const brokenTag = `sandboxd-test/broken-${suffix}:bookworm`;
+    await expect(buildLayer(docker, broken, base.tag, brokenTag, tmpdir(), () => undefined)).rejects.toMatchObject({
+      code: 'IMAGE_UNAVAILABLE',
+      message: expect.stringMatching(/exit code 100[^]*Unable to locate package sandboxd-no-such-package/),
+    });
+    expect(await containerGone(layerContainerName(broken))).toBe(true);
+    expect(await isImagePresent(brokenTag, docker)).toBe(false);
+  }, 300_000);
 });

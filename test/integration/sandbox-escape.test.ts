@@ -123,8 +123,6 @@ for pid in sorted(int(p) for p in os.listdir('/proc') if p.isdigit()):
     except (FileNotFoundError, ProcessLookupError):
         pass
 `;
-/** The agent's bound on killing what an exec left (agent/tree.go, killTreeLimit). */
-const KILL_TREE_LIMIT_MS = 10_000;
 const otherProcesses = async (id: string) => (await run(id, ['python3', '-c', LIST_PROCESSES])).stdout;
 
 describe("an exec's processes", () => {
@@ -149,15 +147,14 @@ describe("an exec's processes", () => {
         'bomb() { (setsid env -i bash -c "$(declare -f bomb); bomb" &); bomb & }; bomb; sleep 600',
       ];
       for (const bomb of bombs) {
-        const started = Date.now();
         const result = await run(id, ['bash', '-c', bomb], { timeout_ms: 5_000 });
-        const elapsed = Date.now() - started;
         expect(result.timed_out, `${profile}: ${bomb}`).toBe(true);
         expect(result.exit_code, `${profile}: ${bomb}`).toBe(124);
-        // Ended by its timeout and a kill that finished, not by the sleep's 600 s nor the kill's
-        // own 10 s limit (agent/tree.go, killTreeLimit). How soon after the timeout it returns is
-        // a figure of the machine's load (docs/sandboxes-and-profiles.md), not a check.
-        expect(elapsed, `${profile}: ${bomb}`).toBeLessThan(5_000 + KILL_TREE_LIMIT_MS);
+        // Ended by its timeout and a kill that finished (nothing is left the moment it returns),
+        // not by the sleep's 600 s (the test's own limit). How soon after the timeout it returns
+        // is a figure of the machine's load, not a check: 5.1-5.5 s here under runc and gVisor,
+        // even at load 25; 23 s once under gVisor in a CI run (the kill's 10 s bound is per kill,
+        // and an exec kills again what a first kill left: agent/exec.go).
         expect(await otherProcesses(id), `${profile}: ${bomb}`).toBe('');
         expect((await run(id, ['echo', 'ok'])).stdout).toBe('ok\n');
       }

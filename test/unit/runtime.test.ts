@@ -44,11 +44,10 @@ describe('startRuntime', () => {
     await first.close();
     // What a kill -9 during a run leaves: the claimed run still marked running.
     const store = await openStore(dataDir, allMigrations());
-    store.statements
-      .get(
-        "INSERT INTO schedule_runs (id, schedule_id, scheduled_for, started_at, status, missed_count) VALUES ('r1', ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'running', 0)",
-      )
-      .run(created.id);
+    await store.sql.run(
+      "INSERT INTO schedule_runs (id, schedule_id, scheduled_for, started_at, status, missed_count) VALUES ('r1', ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'running', 0)",
+      [created.id],
+    );
     await store.close();
     const second = await startRuntime(configFor(dataDir), silentLogger(), { listen: false });
     expect(await second.services.schedules.runs('job', { limit: 10 })).toMatchObject([{ id: 'r1', status: 'interrupted' }]);

@@ -10,7 +10,7 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
  */
 const PLAN = join(PACKAGE_ROOT, 'scripts', 'setup-plan.sh');
 const SETUP = join(PACKAGE_ROOT, 'scripts', 'setup.sh');
-const TEST_ONLY = ['chromium', 'prometheus', 'zsh'];
+const TEST_ONLY = ['chromium', 'prometheus', 'systemd', 'zsh'];
 const SERVING = ['docker.io', 'iptables', 'runsc', 'mmdebstrap', 'git', 'golang-go'];
 
 function plan(script: string): string {
@@ -55,14 +55,14 @@ describe('setup_estimate', () => {
   it('on a fresh machine says what will be done and about how long', () => {
     const line = plan('setup_estimate "$(setup_packages serve)" 1 1 1 1 3');
     expect(line).toBe(
-      'a fresh machine: installing Docker and gVisor (10 Debian packages); npm ci; building sandboxd, the dashboard, the agent and 3 images; about 3-5 minutes',
+      'a fresh machine: installing Docker and gVisor (10 Debian packages); npm ci; building sandboxd, the dashboard, the agent and 3 images; about 2-3 minutes',
     );
   });
 
   it('counts the test-only packages where they are missing too', () => {
     const serve = plan('setup_estimate "$(setup_packages serve)" 1 1 1 1 3');
     const full = plan('setup_estimate "$(setup_packages full)" 1 1 1 1 3');
-    expect(full).toContain('(13 Debian packages)');
+    expect(full).toContain('(14 Debian packages)');
     expect(full).not.toBe(serve);
   });
 

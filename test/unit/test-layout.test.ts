@@ -21,7 +21,7 @@ describe('test/unit/ mirrors src/', () => {
   it('keeps at its top only the checks of the whole repository and the tests of src/ top-level files', () => {
     const top = readdirSync(UNIT).filter((name) => name.endsWith('.test.ts'));
     const ofSrcFiles = top.filter((name) => existsSync(join(ROOT, 'src', name.replace('.test.ts', '.ts'))));
-    const repositoryChecks = ['boundaries', 'config-sections', 'docs', 'non-null-assertions', 'setup-link', 'setup-plan', 'setup-storage', 'test-layout', 'web-api-types'];
+    const repositoryChecks = ['boundaries', 'config-sections', 'deploy', 'docs', 'non-null-assertions', 'setup-link', 'setup-plan', 'setup-storage', 'test-layout', 'web-api-types'];
     expect(top.filter((name) => !ofSrcFiles.includes(name)).map((name) => name.replace('.test.ts', '')).sort()).toEqual(repositoryChecks.sort());
   });
 });

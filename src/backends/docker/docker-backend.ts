@@ -1,5 +1,4 @@
-import type { Duplex } from 'node:stream';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { ServiceError, UnsupportedError, badRequest, conflict, notFound } from '../../errors.js';
 import type { Logger } from '../../telemetry/logger.js';
@@ -42,7 +41,7 @@ import {
 import { createDockerClient } from './docker-client.js';
 import { createError, dockerMessage, dockerStatus, ignoreStatus, isNotFound, unreachableOr } from './docker-errors.js';
 import { runExec } from './docker-exec.js';
-import { hostnameOf, rewriteHostFiles, setHostname } from './docker-hostname.js';
+import { hostnameOf, nameHost } from './docker-hostname.js';
 import type { ExecOutcome, FrameExec } from '../exec-frames.js';
 import * as files from './docker-files.js';
 import { DockerImageBuilds } from './docker-image-builds.js';
@@ -61,6 +60,7 @@ import { connectPort } from './docker-ports.js';
 import { DockerReuse } from './docker-reuse.js';
 import { DockerWorkers } from './docker-workers.js';
 import { DockerFileArchives, DockerFileViews } from './docker-fs-views.js';
+import { ContainerListing } from './container-listing.js';
 import { claimVolumeRoots, DockerVolumes } from './docker-volumes.js';
 import { DockerTerminals } from './docker-terminals.js';
 import { diskQuotaOf, imageAllowanceMb, type EngineStorageInfo } from './docker-storage.js';
@@ -131,10 +131,14 @@ export class DockerBackend
   private readonly agents: AgentConnections;
   private readonly cloneOptions: CloneOptions;
   private readonly volumes: DockerVolumes;
+  /** Pool containers not yet claimed: what their create inspected, so that a claim needs no inspect. */
+  private readonly waiting = new Map<string, Docker.ContainerInspectInfo>();
+  private readonly listing: ContainerListing;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.socketPath = options.socketPath ?? socketFromEnv() ?? DEFAULT_SOCKET;
     this.docker = createDockerClient(this.socketPath);
+    this.listing = new ContainerListing(this.docker, () => this.docker.listContainers({ all: true, filters: { label: instanceFilter(options.instanceId) } }));
     this.logger = options.logger.child({ backend: 'docker' });
     this.images = new DockerImages(this.docker, options.instanceId, this.logger, options.imageHint);
     this.snapshots = new DockerSnapshots(this.docker, options.instanceId, this.logger);
@@ -184,9 +188,10 @@ export class DockerBackend
   }
 
   /**
-   * A pool container becomes a sandbox: its agent must answer (~1 ms, proves it runs), then it
-   * is renamed (~5 ms) and, when the sandbox asks for other limits, updated in place (~20 ms).
-   * Limits cannot change under gVisor nor where the tmpfs sizes follow them (read-only profile).
+   * A pool container becomes a sandbox: its agent must answer (~1 ms), then at once it takes the
+   * sandbox's hostname and, for other limits, is updated in place (~20 ms; not under gVisor nor
+   * where the tmpfs sizes follow them); it is renamed in the engine meanwhile. What its create
+   * inspected holds while it waits.
    */
   async claim(id: string, spec: SandboxSpec): Promise<void> {
     const identity = await this.agents.identityOf(id);
@@ -205,10 +210,12 @@ export class DockerBackend
     }
     await this.engine(async () => {
       const container = this.docker.getContainer(id);
-      await container.rename({ name: containerName(spec) });
-      if (limitsChange) await container.update(limitsOf(spec, identity.runtime));
-      // The instance was made under its pool name; the sandbox's hostname is its own name.
-      await this.nameHost(id, await container.inspect(), spec.name);
+      const info = this.waiting.get(id) ?? (await container.inspect());
+      this.waiting.delete(id);
+      // Its name in the engine, for people reading `docker ps`, follows just after the answer:
+      // the rename (7 ms here, more on a busy engine) was most of a claim.
+      void container.rename({ name: containerName(spec) }).catch((err: unknown) => this.logger.debug({ container: id, err }, 'a claimed container kept its pool name'));
+      await Promise.all([limitsChange ? container.update(limitsOf(spec, identity.runtime)) : undefined, this.nameHost(id, info, spec.name)]);
     }, id);
     this.agents.remember(id, { ...identity, vcpus: spec.vcpus, memoryMb: spec.memory_mb });
   }
@@ -234,18 +241,10 @@ export class DockerBackend
     }, id);
   }
 
-  /**
-   * Makes the sandbox's name its hostname everywhere a program looks: the UTS name (`hostname`;
-   * set from the host under runc, by the agent under gVisor), the engine's /etc/hostname and
-   * /etc/hosts (files on the host that the container mounts; the engine writes them anew at
-   * each start), and with them $HOSTNAME, which the agent sets for each command from the UTS
-   * name (docker-hostname.ts).
-   */
+  /** Makes the sandbox's name its hostname (docker-hostname.ts), logging what did not take. */
   private async nameHost(id: string, info: Docker.ContainerInspectInfo, name: string): Promise<void> {
-    const hostname = hostnameOf(name);
-    const named = info.HostConfig.Runtime === 'runsc' ? await this.agents.of(id).setHostname(hostname).then(() => true, () => false) : await setHostname(info, hostname);
-    const files = await rewriteHostFiles(info, hostname).then(() => true, () => false);
-    if (!named || !files) this.logger.debug({ container: id, uts: named, files }, "a sandbox's hostname is not its name everywhere");
+    const named = await nameHost(info, name, (hostname) => this.agents.of(id).setHostname(hostname));
+    if (!named.uts || !named.files) this.logger.debug({ container: id, ...named }, "a sandbox's hostname is not its name everywhere");
   }
 
   async stop(id: string): Promise<void> {
@@ -258,6 +257,7 @@ export class DockerBackend
       const container = this.docker.getContainer(id);
       const info = await container.inspect().catch(() => undefined);
       this.agents.forget(id);
+      this.waiting.delete(id);
       // 404: already gone; 409: a removal is already under way.
       await container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
       const uuid = info?.Config.Labels?.[LABEL.uuid];
@@ -314,10 +314,8 @@ export class DockerBackend
 
   /** Also learns the engine's facts (runtimes, disk quota): recovery lists before any create. */
   async list(): Promise<InstanceState[]> {
-    const rows = await this.engine(async () => {
-      await this.detectEngine();
-      return this.docker.listContainers({ all: true, filters: { label: instanceFilter(this.options.instanceId) } });
-    });
+    // Listed anew only after the engine recorded an event (ContainerListing).
+    const rows = await this.engine(() => this.detectEngine().then(() => this.listing.list()));
     const instances = rows.map(instanceFromSummary);
     // Reconciliation starts here: socket directories of containers that no longer exist go.
     await this.sockets.removeOrphans(new Set(instances.map((instance) => instance.uuid)));
@@ -554,8 +552,9 @@ export class DockerBackend
       // New volumes' roots go to the sandbox's user on the host (every profile); the rest, inside.
       const unowned = spec.volumes ? await this.volumes.ownRoots(spec.volumes, owner) : [];
       await container.start();
-      await this.egress.isolateDns(await container.inspect());
-      const health = await this.agents.waitForAgent(container.id);
+      const started = await container.inspect();
+      // No command runs before create returns: the DNS rules overlap the agent's start.
+      const [, health] = await Promise.all([this.egress.isolateDns(started), this.agents.waitForAgent(container.id)]);
       if (health?.default_user_error) {
         // As `docker run` refuses it; the agent would fail every command as that user.
         const user = image.Config.User;
@@ -570,7 +569,8 @@ export class DockerBackend
       if (source && readOnly) await copyIntoRunning(container, source, owner, this.logger);
       if (readOnly) await this.snapshots.restoreWorkspace(image, this.run.bind(this, container.id));
       if (spec.reusable) await this.agents.of(container.id).baseline({ ipcNamespacePerCommand: runtime === 'runsc' });
-      const state = instanceFromInspect(await container.inspect());
+      const state = instanceFromInspect(health ? started : await container.inspect()); // an agent that answers proves it runs
+      if (spec.role === 'pool' && !spec.reusable && health) this.waiting.set(state.id, started);
       this.logger.debug({ container: state.id, name: spec.name, profile: spec.profile, runtime }, 'sandbox created');
       return state;
     } catch (err) {

@@ -37,7 +37,7 @@ export async function imageRoutes(app: App, { services, heartbeatMs }: ImageRout
         response: { 200: envelope(imageBuildView.array()), ...errors() },
       },
     },
-    async () => ok(images.builds()),
+    async () => ok(await images.builds()),
   );
 
   app.post(

@@ -26,7 +26,7 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
   app.get(
     '/orchestrations/definitions',
     { schema: { tags, summary: 'List orchestration definitions, in name order', response: { 200: envelope(definition.array()), ...errors() } } },
-    async () => ok(definitions.list()),
+    async () => ok(await definitions.list()),
   );
 
   app.post(
@@ -41,7 +41,7 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
       },
     },
     async (request, reply) => {
-      const { definition: saved, created } = definitions.save(request.body);
+      const { definition: saved, created } = await definitions.save(request.body);
       return reply.status(created ? 201 : 200).send(ok(saved));
     },
   );
@@ -49,7 +49,7 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
   app.get(
     '/orchestrations/definitions/:name',
     { schema: { tags, summary: 'Get an orchestration definition', params: definitionParams, response: { 200: envelope(definition), ...errors(400, 404) } } },
-    async (request) => ok(definitions.get(request.params.name)),
+    async (request) => ok(await definitions.get(request.params.name)),
   );
 
   app.delete(
@@ -57,7 +57,7 @@ export async function orchestrationRoutes(app: App, { services }: RouteContext):
     {
       schema: { tags, summary: 'Delete an orchestration definition; running instances keep their snapshot', params: definitionParams, response: { 200: message, ...errors(400, 404) } },
     },
-    async (request) => ok(definitions.remove(request.params.name)),
+    async (request) => ok(await definitions.remove(request.params.name)),
   );
 
   app.post(

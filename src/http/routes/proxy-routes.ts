@@ -15,7 +15,7 @@ export async function proxyRoutes(app: App, { services }: RouteContext): Promise
   app.get(
     '/proxy/hooks',
     { schema: { tags, summary: 'List the proxy hooks, in the order on_request hooks run (creation order)', response: { 200: envelope(proxyHook.array()) } } },
-    async () => ok(hooks.list()),
+    async () => ok(await hooks.list()),
   );
 
   app.post(
@@ -34,19 +34,19 @@ export async function proxyRoutes(app: App, { services }: RouteContext): Promise
         response: { 201: envelope(proxyHook), ...errors(400, 409) },
       },
     },
-    async (request, reply) => reply.code(201).send(ok(hooks.create(request.body))),
+    async (request, reply) => reply.code(201).send(ok(await hooks.create(request.body))),
   );
 
   app.delete(
     '/proxy/hooks/:name',
     { schema: { tags, summary: 'Delete a proxy hook', params: proxyHookParams, response: { 200: message, ...errors(400, 404) } } },
-    async (request) => ok(hooks.remove(request.params.name)),
+    async (request) => ok(await hooks.remove(request.params.name)),
   );
 
   app.delete(
     '/proxy/hooks',
     { schema: { tags, summary: 'Delete a proxy hook named by ?name=', querystring: proxyHookQuery, response: { 200: message, ...errors(400, 404) } } },
-    async (request) => ok(hooks.remove(request.query.name)),
+    async (request) => ok(await hooks.remove(request.query.name)),
   );
 
   app.get(
@@ -54,12 +54,12 @@ export async function proxyRoutes(app: App, { services }: RouteContext): Promise
     {
       schema: {
         tags,
-        summary: "The egress proxy's recent decisions, newest first (a ring of 10,000 in memory); admin keys, others where a policy rule or grant allows proxy.log",
+        summary: "The egress proxy's recent decisions, newest first (the newest 10,000 are kept in the state store, across restarts); admin keys, others where a policy rule or grant allows proxy.log",
         querystring: proxyLogQuery,
         response: { 200: envelope(proxyLogEntry.array()), ...errors(400, 403) },
       },
     },
-    async (request) => ok(proxyLog.recent(request.query.limit, request.query.sandbox)),
+    async (request) => ok(await proxyLog.recent(request.query.limit, request.query.sandbox)),
   );
 }
 

@@ -93,7 +93,7 @@ export async function sandboxRoutes(app: App, { services }: RouteContext): Promi
 
   app.delete(
     '/sandboxes/:name',
-    { schema: { tags, summary: 'Remove a sandbox and everything in it', params: sandboxNameParams, response: { 200: message, ...errors(404) } } },
+    { schema: { tags, summary: 'Remove a sandbox and everything in it: answers once its record is gone (the name is free at once); the engine removes the container in the background', params: sandboxNameParams, response: { 200: message, ...errors(404) } } },
     async (request) => ok(await sandboxes.remove(request.params.name)),
   );
 

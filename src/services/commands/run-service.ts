@@ -82,7 +82,7 @@ export class RunService implements RunsApi {
       else this.runPool.release(instance);
     };
     let taken = take();
-    options.onStarted?.(taken.name);
+    options.onStarted?.(taken.name ?? (await taken.instance).name);
     if (!taken.warm) options.onStage?.('creating');
     for (let attempt = 1; ; attempt++) {
       const instance = await taken.instance;

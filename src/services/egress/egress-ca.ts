@@ -85,7 +85,7 @@ export class EgressCa {
 
   private async load(): Promise<OpenCa> {
     const { repo, box, clock } = this.input;
-    if (!repo.egressCa()) {
+    if (!(await repo.egressCa())) {
       const keys = await webcrypto.subtle.generateKey(EC, true, ['sign', 'verify']);
       const now = clock();
       const cert = await X509CertificateGenerator.createSelfSigned({
@@ -103,10 +103,10 @@ export class EgressCa {
       });
       const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
       const keyPem = PemConverter.encode(pkcs8, 'PRIVATE KEY');
-      repo.putEgressCa({ cert: cert.toString('pem'), key: box.seal(keyPem, KEY_AAD), created_at: isoNow(clock) });
+      await repo.putEgressCa({ cert: cert.toString('pem'), key: box.seal(keyPem, KEY_AAD), created_at: isoNow(clock) });
     }
     // Read back: when two makers raced, the one kept is the one used.
-    const row = repo.egressCa();
+    const row = await repo.egressCa();
     if (!row) throw new Error('the egress CA was not kept in the state store');
     const keyPem = box.open(row.key, KEY_AAD);
     const key = await webcrypto.subtle.importKey('pkcs8', PemConverter.decodeFirst(keyPem), EC, false, ['sign']);

@@ -161,7 +161,7 @@ export class EgressProxy implements ForwardProxy {
       return this.done(facts, route.refusal, { status: route.refusal.status, bytes_in: 0, bytes_out: 0 }, started);
     }
     // A secret's host with intercept_tls: TLS ends here, each request inside is served as one.
-    if (this.input.secrets.intercepts(caller.uuid, host, port)) {
+    if (await this.input.secrets.intercepts(caller.uuid, host, port)) {
       const outcome = await this.interceptor.intercept(socket, head, host, (inner, answer) => {
         const path = inner.url ?? '/';
         if (!path.startsWith('/')) return Promise.resolve(plain(answer, 400, `inside a tunnel a request names a path, not '${path.slice(0, 200)}'`));
@@ -251,10 +251,10 @@ export class EgressProxy implements ForwardProxy {
    * of the secrets swapped in replaced by their placeholders again (headers and body). Over
    * https the upstream's certificate is verified for the request's host name.
    */
-  private forward(request: IncomingMessage, response: ServerResponse, caller: Caller, target: URL, address: string, port: number): Promise<Outcome> {
+  private async forward(request: IncomingMessage, response: ServerResponse, caller: Caller, target: URL, address: string, port: number): Promise<Outcome> {
     const secure = target.protocol === 'https:';
     const headers = forwardHeaders(request.headers, target);
-    const swapped = this.input.secrets.swap(caller.uuid, { host: target.hostname, port, scheme: secure ? 'https' : 'http' }, headers);
+    const swapped = await this.input.secrets.swap(caller.uuid, { host: target.hostname, port, scheme: secure ? 'https' : 'http' }, headers);
     const counts: Outcome = { status: 0, bytes_in: 0, bytes_out: 0 };
     return new Promise((resolve) => {
       let settled = false;
@@ -349,7 +349,8 @@ export class EgressProxy implements ForwardProxy {
     const reason = refusal?.reason ?? 'allowed';
     // `error`: allowed, but the upstream could not be reached or did not answer in time.
     this.input.decisions.inc({ decision: refusal ? 'deny' : outcome.failed ? 'error' : 'allow' });
-    this.input.log.add({
+    // After the answer, off its path: a log the store could not keep is a line in the server's log.
+    void this.input.log.add({
       timestamp: facts.timestamp,
       sandbox: facts.sandbox,
       sandbox_uuid: facts.sandbox_uuid,
@@ -364,9 +365,11 @@ export class EgressProxy implements ForwardProxy {
       bytes_in: outcome.bytes_in,
       bytes_out: outcome.bytes_out,
       latency_ms,
-    });
+    }).catch((err: unknown) => this.input.logger.error({ err, sandbox: facts.sandbox }, 'a decision of the egress proxy was not logged'));
     if (refusal) this.input.denied(facts, refusal.reason);
-    this.input.hooks.onResponse(facts, { status: outcome.status, bytes_in: outcome.bytes_in, bytes_out: outcome.bytes_out, latency_ms, decision });
+    void this.input.hooks
+      .onResponse(facts, { status: outcome.status, bytes_in: outcome.bytes_in, bytes_out: outcome.bytes_out, latency_ms, decision })
+      .catch((err: unknown) => this.input.logger.error({ err, sandbox: facts.sandbox }, 'the on_response proxy hooks could not be read'));
   }
 }
 

@@ -59,7 +59,7 @@ export class EgressService {
   /** Hooks of the egress proxy (persisted). */
   readonly hooks: ProxyHooks;
   /** Recent decisions of the egress proxy. */
-  readonly proxyLog = new ProxyLog();
+  readonly proxyLog: ProxyLog;
   /** Sandbox secrets and their swap. */
   readonly secrets: SandboxSecrets;
   /** The CA of TLS interception toward secret hosts (made on first use). */
@@ -107,6 +107,7 @@ export class EgressService {
     this.server.mount('/llm/', (request, response, path) => this.gateway.handle(request, response, path));
     this.hooks = new ProxyHooks({ repo: input.proxy, audit: input.audit, clock: input.clock, logger: input.logger, audited: (facts, hook, outcome) => this.publish('proxy.audited', facts, { hook, ...outcome }) });
     this.secrets = new SandboxSecrets({ repo: input.proxy, box: input.secrets });
+    this.proxyLog = new ProxyLog(input.proxy);
     this.ca = new EgressCa({ repo: input.proxy, box: input.secrets, clock: input.clock });
     this.proxy = new EgressProxy({
       ca: this.ca,
@@ -227,7 +228,7 @@ export class EgressService {
     const token = this.tokens.mint(sandbox.uuid);
     const env = proxyEnv(base, token);
     // A sandbox whose secrets are swapped in HTTPS trusts the proxy's CA (installCa put it there).
-    if (this.secrets.intercepting(sandbox.uuid)) Object.assign(env, CA_ENV);
+    if (await this.secrets.intercepting(sandbox.uuid)) Object.assign(env, CA_ENV);
     for (const provider of await this.keys.providers()) {
       for (const name of provider.env.baseUrl) env[name] = `${base}/llm/${provider.name}${provider.env.baseUrlSuffix}`;
       for (const name of provider.env.keys) env[name] = token;
@@ -241,7 +242,7 @@ export class EgressService {
    * secret's host then fail verification, they never go out unchecked).
    */
   async installCa(sandbox: SandboxIdentity & { name: string }, backendId: string | null): Promise<void> {
-    if (!backendId || !this.secrets.intercepting(sandbox.uuid)) return;
+    if (!backendId || !(await this.secrets.intercepting(sandbox.uuid))) return;
     // A sandbox without a network never reaches the proxy: nothing to trust.
     if (sandboxEgress({ profile: sandbox.profile, network: sandbox.network ?? null }).egress === 'none') return;
     const problem = await installCaTrust(this.input.backend, backendId, await this.ca.certificatePem());

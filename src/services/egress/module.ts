@@ -2,6 +2,7 @@ import { llmRouteActions, llmRoutes } from '../../http/routes/llm-routes.js';
 import { proxyRouteActions, proxyRoutes } from '../../http/routes/proxy-routes.js';
 import { llmTools } from '../../mcp/tools/llm-tools.js';
 import { proxyTools } from '../../mcp/tools/proxy-tools.js';
+import { migration as proxyDecisions } from '../../state/migrations/0024-proxy-decisions.js';
 import type { DomainModule } from '../domain-module.js';
 import { EgressService } from './egress-service.js';
 import type { EgressSettings } from './egress-settings.js';
@@ -40,17 +41,18 @@ export const egressModule = {
     sandboxes.onCreated(async (sandbox, input) => {
       if (input.llm_budget_tokens !== undefined) await egress.setBudget(sandbox.uuid, input.llm_budget_tokens);
       if (!input.secrets) return;
-      egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
+      await egress.secrets.save(sandbox.uuid, input.secrets, sandbox.env);
       // The container runs by now (made, or claimed from the pool): its trust store gets the CA.
       await egress.installCa(sandbox, sandbox.backend_id ?? (await ctx.repos.sandboxes.byUuid(sandbox.uuid))?.backend_id ?? null);
     });
     sandboxes.onRemoved(async (sandbox) => {
       await egress.setBudget(sandbox.uuid, undefined);
-      egress.secrets.remove(sandbox.uuid);
+      await egress.secrets.remove(sandbox.uuid);
     });
     sandboxes.proxyListening = () => egress.url !== undefined;
     return { egress };
   },
+  migrations: { '0024_proxy_decisions': proxyDecisions },
   routes: [llmRoutes, proxyRoutes],
   routeActions: { ...llmRouteActions, ...proxyRouteActions },
   tools: [...llmTools, ...proxyTools],

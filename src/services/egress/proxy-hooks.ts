@@ -52,7 +52,7 @@ interface Compiled {
  * event. `on_response` hooks are told after the request, from a bounded queue, never delaying it.
  */
 export class ProxyHooks {
-  private compiled: Compiled[] | undefined;
+  private compiled: Promise<Compiled[]> | undefined;
   private readonly queue: (() => Promise<void>)[] = [];
   private working = 0;
   /** Notifications dropped because the queue was full. */
@@ -69,21 +69,21 @@ export class ProxyHooks {
     },
   ) {}
 
-  list(): ProxyHook[] {
-    return this.hooks().map((c) => c.hook);
+  async list(): Promise<ProxyHook[]> {
+    return (await this.hooks()).map((c) => c.hook);
   }
 
-  create(body: CreateProxyHookInput): ProxyHook {
+  async create(body: CreateProxyHookInput): Promise<ProxyHook> {
     const hook: ProxyHook = { name: body.name, event: body.event, match: body.match ?? {}, target: body.target, created_at: isoNow(this.input.clock) };
-    const inserted = this.input.repo.insertHook({ name: hook.name, event: hook.event, match: JSON.stringify(hook.match), target: JSON.stringify(hook.target), created_at: hook.created_at });
+    const inserted = await this.input.repo.insertHook({ name: hook.name, event: hook.event, match: JSON.stringify(hook.match), target: JSON.stringify(hook.target), created_at: hook.created_at });
     if (!inserted) throw conflict(`proxy hook '${hook.name}' already exists`, { hint: { action: 'delete_proxy_hook', hook: hook.name } });
     this.compiled = undefined;
     this.input.audit.resourceEvent('proxy.hook.created', { kind: 'proxy-hook', id: hook.name, name: hook.name }, { event: hook.event, target: hook.target.type });
     return hook;
   }
 
-  remove(name: string): string {
-    if (!this.input.repo.deleteHook(name)) throw notFound(`proxy hook '${name}' not found`);
+  async remove(name: string): Promise<string> {
+    if (!(await this.input.repo.deleteHook(name))) throw notFound(`proxy hook '${name}' not found`);
     this.compiled = undefined;
     this.input.audit.resourceEvent('proxy.hook.deleted', { kind: 'proxy-hook', id: name, name });
     return `proxy hook '${name}' deleted`;
@@ -91,7 +91,7 @@ export class ProxyHooks {
 
   /** Runs the matching `on_request` hooks in creation order; the first deny decides. */
   async onRequest(facts: ProxyRequestFacts): Promise<HookVerdict> {
-    for (const { hook, matches } of this.hooks()) {
+    for (const { hook, matches } of await this.hooks()) {
       if (hook.event !== 'on_request' || !matches(facts)) continue;
       const target = hook.target;
       if (target.type === 'block') return { decision: 'deny', status: target.status, reason: `blocked by proxy hook '${hook.name}'`, hook: hook.name };
@@ -106,8 +106,8 @@ export class ProxyHooks {
   }
 
   /** Tells the matching `on_response` hooks, in the background. */
-  onResponse(facts: ProxyRequestFacts, outcome: ProxyOutcome): void {
-    for (const { hook, matches } of this.hooks()) {
+  async onResponse(facts: ProxyRequestFacts, outcome: ProxyOutcome): Promise<void> {
+    for (const { hook, matches } of await this.hooks()) {
       if (hook.event !== 'on_response' || !matches(facts)) continue;
       const target = hook.target;
       if (target.type === 'audit') this.input.audited(facts, hook.name, outcome);
@@ -115,8 +115,16 @@ export class ProxyHooks {
     }
   }
 
-  private hooks(): Compiled[] {
-    this.compiled ??= this.input.repo.hooks().map((row) => {
+  private hooks(): Promise<Compiled[]> {
+    this.compiled ??= this.compile().catch((err: unknown) => {
+      this.compiled = undefined;
+      throw err;
+    });
+    return this.compiled;
+  }
+
+  private async compile(): Promise<Compiled[]> {
+    return (await this.input.repo.hooks()).map((row) => {
       const hook: ProxyHook = {
         name: row.name,
         event: row.event as ProxyHook['event'],
@@ -126,7 +134,6 @@ export class ProxyHooks {
       };
       return { hook, matches: compileMatch(hook.match) };
     });
-    return this.compiled;
   }
 
   /** A webhook's verdict: undefined to go on (allow), a deny to stop. */

@@ -1,33 +1,28 @@
 import type { ProxyLogEntry } from '../../schemas/proxy-schemas.js';
+import type { ProxyRepository } from '../../state/proxy-repository.js';
 
 /** Decisions kept by the proxy log; older ones are dropped as new ones arrive. */
 export const PROXY_LOG_SIZE = 10_000;
+/** Every this many decisions, those past the size are dropped: the table holds at most PROXY_LOG_SIZE + PRUNE_EVERY. */
+const PRUNE_EVERY = 256;
 
 /**
- * The recent decisions of the egress proxy (`GET /proxy/log`): a ring in memory, so the request
- * path pays no write; it starts empty after a restart (the hooks' audit events are the durable
- * record).
+ * The recent decisions of the egress proxy (`GET /proxy/log`), kept in the state store so that
+ * they survive a restart: one prepared insert per request, after its answer, and a bounded table.
  */
 export class ProxyLog {
-  private readonly entries: ProxyLogEntry[] = [];
-  private next = 0;
+  constructor(
+    private readonly repo: Pick<ProxyRepository, 'addDecision' | 'pruneDecisions' | 'decisions'>,
+    private readonly size = PROXY_LOG_SIZE,
+  ) {}
 
-  constructor(private readonly size = PROXY_LOG_SIZE) {}
-
-  add(entry: ProxyLogEntry): void {
-    if (this.entries.length < this.size) this.entries.push(entry);
-    else this.entries[this.next] = entry;
-    this.next = (this.next + 1) % this.size;
+  async add(entry: ProxyLogEntry): Promise<void> {
+    const id = await this.repo.addDecision(entry.sandbox, JSON.stringify(entry));
+    if (id % PRUNE_EVERY === 0) await this.repo.pruneDecisions(id - this.size);
   }
 
   /** The newest entries first, of one sandbox (by name) when given. */
-  recent(limit: number, sandbox?: string): ProxyLogEntry[] {
-    const out: ProxyLogEntry[] = [];
-    const count = this.entries.length;
-    for (let i = 1; i <= count && out.length < limit; i++) {
-      const entry = this.entries[(this.next - i + count * 2) % count];
-      if (entry && (sandbox === undefined || entry.sandbox === sandbox)) out.push(entry);
-    }
-    return out;
+  async recent(limit: number, sandbox?: string): Promise<ProxyLogEntry[]> {
+    return (await this.repo.decisions(Math.min(limit, this.size), sandbox)).map((entry) => JSON.parse(entry) as ProxyLogEntry);
   }
 }

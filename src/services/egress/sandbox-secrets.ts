@@ -48,8 +48,8 @@ export class SandboxSecrets {
   ) {}
 
   /** Seals and stores the secrets a create asked for; the placeholders are the ones in the sandbox's env. */
-  save(sandboxUuid: string, secrets: SandboxSecretsInput, env: Record<string, string>): void {
-    this.input.repo.putSecrets(
+  async save(sandboxUuid: string, secrets: SandboxSecretsInput, env: Record<string, string>): Promise<void> {
+    await this.input.repo.putSecrets(
       Object.entries(secrets).map(([name, { value, host, intercept_tls }]) => ({
         sandbox_uuid: sandboxUuid,
         name,
@@ -62,8 +62,8 @@ export class SandboxSecrets {
     this.open.delete(sandboxUuid);
   }
 
-  remove(sandboxUuid: string): void {
-    this.input.repo.deleteSecrets(sandboxUuid);
+  async remove(sandboxUuid: string): Promise<void> {
+    await this.input.repo.deleteSecrets(sandboxUuid);
     this.open.delete(sandboxUuid);
   }
 
@@ -72,8 +72,8 @@ export class SandboxSecrets {
    * for their values (the same object when none is for it), and what to replace in its answer.
    * Over https only the secrets with `intercept_tls` count (the others never see the request).
    */
-  swap(sandboxUuid: string, target: SecretTarget, headers: IncomingHttpHeaders): Swapped {
-    const secrets = this.secretsOf(sandboxUuid).filter((s) => isFor(s, target));
+  async swap(sandboxUuid: string, target: SecretTarget, headers: IncomingHttpHeaders): Promise<Swapped> {
+    const secrets = (await this.secretsOf(sandboxUuid)).filter((s) => isFor(s, target));
     if (secrets.length === 0) return { headers, scrub: [] };
     const scrub = secrets.flatMap((s) => echoForms(s.value, s.placeholder));
     const out: IncomingHttpHeaders = {};
@@ -85,19 +85,19 @@ export class SandboxSecrets {
   }
 
   /** Whether a CONNECT to `host:port` is for one of the sandbox's secrets with `intercept_tls`. */
-  intercepts(sandboxUuid: string, host: string, port: number): boolean {
-    return this.secretsOf(sandboxUuid).some((s) => isFor(s, { host, port, scheme: 'https' }));
+  async intercepts(sandboxUuid: string, host: string, port: number): Promise<boolean> {
+    return (await this.secretsOf(sandboxUuid)).some((s) => isFor(s, { host, port, scheme: 'https' }));
   }
 
   /** Whether the sandbox has a secret with `intercept_tls` (and so trusts the proxy's CA). */
-  intercepting(sandboxUuid: string): boolean {
-    return this.secretsOf(sandboxUuid).some((s) => s.intercept);
+  async intercepting(sandboxUuid: string): Promise<boolean> {
+    return (await this.secretsOf(sandboxUuid)).some((s) => s.intercept);
   }
 
-  private secretsOf(sandboxUuid: string): OpenSecret[] {
+  private async secretsOf(sandboxUuid: string): Promise<OpenSecret[]> {
     let secrets = this.open.get(sandboxUuid);
     if (!secrets) {
-      secrets = this.input.repo.secrets(sandboxUuid).map((row) => {
+      secrets = (await this.input.repo.secrets(sandboxUuid)).map((row) => {
         const parsed = parseSecretHost(row.host);
         const where = typeof parsed === 'string' ? { host: row.host, port: undefined } : parsed;
         return {

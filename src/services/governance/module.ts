@@ -17,7 +17,7 @@ declare module '../context.js' {
 export const governanceModule = {
   name: 'governance',
   wire(ctx) {
-    const permissions = new PermissionService({ clock: ctx.clock, repo: ctx.repos.policy });
+    const permissions = new PermissionService({ clock: ctx.clock, logger: ctx.logger.child({ part: 'permissions' }), repo: ctx.repos.policy });
     const policy = new PolicyService({
       ...ctx,
       logger: ctx.logger.child({ part: 'policy' }),

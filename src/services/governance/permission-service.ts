@@ -59,13 +59,19 @@ interface LiveGrant extends Grant {
 export class PermissionService {
   private readonly repo: PolicyRepository;
   private readonly clock: Clock;
+  private readonly logger: ServiceContext['logger'];
   /** Every live grant, `always` ones loaded at start: the request path reads no table. */
   private readonly grants = new Map<string, LiveGrant>();
+  /** The `always` grants read from the state store; the server serves once it has them. */
+  readonly ready: Promise<void>;
 
-  constructor(ctx: Pick<ServiceContext, 'clock'> & { repo: PolicyRepository }) {
+  constructor(ctx: Pick<ServiceContext, 'clock' | 'logger'> & { repo: PolicyRepository }) {
     this.repo = ctx.repo;
     this.clock = ctx.clock;
-    for (const row of this.repo.permissionsNow()) this.grants.set(row.id, live(fromRow(row)));
+    this.logger = ctx.logger;
+    this.ready = this.repo.permissions().then((rows) => {
+      for (const row of rows) this.grants.set(row.id, live(fromRow(row)));
+    });
   }
 
   /** Grants a permission. Only admins grant (the route checks it too), so no caller grants itself anything it lacks. */
@@ -102,7 +108,7 @@ export class PermissionService {
     const grant = this.grants.get(id);
     if (!grant) throw notFound(`permission '${id}' not found`);
     this.grants.delete(id);
-    if (grant.scope === 'always') this.repo.deletePermission(id);
+    if (grant.scope === 'always') this.write(this.repo.deletePermission(id), id);
     return `permission '${id}' revoked`;
   }
 
@@ -118,7 +124,7 @@ export class PermissionService {
       if (!consume) return view(grant);
       grant.uses += 1;
       if (grant.scope === 'once') this.grants.delete(grant.id);
-      else if (grant.scope === 'always') this.repo.countUse(grant.id);
+      else if (grant.scope === 'always') this.write(this.repo.countUse(grant.id), grant.id);
       return view(grant);
     }
     return undefined;
@@ -129,8 +135,16 @@ export class PermissionService {
     for (const grant of this.grants.values()) {
       if (grant.expires_at === null || grant.expires_at > now) continue;
       this.grants.delete(grant.id);
-      if (grant.scope === 'always') this.repo.deletePermission(grant.id);
+      if (grant.scope === 'always') this.write(this.repo.deletePermission(grant.id), grant.id);
     }
+  }
+
+  /**
+   * A change of a kept grant, in the background: the request path decides from memory, and the
+   * table follows (a failed write is logged; the grant's memory is right until a restart).
+   */
+  private write(change: Promise<void>, id: string): void {
+    change.catch((err: unknown) => this.logger.error({ err, permission: id }, 'a change of a kept permission grant was not stored'));
   }
 }
 

@@ -250,7 +250,7 @@ export class PolicyService {
       reason: decision.reason,
       mode,
     };
-    this.repo.appendAudit(row);
+    this.repo.appendAudit(row).catch((err: unknown) => this.logger.error({ err, action: row.action }, 'a policy decision was not kept in the audit'));
   }
 
   /** Reads and compiles the rule file; PolicyFileError (naming the file) for anything unusable. */

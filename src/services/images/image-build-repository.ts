@@ -1,4 +1,4 @@
-import type { Statements } from '../../state/store.js';
+import type { Sql } from '../../state/sql.js';
 
 /** Where a build is: `running` from before the engine starts it until it ends. */
 export type ImageBuildStatus = 'running' | 'succeeded' | 'failed';
@@ -19,30 +19,35 @@ export const KEPT_BUILDS = 200;
 
 /** The images domain's table: a build is recorded before it starts and settled when it ends. */
 export class ImageBuildRepository {
-  constructor(private readonly statements: Statements) {}
+  constructor(private readonly sql: Sql) {}
 
-  start(row: Pick<ImageBuildRow, 'id' | 'name' | 'started_at'>): void {
-    this.statements.transaction(() => {
-      this.statements.get('insert into "image_builds" ("id", "name", "status", "started_at") values (?, ?, \'running\', ?)').run(row.id, row.name, row.started_at);
-      this.statements
-        .get('delete from "image_builds" where "status" != \'running\' and "id" not in (select "id" from "image_builds" order by "started_at" desc, rowid desc limit ?)')
-        .run(KEPT_BUILDS);
+  async start(row: Pick<ImageBuildRow, 'id' | 'name' | 'started_at'>): Promise<void> {
+    await this.sql.transaction(async (tx) => {
+      await tx.run('insert into "image_builds" ("id", "name", "status", "started_at") values (?, ?, \'running\', ?)', [row.id, row.name, row.started_at]);
+      await tx.run(
+        'delete from "image_builds" where "status" != \'running\' and "id" not in (select "id" from "image_builds" order by "started_at" desc, "id" desc limit ?)',
+        [KEPT_BUILDS],
+      );
     });
   }
 
-  finish(id: string, outcome: { status: Exclude<ImageBuildStatus, 'running'>; error?: string; imageId?: string; at: string }): void {
-    this.statements
-      .get('update "image_builds" set "status" = ?, "error" = ?, "image_id" = ?, "finished_at" = ? where "id" = ?')
-      .run(outcome.status, outcome.error ?? null, outcome.imageId ?? null, outcome.at, id);
+  async finish(id: string, outcome: { status: Exclude<ImageBuildStatus, 'running'>; error?: string; imageId?: string; at: string }): Promise<void> {
+    await this.sql.run('update "image_builds" set "status" = ?, "error" = ?, "image_id" = ?, "finished_at" = ? where "id" = ?', [
+      outcome.status,
+      outcome.error ?? null,
+      outcome.imageId ?? null,
+      outcome.at,
+      id,
+    ]);
   }
 
   /** Builds still `running` in the table. */
-  running(): ImageBuildRow[] {
-    return this.statements.get('select * from "image_builds" where "status" = \'running\' order by "started_at"').all() as ImageBuildRow[];
+  running(): Promise<ImageBuildRow[]> {
+    return this.sql.all('select * from "image_builds" where "status" = \'running\' order by "started_at"');
   }
 
   /** The newest builds first. */
-  list(): ImageBuildRow[] {
-    return this.statements.get('select * from "image_builds" order by "started_at" desc, rowid desc').all() as ImageBuildRow[];
+  list(): Promise<ImageBuildRow[]> {
+    return this.sql.all('select * from "image_builds" order by "started_at" desc, "id" desc');
   }
 }

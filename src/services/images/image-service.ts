@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { posix } from 'node:path';
 import type { ConfigSection } from '../../config/config-schema.js';
 import { imageReferenceProblem } from '../../domain/image-reference.js';
@@ -57,8 +57,8 @@ export class ImageService {
   /** Builds admitted (prepared) and not yet ended: at most `buildConcurrency`. */
   private running = 0;
 
-  constructor(private readonly ctx: Pick<ServiceContext, 'backend' | 'repos' | 'pool' | 'runPool' | 'store' | 'clock' | 'logger'> & { config: ConfigSection<'images'> }) {
-    this.records = new ImageBuildRepository(ctx.store.statements);
+  constructor(private readonly ctx: Pick<ServiceContext, 'backend' | 'repos' | 'pool' | 'runPool' | 'store' | 'clock' | 'logger' | 'departures'> & { config: ConfigSection<'images'> }) {
+    this.records = new ImageBuildRepository(ctx.store.sql);
   }
 
   /** The tag of this deployment's built image `name`. */
@@ -72,7 +72,8 @@ export class ImageService {
    */
   async prepare(input: BuildImageInput): Promise<PreparedBuild> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
-    const buildId = randomUUID();
+    // UUIDv7: ids sort as the builds started (GET /images/builds, newest first, on both engines).
+    const buildId = uuidv7();
     const { context, dockerfile, dockerfileText } = await this.context(input, (text) => labelStages(text, { [BUILD_LABEL]: buildId }));
     let images;
     try {
@@ -112,7 +113,7 @@ export class ImageService {
     const { buildPidsLimit, buildCpuShares, buildStepDiskMb, buildDiskMb } = this.ctx.config;
     try {
       const builds = requireCapability(this.ctx.backend, 'imageBuild');
-      this.records.start({ id: buildId, name, started_at: isoNow(this.ctx.clock) });
+      await this.records.start({ id: buildId, name, started_at: isoNow(this.ctx.clock) });
       try {
         const built = await builds.build(
           {
@@ -126,11 +127,11 @@ export class ImageService {
           },
           onLog,
         );
-        this.records.finish(buildId, { status: 'succeeded', imageId: built.id, at: isoNow(this.ctx.clock) });
+        await this.records.finish(buildId, { status: 'succeeded', imageId: built.id, at: isoNow(this.ctx.clock) });
         return { name, tag, id: built.id, size_bytes: built.sizeBytes };
       } catch (err) {
         const error = isServiceError(err) ? err.message : 'internal error';
-        this.records.finish(buildId, { status: 'failed', error, at: isoNow(this.ctx.clock) });
+        await this.records.finish(buildId, { status: 'failed', error, at: isoNow(this.ctx.clock) });
         throw err;
       }
     } finally {
@@ -139,7 +140,7 @@ export class ImageService {
   }
 
   /** GET /images/builds: the recorded builds, newest first. */
-  builds(): ImageBuildRow[] {
+  builds(): Promise<ImageBuildRow[]> {
     return this.records.list();
   }
 
@@ -149,9 +150,9 @@ export class ImageService {
    */
   async recover(): Promise<void> {
     const builds = this.ctx.backend.capabilities.imageBuild;
-    for (const row of this.records.running()) {
+    for (const row of await this.records.running()) {
       const left = builds ? await builds.sweep(row.id) : { containers: 0, images: 0 };
-      this.records.finish(row.id, { status: 'failed', error: 'the server stopped during the build', at: isoNow(this.ctx.clock) });
+      await this.records.finish(row.id, { status: 'failed', error: 'the server stopped during the build', at: isoNow(this.ctx.clock) });
       this.ctx.logger.warn({ build: row.id, image: row.name, ...left }, 'an image build cut by the last stop is failed; what it left is removed');
     }
   }
@@ -176,14 +177,17 @@ export class ImageService {
     ];
   }
 
-  /** DELETE /images/{name}: 409 while a sandbox uses it; the pools' instances of it go first. */
+  /**
+   * DELETE /images/{name}: 409 while a sandbox uses it; the pools' instances of it go first, and
+   * the containers of deleted sandboxes that the engine may still be removing.
+   */
   async remove(name: string): Promise<{ deleted: true; name: string; tag: string }> {
     const builds = requireCapability(this.ctx.backend, 'imageBuild');
     const tag = this.tagOf(name);
     if (!(await builds.inspect(tag))) throw notFound(`image '${name}' not found (no ${tag})`, { hint: { action: 'list_images' } });
     const users = (await this.ctx.repos.sandboxes.all()).filter((sandbox) => sandbox.image === tag).map((sandbox) => sandbox.name);
     if (users.length > 0) throw conflict(`image '${name}' is used by sandbox${users.length > 1 ? 'es' : ''} ${users.join(', ')}: delete ${users.length > 1 ? 'them' : 'it'} first`);
-    await Promise.all([this.ctx.pool.forgetImage(tag), this.ctx.runPool.forgetImage(tag)]);
+    await Promise.all([this.ctx.pool.forgetImage(tag), this.ctx.runPool.forgetImage(tag), this.ctx.departures.settled((sandbox) => sandbox.image === tag)]);
     await builds.remove(tag);
     return { deleted: true, name, tag };
   }

@@ -6,6 +6,11 @@ export interface WarmPoolApi {
   take(key: PoolKey): TakenInstance;
   /** A ready instance of the key, if one waits. */
   takeReady(key: PoolKey): PooledInstance | undefined;
+  /**
+   * A container of `key` made for a create that found none ready: the key makes none ahead
+   * until it is made, so that in a burst the engine serves the waiting creates first.
+   */
+  coldStart<T>(key: PoolKey, made: Promise<T>): Promise<T>;
   /** A claimed instance is a sandbox now: the pool lets go of it. */
   handOver(instance: PooledInstance): void;
   /** Gives back a taken instance that was not used (it is still pristine). */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Backend } from '../../backends/backend.js';
-import { DEFAULT_LIMITS, DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
+import { DEFAULT_PROFILE } from '../../domain/sandbox-defaults.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Clock } from '../support/clock.js';
 import type { Config, ConfigSection } from '../../config/config-schema.js';
@@ -21,6 +21,13 @@ export const DEMAND_WINDOW_MS = 60_000;
 const MAX_MAKING = 2;
 /** After a failed make, a key waits this long before it makes ahead of demand again. */
 const MAKE_RETRY_MS = 30_000;
+/**
+ * What a pool instance costs the host while it waits, as the memory budget counts it: its
+ * cgroup charge (the agent, about 2.5 MiB measured) with room for the kernel's own
+ * per-container state (mounts, namespaces, the veth pair). What a command charges while it
+ * runs in one is the command's own, which a sandbox's limits bound, not the pool's.
+ */
+export const IDLE_INSTANCE_MB = 16;
 
 /** What a pool keeps per key. */
 export interface KeyEntry<I extends PooledInstance> {
@@ -65,6 +72,8 @@ export abstract class KeyedPool<I extends PooledInstance, E extends KeyEntry<I>>
   /** Its containers: made, destroyed, held until destroyed (or handed over to a sandbox). */
   protected readonly containers: PoolContainers;
   private making = 0;
+  /** Per key id, instances being made for takers who found none ready (`coldStart`). */
+  private readonly takersWaiting = new Map<string, number>();
   protected closed = false;
 
   protected readonly backend: Backend;
@@ -83,7 +92,7 @@ export abstract class KeyedPool<I extends PooledInstance, E extends KeyEntry<I>>
     this.logger = ctx.logger;
     this.budget = ctx.poolBudget;
     this.configured = { size: ctx.config.poolSize, sizes: ctx.config.poolSizes, defaultImage: ctx.config.defaultImage };
-    this.budget.track(() => this.heldCount() * DEFAULT_LIMITS.memory_mb);
+    this.budget.track(() => this.heldCount() * IDLE_INSTANCE_MB);
     this.admission = new PoolKeys(this.entries, this.backend, this.logger);
     this.containers = new PoolContainers(this.backend, this.logger, kind.instance);
   }
@@ -197,20 +206,37 @@ export abstract class KeyedPool<I extends PooledInstance, E extends KeyEntry<I>>
     const wanted = this.wanted(entry);
     const held = this.heldOf(entry);
     if (wanted <= Math.max(held, entry.size)) return wanted;
-    const room = Math.floor((this.budget.limitMb - this.budget.usedMb()) / DEFAULT_LIMITS.memory_mb);
+    const room = Math.floor((this.budget.limitMb - this.budget.usedMb()) / IDLE_INSTANCE_MB);
     return Math.max(entry.size, Math.min(wanted, held + room));
   }
 
-  /** Makes instances for the keys below their target, at most MAX_MAKING at once. */
+  /**
+   * Makes instances for the keys below their target, at most MAX_MAKING at once, and none of a
+   * key while a taker waits for an instance of it made for it (`coldStart`): in a burst the
+   * engine serves the takers first.
+   */
   protected fill(): void {
     if (this.closed || !this.enabled) return;
     const now = this.clock().getTime();
-    for (const entry of this.entries.values()) {
+    for (const [id, entry] of this.entries) {
+      if (this.takersWaiting.has(id)) continue;
       // Size 0 makes nothing ahead of demand.
       while (entry.size > 0 && this.making < MAX_MAKING && entry.retryAt <= now && this.heldOf(entry) < this.targetOf(entry)) {
         this.makeAhead(entry);
       }
     }
+  }
+
+  /** An instance of `key` made for a taker who found none ready: the key makes none ahead until it is made. */
+  coldStart<T>(key: PoolKey, made: Promise<T>): Promise<T> {
+    const id = poolKeyId(key);
+    this.takersWaiting.set(id, (this.takersWaiting.get(id) ?? 0) + 1);
+    return made.finally(() => {
+      const waiting = (this.takersWaiting.get(id) ?? 1) - 1;
+      if (waiting > 0) this.takersWaiting.set(id, waiting);
+      else this.takersWaiting.delete(id);
+      this.fill();
+    });
   }
 
   /** A new instance name of this pool. */

@@ -2,7 +2,8 @@
  * The memory that warm instances may hold in all (`pool.memory_mb`): the warm pool and the run
  * pool grow past their configured sizes with demand only while their instances fit in it (the
  * configured sizes themselves are always kept). Each pool reports what it holds; an instance
- * counts its memory limit, which is what its cgroup may charge.
+ * counts what a waiting one costs the host (IDLE_INSTANCE_MB), not its memory limit, which only
+ * a command running in it can reach.
  */
 export class PoolBudget {
   private readonly holders: Array<() => number> = [];

@@ -19,9 +19,12 @@ export interface PooledInstance {
   state: InstanceState;
 }
 
-/** A taken instance: ready at once when it was warm, else being made for its taker. */
+/**
+ * A taken instance: ready at once when it was warm, else being made for its taker; or, warm and
+ * without a name yet, the next one a reset under way gives back (RunPool).
+ */
 export interface TakenInstance {
-  name: string;
+  name?: string;
   warm: boolean;
   instance: Promise<PooledInstance>;
 }

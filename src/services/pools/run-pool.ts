@@ -18,6 +18,10 @@ interface KeyRuns extends KeyEntry<RunInstance> {
   inUse: number;
   /** [time, instances in use] at each take of the last DEMAND_WINDOW_MS. */
   samples: Array<[number, number]>;
+  /** Instances being reset after a run. */
+  resetting: number;
+  /** Takers waiting for the next instance a reset gives back; never more than are resetting. */
+  waiters: Array<(instance: RunInstance | undefined) => void>;
 }
 
 /**
@@ -61,12 +65,22 @@ export class RunPool extends KeyedPool<RunInstance, KeyRuns> implements RunPoolA
     const idle = runs.ready.pop();
     this.fill();
     if (idle) return { name: idle.name, warm: true, instance: Promise.resolve(idle) };
+    if (runs.waiters.length < runs.resetting) {
+      // A reset under way gives an instance back in tens of milliseconds, sooner than one made
+      // now (hundreds, seconds on a busy engine); if that reset fails, one is made after all.
+      const reset = new Promise<RunInstance | undefined>((resolve) => runs.waiters.push(resolve));
+      return { warm: true, instance: reset.then((instance) => instance ?? this.makeFor(runs, this.newName())) };
+    }
     const name = this.newName();
-    const made = this.make(key, name).catch((err: unknown) => {
+    return { name, warm: false, instance: this.makeFor(runs, name) };
+  }
+
+  /** An instance made for a taker who found none idle (counted in use already). */
+  private makeFor(runs: KeyRuns, name: string): Promise<RunInstance> {
+    return this.make(runs.key, name).catch((err: unknown) => {
       runs.inUse--;
       throw err;
     });
-    return { name, warm: false, instance: made };
   }
 
   /** After a run: the instance is reset in the background and then idle again, or destroyed. */
@@ -85,27 +99,35 @@ export class RunPool extends KeyedPool<RunInstance, KeyRuns> implements RunPoolA
       this.discard(instance);
       return;
     }
+    runs.resetting++;
     this.track(
       reuse.reset(instance.state.id).then(
         () => {
+          runs.resetting--;
           // The target while this instance still counts as held (as the budget counts it).
           const target = this.targetOf(runs);
           runs.inUse--;
-          if (!this.current(runs) || this.heldOf(runs) >= target) {
-            this.discard(instance);
-          } else {
-            runs.ready.push(used);
-          }
-          this.fill();
+          const waiter = this.current(runs) ? runs.waiters.shift() : undefined;
+          if (waiter) waiter(used);
+          else if (!this.current(runs) || this.heldOf(runs) >= target) this.discard(instance);
+          else runs.ready.push(used);
+          this.afterReset(runs);
         },
         (err: Error) => {
+          runs.resetting--;
           runs.inUse--;
           this.logger.warn({ err, container: instance.state.id }, 'run instance not reset; destroying it');
           this.discard(instance);
-          this.fill();
+          this.afterReset(runs);
         },
       ),
     );
+  }
+
+  /** After a reset: takers beyond the resets still under way have an instance made for them. */
+  private afterReset(runs: KeyRuns): void {
+    while (runs.waiters.length > runs.resetting) runs.waiters.pop()?.(undefined);
+    this.fill();
   }
 
   /** A taken instance that turned out gone or broken: destroyed, never reset. */
@@ -116,7 +138,7 @@ export class RunPool extends KeyedPool<RunInstance, KeyRuns> implements RunPoolA
   }
 
   protected newEntry(base: KeyEntry<RunInstance>): KeyRuns {
-    return { ...base, inUse: 0, samples: [] };
+    return { ...base, inUse: 0, samples: [], resetting: 0, waiters: [] };
   }
 
   protected override inUse(runs: KeyRuns): number {

@@ -1,5 +1,5 @@
 import type { WarmPoolApi } from './api.js';
-import { DEMAND_WINDOW_MS, KeyedPool, type KeyEntry, type PoolContext } from './keyed-pool.js';
+import { DEMAND_WINDOW_MS, KeyedPool, POOL_IDLE_MS, type KeyEntry, type PoolContext } from './keyed-pool.js';
 import { poolKeyId, type PoolKey, type PooledInstance, type TakenInstance } from './pool-types.js';
 
 /**
@@ -10,10 +10,18 @@ import { poolKeyId, type PoolKey, type PooledInstance, type TakenInstance } from
 const DEMAND_SHARE = 6;
 /** Most ready instances one key grows to with demand (the most `pool.sizes` may configure). */
 const MAX_DEMAND_SIZE = 64;
+/** Takes this close together count as one burst. */
+const BURST_SPAN_MS = 10_000;
+/** How long a key keeps ready for its largest burst: as long as an idle key keeps its pool. */
+const BURST_MEMORY_MS = POOL_IDLE_MS;
+/** How long after a take the pool starts making its replacement (fillAfterTake). */
+const REFILL_AFTER_TAKE_MS = 100;
 
 interface WarmKey extends KeyEntry<PooledInstance> {
   /** When each take of the last DEMAND_WINDOW_MS happened, oldest first. */
   takes: number[];
+  /** The most takes within BURST_SPAN_MS in the last BURST_MEMORY_MS, and when it was reached. */
+  burst: { takes: number; at: number };
 }
 
 /**
@@ -26,11 +34,14 @@ interface WarmKey extends KeyEntry<PooledInstance> {
  * role `pool`, so that recovery reaps those a crash left behind.
  *
  * A key's pool adapts to demand: beyond its configured size (unless that is 0) it keeps as many
- * instances as were taken in 10 s at the rate of the last minute, while the pools' memory
- * budget (`pool.memory_mb`) has room; as the takes age out of the window, `evictIdle` gives
- * the extra instances back. The per-key bookkeeping is KeyedPool's.
+ * instances as were taken in 10 s at the rate of the last minute, or as its largest burst of
+ * the last 10 minutes took (the most takes within 10 s), whichever is more, while the pools' memory
+ * budget (`pool.memory_mb`) has room; as takes age out, `evictIdle` gives the extra instances
+ * back. The per-key bookkeeping is KeyedPool's.
  */
 export class WarmPool extends KeyedPool<PooledInstance, WarmKey> implements WarmPoolApi {
+  private refilling = false;
+
   constructor(ctx: PoolContext) {
     super(ctx, { instance: 'pool instance', namePrefix: 'pool', makeFailed: 'pool not filled', emptied: 'idle pool emptied' });
   }
@@ -40,10 +51,10 @@ export class WarmPool extends KeyedPool<PooledInstance, WarmKey> implements Warm
     const ready = this.takeReady(key);
     if (ready) return { name: ready.name, warm: true, instance: Promise.resolve(ready) };
     const name = this.newName();
-    return { name, warm: false, instance: this.make(key, name) };
+    return { name, warm: false, instance: this.coldStart(key, this.make(key, name)) };
   }
 
-  /** A ready instance of `key`, or undefined (and the key's pool starts filling, or is made once its image is found). */
+  /** A ready instance of `key` (and the key's pool fills up behind it), or undefined (the key is made once its image is found). */
   takeReady(key: PoolKey): PooledInstance | undefined {
     const pool = this.entries.get(poolKeyId(key));
     if (!pool) {
@@ -53,9 +64,30 @@ export class WarmPool extends KeyedPool<PooledInstance, WarmKey> implements Warm
     const now = this.clock().getTime();
     pool.lastTaken = now;
     pool.takes.push(now);
+    noteBurst(pool, now);
     const ready = pool.ready.shift();
-    this.fill();
+    // A taker who finds none makes one (`coldStart`), which fills the pool once it is made.
+    if (ready) this.fillAfterTake();
     return ready;
+  }
+
+  /**
+   * Fills the pool REFILL_AFTER_TAKE_MS after a take (once for the takes in that time): the
+   * claimed sandbox's create and first commands run before the engine makes its replacement,
+   * which on two cores slowed them when both ran at once.
+   */
+  private fillAfterTake(): void {
+    if (this.refilling) return;
+    this.refilling = true;
+    this.track(
+      new Promise<void>((resolve) =>
+        setTimeout(() => {
+          this.refilling = false;
+          this.fill();
+          resolve();
+        }, REFILL_AFTER_TAKE_MS),
+      ),
+    );
   }
 
   /** A claimed instance is a sandbox now (the store knows it): the pool lets go of it. */
@@ -79,16 +111,21 @@ export class WarmPool extends KeyedPool<PooledInstance, WarmKey> implements Warm
   }
 
   protected newEntry(base: KeyEntry<PooledInstance>): WarmKey {
-    return { ...base, takes: [] };
+    return { ...base, takes: [], burst: { takes: 0, at: 0 } };
   }
 
-  /** The configured size plus the takes of the last DEMAND_WINDOW_MS / DEMAND_SHARE, at the window's rate. */
+  /**
+   * The configured size plus the takes of the last DEMAND_WINDOW_MS / DEMAND_SHARE (the
+   * window's rate), or the key's largest recent burst if that is more.
+   */
   protected wanted(pool: WarmKey): number {
-    const since = this.clock().getTime() - DEMAND_WINDOW_MS;
-    while ((pool.takes[0] ?? Infinity) <= since) pool.takes.shift();
+    const now = this.clock().getTime();
+    while ((pool.takes[0] ?? Infinity) <= now - DEMAND_WINDOW_MS) pool.takes.shift();
     // Size 0 keeps nothing ahead of demand, however high the demand.
-    const demand = pool.size > 0 ? Math.floor(pool.takes.length / DEMAND_SHARE) : 0;
-    return Math.min(Math.max(MAX_DEMAND_SIZE, pool.size), pool.size + demand);
+    if (pool.size === 0) return 0;
+    const burst = pool.burst.at > now - BURST_MEMORY_MS ? pool.burst.takes : 0;
+    const demand = Math.max(pool.size + Math.floor(pool.takes.length / DEMAND_SHARE), burst);
+    return Math.min(Math.max(MAX_DEMAND_SIZE, pool.size), demand);
   }
 
   /** The newest ready instances beyond the target go (the oldest are taken first). */
@@ -100,4 +137,11 @@ export class WarmPool extends KeyedPool<PooledInstance, WarmKey> implements Warm
   protected make(key: PoolKey, name: string): Promise<PooledInstance> {
     return this.containers.make(key, name, false, {});
   }
+}
+
+/** Counts the takes of the last BURST_SPAN_MS (takes are in time order) into the key's largest burst. */
+function noteBurst(pool: WarmKey, now: number): void {
+  let takes = 0;
+  for (let i = pool.takes.length - 1; i >= 0 && (pool.takes[i] ?? 0) > now - BURST_SPAN_MS; i--) takes++;
+  if (takes >= pool.burst.takes || pool.burst.at <= now - BURST_MEMORY_MS) pool.burst = { takes, at: now };
 }

@@ -5,6 +5,7 @@ import { badRequest, UnsupportedError } from '../../errors.js';
 import type { NetworkInput, NetworkPatch } from '../../schemas/sandbox-schemas.js';
 import type { SandboxRecord, SandboxRepository } from '../../state/sandbox-repository.js';
 import type { Logger } from '../../telemetry/logger.js';
+import type { Departures } from '../support/departures.js';
 
 /**
  * What a sandbox's network reaches, as the egress proxy reads it per request (its lookup
@@ -91,7 +92,8 @@ function cidrsOf(entries: string[]): string[] {
 /**
  * Every running `open` sandbox's own address rules, pushed whole to the backend's packet
  * filter (`EgressCapability.setRules`) after each change that can move them: a create, start,
- * stop, removal or PATCH of `network`, and at server start. Rules follow addresses, which a
+ * stop, removal (once the engine has removed the container) or PATCH of `network`, and at
+ * server start. Rules follow addresses, which a
  * container gets anew at each start, so they are rebuilt rather than edited.
  */
 export class NetworkRules {
@@ -99,6 +101,7 @@ export class NetworkRules {
 
   constructor(
     private readonly repo: SandboxRepository,
+    private readonly departures: Pick<Departures, 'records'>,
     private readonly backend: Backend,
     private readonly logger: Logger,
   ) {}
@@ -108,7 +111,8 @@ export class NetworkRules {
     const capability = this.backend.capabilities.egress;
     if (!capability) return;
     const rules: InstanceRules[] = [];
-    for (const record of await this.repo.all()) {
+    // A removed sandbox's container keeps its rules until the engine has removed it.
+    for (const record of [...(await this.repo.all()), ...this.departures.records()]) {
       const network = sandboxEgress(record);
       if (record.status !== 'running' || !record.backend_id || network.egress !== 'open') continue;
       const allow = cidrsOf(network.allow);

@@ -10,6 +10,7 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { AuditApi } from '../events/api.js';
 import { isoNow, type Clock } from '../support/clock.js';
 import { addDuration } from '../support/durations.js';
+import type { Departures } from '../support/departures.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { DEFAULT_LIMITS, DEFAULT_PROFILE, defaultDiskMb } from '../../domain/sandbox-defaults.js';
 import { requireCapability } from '../support/capabilities.js';
@@ -49,6 +50,7 @@ export class SandboxService implements SandboxesApi {
   private readonly stopHooks: StopHook[] = [];
   private readonly removeHooks: RemoveHook[] = [];
   private readonly createHooks: CreateHook[] = [];
+  private readonly departures: Departures;
   /** Each running `open` sandbox's own address rules in the backend's packet filter. */
   readonly networkRules: NetworkRules;
   /**
@@ -57,7 +59,7 @@ export class SandboxService implements SandboxesApi {
    */
   proxyListening: () => boolean = () => false;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'clock' | 'logger' | 'store'> & { config: Pick<Config, 'defaultImage' | 'maxSandboxes'>; host: HostLimits }) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'pool' | 'audit' | 'clock' | 'logger' | 'store' | 'departures'> & { config: Pick<Config, 'defaultImage' | 'maxSandboxes'>; host: HostLimits }) {
     this.repo = ctx.repos.sandboxes;
     this.backend = ctx.backend;
     this.pool = ctx.pool;
@@ -68,7 +70,8 @@ export class SandboxService implements SandboxesApi {
     this.deploymentId = ctx.store.deploymentId;
     this.hostCpus = ctx.host.cpus;
     this.hostMemoryMb = ctx.host.memoryMb;
-    this.networkRules = new NetworkRules(this.repo, this.backend, this.logger);
+    this.departures = ctx.departures;
+    this.networkRules = new NetworkRules(this.repo, this.departures, this.backend, this.logger);
   }
 
   /**
@@ -185,9 +188,10 @@ export class SandboxService implements SandboxesApi {
     return this.locks.run(record.name, async () => {
       if (await this.repo.byName(record.name)) throw conflict(`sandbox '${record.name}' already exists`);
       // A pristine pool instance fits a sandbox that brings no files of its own (source, snapshot),
-      // and no volumes unless the backend's claim can add mounts.
+      // no volumes unless the backend's claim can add mounts, and its profile's default network.
       const needsMounts = record.volumes !== null && !this.backend.capabilities.volumes?.mountsOnClaim;
-      const pooled = !fromPool || record.source_url || record.root_image || needsMounts ? undefined : await this.claimPooled(record);
+      const poolable = fromPool && !record.source_url && !record.root_image && !needsMounts && sandboxEgress(record).egress === defaultEgress(record.profile);
+      const pooled = poolable ? await this.claimPooled(record) : undefined;
       const created: SandboxRecord = pooled ? { ...record, uuid: pooled.uuid, status: 'running', backend_id: pooled.state.id } : record;
       if (!(await this.repo.insert(created))) {
         if (pooled) this.pool.discard(pooled);
@@ -196,7 +200,8 @@ export class SandboxService implements SandboxesApi {
       let state: InstanceState;
       try {
         await this.checkLimit();
-        state = pooled ? pooled.state : await this.backend.create(specOf(created));
+        const make = () => this.backend.create(specOf(created));
+        state = pooled ? pooled.state : poolable ? await this.pool.coldStart({ image: record.image, profile: record.profile }, make()) : await make();
       } catch (err) {
         await this.repo.delete(created.uuid);
         if (pooled) this.pool.discard(pooled);
@@ -235,8 +240,6 @@ export class SandboxService implements SandboxesApi {
     // Without claims, pool instances serve runs only.
     const claiming = this.backend.capabilities.poolClaim;
     if (!claiming) return undefined;
-    // Pool instances are on their profile's default network: a sandbox on another is made anew.
-    if (sandboxEgress(record).egress !== defaultEgress(record.profile)) return undefined;
     const pooled = this.pool.takeReady({ image: record.image, profile: record.profile });
     if (!pooled) return undefined;
     try {
@@ -347,16 +350,24 @@ export class SandboxService implements SandboxesApi {
     });
   }
 
+  /**
+   * Deletes the record, which frees the name at once, and answers; the engine removes the
+   * container in the background (`Departures`), its archive image after it, and the packet
+   * filter drops its rules only once it is gone.
+   */
   async remove(name: string): Promise<string> {
     return this.locks.run(name, async () => {
       const record = await this.require(name);
       assertTransition(record, 'remove');
-      await this.repo.update(record.uuid, { status: transition(record, 'remove') });
-      if (record.backend_id) await this.backend.remove(record.backend_id);
-      // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
-      if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
-      await this.repo.delete(record.uuid);
-      await this.networkRules.syncAfter(record);
+      await this.departures.depart(record, {
+        deleteRecord: () => this.repo.delete(record.uuid),
+        removeContainer: async () => {
+          if (record.backend_id) await this.backend.remove(record.backend_id);
+          // An archive image belongs to its sandbox; a restored snapshot's image to the snapshot.
+          if (record.root_image === archiveTag(record.uuid)) await this.backend.capabilities.snapshots?.removeImage(record.root_image);
+        },
+        afterwards: () => this.networkRules.syncAfter(record),
+      });
       for (const hook of this.removeHooks) await hook(record);
       await this.audit.record('sandbox_removed', record);
       this.logger.info({ sandbox: name, uuid: record.uuid }, 'sandbox removed');

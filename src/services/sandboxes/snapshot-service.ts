@@ -13,6 +13,7 @@ import { requireCapability } from '../support/capabilities.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import { assertTransition } from './lifecycle.js';
 import type { SandboxService } from './sandbox-service.js';
+import type { Departures } from '../support/departures.js';
 import type { ServiceContext } from '../context.js';
 import type { Config } from '../../config/config-schema.js';
 
@@ -32,17 +33,19 @@ export class SnapshotService {
   private readonly audit: AuditApi;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly departures: Departures;
   /** Repository part of snapshot image tags: `<prefix>/<deployment id>:<snapshot name>`. */
   private readonly snapshotPrefix: string;
   private readonly deploymentId: string;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger' | 'store'> & { sandboxes: SandboxService } & { config: Pick<Config, 'snapshotPrefix'> }) {
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger' | 'store' | 'departures'> & { sandboxes: SandboxService } & { config: Pick<Config, 'snapshotPrefix'> }) {
     this.repo = ctx.repos.snapshots;
     this.sandboxes = ctx.sandboxes;
     this.backend = ctx.backend;
     this.audit = ctx.audit;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
+    this.departures = ctx.departures;
     this.snapshotPrefix = ctx.config.snapshotPrefix;
     this.deploymentId = ctx.store.deploymentId;
   }
@@ -123,10 +126,11 @@ export class SnapshotService {
     });
   }
 
-  /** Deletes the snapshot and its image. */
+  /** Deletes the snapshot and its image (once no departing container was made from it). */
   async delete(name: string): Promise<string> {
     return this.locks.run(name, async () => {
       const snapshot = await this.require(name);
+      await this.departures.settled((sandbox) => sandbox.root_image === snapshot.image_tag);
       await this.repo.setStatus(name, 'deleting', ['ready']);
       await this.backend.capabilities.snapshots?.removeImage(snapshot.image_tag);
       await this.repo.delete(name);

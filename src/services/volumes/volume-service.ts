@@ -4,6 +4,7 @@ import { badRequest, conflict, notFound } from '../../errors.js';
 import type { Volume } from '../../schemas/volume-schemas.js';
 import type { SandboxRepository } from '../../state/sandbox-repository.js';
 import { requireCapability } from '../support/capabilities.js';
+import type { Departures } from '../support/departures.js';
 import { KeyedMutex } from '../support/keyed-mutex.js';
 import type { ServiceContext } from '../context.js';
 
@@ -15,11 +16,13 @@ import type { ServiceContext } from '../context.js';
 export class VolumeService {
   private readonly backend: Backend;
   private readonly sandboxes: SandboxRepository;
+  private readonly departures: Departures;
   private readonly locks = new KeyedMutex();
 
-  constructor(ctx: Pick<ServiceContext, 'backend' | 'repos'>) {
+  constructor(ctx: Pick<ServiceContext, 'backend' | 'repos' | 'departures'>) {
     this.backend = ctx.backend;
     this.sandboxes = ctx.repos.sandboxes;
+    this.departures = ctx.departures;
   }
 
   async create(name: string): Promise<Volume> {
@@ -41,9 +44,13 @@ export class VolumeService {
     return withUsers(volume, await this.users());
   }
 
-  /** CONFLICT while a sandbox mounts it, naming the sandboxes. */
+  /**
+   * CONFLICT while a sandbox mounts it, naming the sandboxes. A removed sandbox's container
+   * that the engine still removes holds the volume too: the delete waits for it.
+   */
   async delete(name: string): Promise<string> {
     return this.locks.run(name, async () => {
+      await this.departures.settled((sandbox) => sandbox.volumes?.some((mount) => mount.name === name) === true);
       const volume = await this.get(name);
       if (volume.in_use_by.length > 0) {
         throw conflict(`volume '${name}' is mounted by sandbox${volume.in_use_by.length > 1 ? 'es' : ''} ${volume.in_use_by.map((s) => `'${s}'`).join(', ')}: delete ${volume.in_use_by.length > 1 ? 'them' : 'it'} first`);

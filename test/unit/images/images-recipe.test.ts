@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { buildHint, CATALOG, catalogEntryFor, DEFAULT_IMAGE } from '../../../src/images/catalog.js';
-import { splitTag } from '../../../src/images/image-builder.js';
-import { importChanges, imageVersion, LABEL_VERSION, mmdebstrapArgs } from '../../../src/images/image-recipe.js';
+import { importChanges, imageVersion, LABEL_VERSION, layerScript, mmdebstrapArgs, splitTag } from '../../../src/images/image-recipe.js';
 
 describe('image catalog', () => {
   it('maps names and tags to the same entry', () => {
     expect(catalogEntryFor('base')?.tag).toBe('sandboxd/base:bookworm');
     expect(catalogEntryFor('sandboxd/python:bookworm')?.name).toBe('python');
-    expect(catalogEntryFor('node')?.packages).toEqual(expect.arrayContaining(['git', 'python3']));
-    expect(catalogEntryFor('node')?.packages).not.toContain('nodejs');
+    expect(catalogEntryFor('base')?.packages).toEqual(expect.arrayContaining(['git', 'python3']));
+    expect(catalogEntryFor('node')?.from).toBe('base');
+    expect(catalogEntryFor('node')?.packages).toEqual([]);
     expect(catalogEntryFor('node')?.node?.version).toMatch(/^24\./);
     expect(catalogEntryFor('ubuntu:24.04')).toBeUndefined();
     expect(catalogEntryFor(DEFAULT_IMAGE)?.name).toBe('base');
@@ -25,6 +25,14 @@ describe('image catalog', () => {
     expect(new Set(versions).size).toBe(CATALOG.length);
     expect(imageVersion(CATALOG[0]!)).toBe(imageVersion({ ...CATALOG[0]!, packages: [...CATALOG[0]!.packages].reverse() }));
     expect(imageVersion({ ...CATALOG[0]!, packages: [...CATALOG[0]!.packages, 'jq'] })).not.toBe(imageVersion(CATALOG[0]!));
+  });
+
+  it("makes every image but base a layer on it, whose version follows base's", () => {
+    expect(CATALOG.filter((entry) => !entry.from).map((entry) => entry.name)).toEqual(['base']);
+    for (const entry of CATALOG) if (entry.from) expect(CATALOG.findIndex((e) => e.name === entry.from)).toBeLessThan(CATALOG.indexOf(entry));
+    // The same layer on another image is another image: the version follows its from image's.
+    const python = catalogEntryFor('python')!;
+    expect(imageVersion({ ...python, from: 'node' })).not.toBe(imageVersion(python));
   });
 });
 
@@ -52,6 +60,18 @@ describe('image recipe', () => {
     expect(changes).toContain(`LABEL sandboxd.image=base ${LABEL_VERSION}=${imageVersion(base)}`);
     expect(changes.filter((c) => c.startsWith('ENV PIP_'))).toEqual([]);
     expect(importChanges(catalogEntryFor('python')!)).toContain('ENV PIP_BREAK_SYSTEM_PACKAGES=1');
+  });
+
+  it("makes a layer with apt from the image's own sources, without recommendations, leaving no lists or build files", () => {
+    const script = layerScript(catalogEntryFor('python')!);
+    expect(script).toContain('apt-get -q update');
+    expect(script).toMatch(/install -y --no-install-recommends python3-pip python3-venv\n/);
+    expect(script).toContain('rm -rf /var/lib/apt/lists/*');
+    expect(script.trimEnd().split('\n').pop()).toBe('rm -rf /tmp/sandboxd-layer');
+    const node = layerScript(catalogEntryFor('node')!);
+    expect(node).not.toContain('apt-get');
+    expect(node).toContain('tar -xzf /tmp/sandboxd-layer/node.tgz -C /usr/local --strip-components=1');
+    expect(node).toContain('ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm');
   });
 
   it('splits tags at the last colon after the last slash', () => {

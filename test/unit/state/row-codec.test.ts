@@ -43,7 +43,7 @@ describe('SandboxRepository', () => {
   it('stores a record under its own field names and updates only real columns', async () => {
     dir = mkdtempSync(join(tmpdir(), 'sandboxd-codec-'));
     store = await openStore(dir);
-    const repo = new SandboxRepository(store.db, store.statements);
+    const repo = new SandboxRepository(store.db, store.sql);
     const record: SandboxRecord = {
       uuid: 'u1', name: 'a', status: 'running', backend: 'fake', backend_id: 'c1', image: 'i', vcpus: 1, memory_mb: 256, disk_mb: null,
       profile: 'moderate', labels: { k: 'v' }, description: null, lifecycle: { auto_stop_after_seconds: 5 }, env: { A: '1' },
@@ -52,7 +52,7 @@ describe('SandboxRepository', () => {
     };
     expect(await repo.insert(record)).toBe(true);
     expect(await repo.byName('a')).toEqual(record);
-    const row = store.statements.get('select labels, lifecycle, env, memory_mb from sandboxes where uuid = ?').get('u1');
+    const row = await store.sql.first('select labels, lifecycle, env, memory_mb from sandboxes where uuid = ?', ['u1']);
     expect(row).toEqual({ labels: '{"k":"v"}', lifecycle: '{"auto_stop_after_seconds":5}', env: '{"A":"1"}', memory_mb: 256 });
 
     expect(await repo.update('u1', { lifecycle: null, last_activity_at: 't1' }, ['running'])).toBe(true);

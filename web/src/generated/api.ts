@@ -174,7 +174,7 @@ export interface paths {
         get: operations["getSandbox"];
         put?: never;
         post?: never;
-        /** Remove a sandbox and everything in it */
+        /** Remove a sandbox and everything in it: answers once its record is gone (the name is free at once); the engine removes the container in the background */
         delete: operations["deleteSandbox"];
         options?: never;
         head?: never;
@@ -667,7 +667,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The egress proxy's recent decisions, newest first (a ring of 10,000 in memory); admin keys, others where a policy rule or grant allows proxy.log */
+        /** The egress proxy's recent decisions, newest first (the newest 10,000 are kept in the state store, across restarts); admin keys, others where a policy rule or grant allows proxy.log */
         get: operations["getProxyLog"];
         put?: never;
         post?: never;

@@ -2,6 +2,7 @@ import { objectRouteActions, objectRoutes } from '../../../http/routes/object-ro
 import { objectTools } from '../../../mcp/tools/object-tools.js';
 import type { DomainModule } from '../../domain-module.js';
 import { migration as idempotencyRequest } from '../../../state/migrations/0021-object-idempotency-request.js';
+import { migration as objectUid } from '../../../state/migrations/0025-object-uid.js';
 import { ObjectClasses } from './object-classes.js';
 import { ObjectService } from './object-service.js';
 import { ObjectAlarms, ObjectHibernation } from './object-timers.js';
@@ -30,7 +31,7 @@ export const objectsModule = {
     });
     return { objectClasses, objects };
   },
-  migrations: { '0021_object_idempotency_request': idempotencyRequest },
+  migrations: { '0021_object_idempotency_request': idempotencyRequest, '0025_object_uid': objectUid },
   routes: [objectRoutes],
   routeActions: objectRouteActions,
   tools: objectTools,

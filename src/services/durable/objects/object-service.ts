@@ -522,6 +522,7 @@ export class ObjectService implements ObjectCaller {
       call_count: 0,
       created_at: now,
       updated_at: now,
+      uid_number: null,
     };
   }
 

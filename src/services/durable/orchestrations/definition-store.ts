@@ -25,25 +25,25 @@ export class DefinitionStore {
   }
 
   /** NOT_FOUND unless definition `name` exists. */
-  require(name: string): DefinitionRecord<Definition> {
-    const record = this.repo.definition(name) as DefinitionRecord<Definition> | undefined;
+  async require(name: string): Promise<DefinitionRecord<Definition>> {
+    const record = (await this.repo.definition(name)) as DefinitionRecord<Definition> | undefined;
     if (!record) throw notFound(`orchestration definition '${name}' not found`);
     return record;
   }
 
-  list(): DefinitionView[] {
-    return (this.repo.definitions() as DefinitionRecord<Definition>[]).map(viewOf);
+  async list(): Promise<DefinitionView[]> {
+    return ((await this.repo.definitions()) as DefinitionRecord<Definition>[]).map(viewOf);
   }
 
-  get(name: string): DefinitionView {
-    return viewOf(this.require(name));
+  async get(name: string): Promise<DefinitionView> {
+    return viewOf(await this.require(name));
   }
 
   /** Creates or updates; `created` says which (201 or 200). The version moves only when the content does. */
-  save(raw: unknown): { definition: DefinitionView; created: boolean } {
+  async save(raw: unknown): Promise<{ definition: DefinitionView; created: boolean }> {
     const content = this.check(raw);
     const hash = definitionHash(content);
-    const existing = this.repo.definition(content.name) as DefinitionRecord<Definition> | undefined;
+    const existing = (await this.repo.definition(content.name)) as DefinitionRecord<Definition> | undefined;
     if (existing?.hash === hash) return { definition: viewOf(existing), created: false };
     const now = this.clock().toISOString();
     const record: DefinitionRecord<Definition> = {
@@ -54,13 +54,13 @@ export class DefinitionStore {
       created_at: existing?.created_at ?? now,
       updated_at: now,
     };
-    this.repo.saveDefinition(record);
+    await this.repo.saveDefinition(record);
     return { definition: viewOf(record), created: !existing };
   }
 
   /** Deletes a definition; instances keep their snapshots. */
-  remove(name: string): string {
-    if (!this.repo.deleteDefinition(name)) throw notFound(`orchestration definition '${name}' not found`);
+  async remove(name: string): Promise<string> {
+    if (!(await this.repo.deleteDefinition(name))) throw notFound(`orchestration definition '${name}' not found`);
     return `orchestration definition '${name}' deleted`;
   }
 }

@@ -110,6 +110,9 @@ export interface OrchestrationServiceInput extends Pick<ServiceContext, 'clock' 
   config: ConfigSection<'orchestrations'>;
 }
 
+/** Thrown out of a decision that must start over from the history, which a kept state does not hold: the service reads it and decides again. */
+class HistoryWanted extends Error {}
+
 export class OrchestrationService implements OrchestrationStarter {
   readonly definitions: DefinitionStore;
   readonly retentionMs: number;
@@ -136,13 +139,13 @@ export class OrchestrationService implements OrchestrationStarter {
 
   /** OrchestrationStarter: NOT_FOUND unless the definition exists. */
   async requireDefinition(name: string): Promise<void> {
-    this.definitions.require(name);
+    await this.definitions.require(name);
   }
 
   /** OrchestrationStarter: a schedule's start, once per idempotency key. */
   async start(input: { definition: string; input: unknown; idempotency_key: string }): Promise<{ orchestration_id: string }> {
     return this.mutex.run(`caller:${input.idempotency_key}`, async () => {
-      const existing = this.repo.byCallerKey(input.idempotency_key);
+      const existing = await this.repo.byCallerKey(input.idempotency_key);
       if (existing) return { orchestration_id: existing.id };
       const { instance } = await this.create({ name: input.definition, input: input.input }, input.idempotency_key);
       return { orchestration_id: instance.id };
@@ -157,12 +160,12 @@ export class OrchestrationService implements OrchestrationStarter {
     const id = request.id ?? uuidv7();
     return this.mutex.run(id, async () => {
       // A repeat answers the instance as it is, even if its definition changed or went since.
-      const existing = this.repo.instance(id);
+      const existing = await this.repo.instance(id);
       if (existing) {
         if (existing.name !== request.name) throw conflict(`orchestration '${id}' exists already, of definition '${existing.name}'`);
         return { instance: await this.viewOf(existing, FULL_PAGE), created: false };
       }
-      const { definition, version, input } = this.resolve(request);
+      const { definition, version, input } = await this.resolve(request);
       const bytes = jsonBytes(input);
       if (bytes > LIMITS.inputBytes) throw new ServiceError('PAYLOAD_TOO_LARGE', `input: ${bytes} bytes of JSON; at most ${LIMITS.inputBytes} (1 MiB)`);
       this.checkLeastWork(definition, input);
@@ -186,29 +189,29 @@ export class OrchestrationService implements OrchestrationStarter {
         completed_at: null,
       };
       if (startAt) {
-        this.repo.create(record, [], { status: 'pending', tasks: [], timers: [], updated_at: now });
+        await this.repo.create(record, [], { status: 'pending', tasks: [], timers: [], updated_at: now });
         void this.input.timers.poke();
       } else {
         const decision = await inSlices(decideWalk(definition, [], { instance: { id, name: request.name }, now, inputs: [{ type: 'start', input }], limits: this.limits }));
-        this.repo.create(record, decision.newEvents, this.writeOf(decision, now));
+        await this.repo.create(record, decision.newEvents, this.writeOf(decision, now));
         // Started before whatever the first decision ends in (an instance of `set` steps completes in it).
         this.input.audit.resourceEvent('orchestration.started', this.resource(record), { definition_version: version });
         this.input.metrics.orchestrations.inc({ status: 'started' });
         this.carryOut(id, request.name, decision.commands);
       }
-      return { instance: await this.viewOf(this.require(id), FULL_PAGE), created: true };
+      return { instance: await this.viewOf(await this.require(id), FULL_PAGE), created: true };
     });
   }
 
   /** GET /orchestrations/{id}: one page of its steps and history (FULL_PAGE: the first). */
   async get(id: string, page: Partial<ViewPage> = {}): Promise<InstanceView> {
-    return this.viewOf(this.require(id), { ...FULL_PAGE, ...page });
+    return this.viewOf(await this.require(id), { ...FULL_PAGE, ...page });
   }
 
   /** GET /orchestrations: newest first, without history, the first steps of each. */
   async list(filter: { status?: string; name?: string; before?: string; limit?: number }): Promise<InstanceView[]> {
     const views: InstanceView[] = [];
-    for (const record of this.repo.list({ ...filter, limit: filter.limit ?? 100 })) views.push(await this.viewOf(record, LIST_PAGE, LIST_STEP_BYTES));
+    for (const record of await this.repo.list({ ...filter, limit: filter.limit ?? 100 })) views.push(await this.viewOf(record, LIST_PAGE, LIST_STEP_BYTES));
     return views;
   }
 
@@ -251,9 +254,9 @@ export class OrchestrationService implements OrchestrationStarter {
   /** DELETE /orchestrations/{id}: finished instances only. */
   async remove(id: string): Promise<{ deleted: true; id: string }> {
     return this.mutex.run(id, async () => {
-      const record = this.require(id);
+      const record = await this.require(id);
       if (!FINAL.has(record.status)) throw conflict(`orchestration '${id}' is ${record.status}; terminate it first, only finished instances are deleted`);
-      this.repo.deleteInstance(id);
+      await this.repo.deleteInstance(id);
       return { deleted: true as const, id };
     });
   }
@@ -264,14 +267,14 @@ export class OrchestrationService implements OrchestrationStarter {
    * scheduled attempts run; timers are rows the timer source reads (overdue ones fire at once).
    */
   async recover(): Promise<void> {
-    for (const record of this.repo.unfinished()) {
-      const tasks = this.repo.tasks(record.id) as TaskRecord<ActivityCommand>[];
+    for (const record of await this.repo.unfinished()) {
+      const tasks = (await this.repo.tasks(record.id)) as TaskRecord<ActivityCommand>[];
       const interrupted: DecideInput[] = tasks
         .filter((task) => task.state === 'running')
         .map((task) => ({ type: 'activity_interrupted', step: task.step, attempt: task.attempt }));
       try {
         if (interrupted.length > 0) await this.transition(record.id, interrupted);
-        for (const task of this.repo.tasks(record.id) as TaskRecord<ActivityCommand>[]) {
+        for (const task of (await this.repo.tasks(record.id)) as TaskRecord<ActivityCommand>[]) {
           if (task.state === 'scheduled') this.pool.submit({ instance: record.id, command: task.command });
         }
       } catch (err) {
@@ -294,9 +297,9 @@ export class OrchestrationService implements OrchestrationStarter {
   }
 
   /** Timer source work: finished instances past the retention are deleted. */
-  purge(now: Date): number {
-    const ids = this.repo.expired(new Date(now.getTime() - this.retentionMs).toISOString(), 500);
-    for (const id of ids) this.repo.deleteInstance(id);
+  async purge(now: Date): Promise<number> {
+    const ids = await this.repo.expired(new Date(now.getTime() - this.retentionMs).toISOString(), 500);
+    for (const id of ids) await this.repo.deleteInstance(id);
     if (ids.length > 0) this.logger.info({ count: ids.length }, 'finished orchestrations purged');
     return ids.length;
   }
@@ -322,18 +325,26 @@ export class OrchestrationService implements OrchestrationStarter {
     inputsOf?: (record: InstanceRecord) => DecideInput[],
   ): Promise<Decision> {
     return this.mutex.run(id, async () => {
-      const record = this.repo.instance(id);
+      const record = await this.repo.instance(id);
       if (!record) throw notFound(`orchestration '${id}' not found`);
       check?.(record);
       const definition = record.definition as Definition;
       const now = this.now();
-      const kept = this.keptState(id);
-      const decision = await inSlices(
-        decideWalk(definition, kept, { instance: { id, name: record.name }, now, inputs: inputsOf ? inputsOf(record) : inputs, limits: this.limits }),
-      );
-      if (decision.newEvents.length === 0 && decision.status === record.status) return this.keep(id, kept.state, decision);
-      this.repo.commit(id, decision.newEvents, this.writeOf(decision, now));
-      this.keep(id, kept.state, decision);
+      const options = { instance: { id, name: record.name }, now, inputs: inputsOf ? inputsOf(record) : inputs, limits: this.limits };
+      const kept = await this.keptState(id);
+      let decision: Decision;
+      let state: InstanceState | undefined = kept.state;
+      try {
+        decision = await inSlices(decideWalk(definition, kept, options));
+      } catch (err) {
+        // The rare decision that starts over (the history's limit) replays the whole history; its state is not kept.
+        if (!(err instanceof HistoryWanted)) throw err;
+        decision = await inSlices(decideWalk(definition, (await this.repo.history(id)) as HistoryEvent[], options));
+        state = undefined;
+      }
+      if (decision.newEvents.length === 0 && decision.status === record.status) return this.keep(id, state, decision);
+      await this.repo.commit(id, decision.newEvents, this.writeOf(decision, now));
+      this.keep(id, state, decision);
       if (record.status === 'pending' && decision.newEvents.some((event) => event.type === 'OrchestratorStarted')) {
         this.input.audit.resourceEvent('orchestration.started', this.resource(record), { definition_version: record.definition_version });
         this.input.metrics.orchestrations.inc({ status: 'started' });
@@ -349,17 +360,20 @@ export class OrchestrationService implements OrchestrationStarter {
    * decided since), else a replay of the history. Taken out of the cache: `keep` puts it back
    * once the decision is committed, so a decision that fails leaves nothing half-applied.
    */
-  private keptState(id: string): KeptState {
-    const history = () => this.repo.history(id) as HistoryEvent[];
+  private async keptState(id: string): Promise<KeptState> {
     const cached = this.states.get(id);
     this.states.delete(id);
-    const state = cached && cached.lastSequence === this.repo.lastSequence(id) ? cached : replay(history());
+    const state = cached && cached.lastSequence === (await this.repo.lastSequence(id)) ? cached : replay((await this.repo.history(id)) as HistoryEvent[]);
+    // The history is read only for a decision that starts over: it is asked for again, outside the interpreter.
+    const history = (): never => {
+      throw new HistoryWanted();
+    };
     return { state, history };
   }
 
   /** Keeps an open instance's state (the most recent KEPT_STATES); answers the decision. */
-  private keep(id: string, state: InstanceState, decision: Decision): Decision {
-    if (state.finished) return decision;
+  private keep(id: string, state: InstanceState | undefined, decision: Decision): Decision {
+    if (!state || state.finished) return decision;
     this.states.set(id, state);
     if (this.states.size > KEPT_STATES) this.states.delete(this.states.keys().next().value as string);
     return decision;
@@ -449,13 +463,13 @@ export class OrchestrationService implements OrchestrationStarter {
   }
 
   /** The definition, its version (0: inline) and the input of a start request. */
-  private resolve(request: StartRequest): { definition: Definition; version: number; input: JsonValue } {
+  private async resolve(request: StartRequest): Promise<{ definition: Definition; version: number; input: JsonValue }> {
     const input = (request.input ?? null) as JsonValue;
     if (request.definition !== undefined) {
       const raw = request.definition as JsonObject;
       return { definition: this.definitions.check({ ...raw, name: raw.name ?? request.name }), version: 0, input };
     }
-    const stored = this.repo.definition(request.name);
+    const stored = await this.repo.definition(request.name);
     if (stored) return { definition: stored.content as Definition, version: stored.version, input };
     if (isInlineForm(input)) {
       const translated = translateInline(request.name, input as JsonObject);
@@ -464,8 +478,8 @@ export class OrchestrationService implements OrchestrationStarter {
     throw notFound(`orchestration definition '${request.name}' not found`);
   }
 
-  private require(id: string): InstanceRecord {
-    const record = this.repo.instance(id);
+  private async require(id: string): Promise<InstanceRecord> {
+    const record = await this.repo.instance(id);
     if (!record) throw notFound(`orchestration '${id}' not found`);
     return record;
   }
@@ -475,7 +489,7 @@ export class OrchestrationService implements OrchestrationStarter {
    * history says (steps, output, error, waiting_for); one page of the steps and the history.
    */
   private async viewOf(record: InstanceRecord, page: ViewPage, stepBytes = PAGE_BYTES): Promise<InstanceView> {
-    const history = this.repo.history(record.id) as HistoryEvent[];
+    const history = (await this.repo.history(record.id)) as HistoryEvent[];
     const projection = await inSlices(projectionWalk(record.definition as Definition, history, { id: record.id, name: record.name }, this.limits));
     const steps = pageOf(projection.steps, page.steps_offset, page.steps_limit, stepBytes);
     const events = page.history ? pageOf(history, history.findIndex((event) => event.sequence > page.history_after), page.history_limit, PAGE_BYTES) : undefined;

@@ -19,18 +19,16 @@ export class OrchestrationTimers implements TimerSource {
     private readonly service: OrchestrationService,
   ) {}
 
-  nextDue(): Date | null {
-    const due = this.repo.nextDue(this.service.retentionMs);
+  async nextDue(): Promise<Date | null> {
+    const due = await this.repo.nextDue(this.service.retentionMs);
     return due === null ? null : new Date(due);
   }
 
   async tick(now: Date): Promise<void> {
     const at = now.toISOString();
     // The transitions are independent: one instance's timers never wait for another's.
-    await Promise.all([
-      ...this.repo.dueStarts(at, BATCH).map((record) => this.service.startDue(record.id)),
-      ...this.repo.dueTimers(at, BATCH).map((row) => this.service.fireTimer(row.instance, row.step)),
-    ]);
-    this.service.purge(now);
+    const [starts, timers] = [await this.repo.dueStarts(at, BATCH), await this.repo.dueTimers(at, BATCH)];
+    await Promise.all([...starts.map((record) => this.service.startDue(record.id)), ...timers.map((row) => this.service.fireTimer(row.instance, row.step))]);
+    await this.service.purge(now);
   }
 }

@@ -63,8 +63,8 @@ export class ScheduleFiring implements TimerSource {
   }
 
   /** The earliest next_fire_at of the active schedules, from the store. */
-  nextDue(): Date | null {
-    const due = this.repo.nextDue();
+  async nextDue(): Promise<Date | null> {
+    const due = await this.repo.nextDue();
     return due === null ? null : new Date(due);
   }
 
@@ -72,27 +72,27 @@ export class ScheduleFiring implements TimerSource {
    * Claims every schedule due at `now` (its claim and runs commit before anything runs) and
    * hands the fired targets off; it does not wait for them.
    */
-  tick(now: Date): void {
+  async tick(now: Date): Promise<void> {
     if (this.closed) return;
     // Never before the driver's idea of now; the clock's own reading makes started_at exact.
     const at = new Date(Math.max(now.getTime(), this.clock().getTime()));
-    for (const schedule of this.repo.due(at.toISOString(), CLAIMS_PER_TICK)) this.claim(schedule, at);
+    for (const schedule of await this.repo.due(at.toISOString(), CLAIMS_PER_TICK)) await this.claim(schedule, at);
   }
 
   /**
    * Claims one due schedule. A schedule that cannot be planned (a stored cron croner refuses
    * now) or claimed is logged and paused, so that it never stops the others from firing.
    */
-  private claim(schedule: ScheduleRecord, now: Date): void {
+  private async claim(schedule: ScheduleRecord, now: Date): Promise<void> {
     let plan: FiringPlan | undefined;
     try {
       const calculator: CronCalculator | undefined = schedule.cron === null ? undefined : cronCalculator(schedule.cron, schedule.timezone);
       const due = present(schedule.next_fire_at, `the next_fire_at of due schedule '${schedule.name}'`);
-      const inserted = this.repo.claim(schedule.id, due, (running) => (plan = planFiring(schedule, now, running, calculator)));
+      const inserted = await this.repo.claim(schedule.id, due, (running) => (plan = planFiring(schedule, now, running, calculator)));
       if (inserted.length === 0) return;
     } catch (err) {
       this.logger.error({ err, schedule: schedule.name }, 'schedule could not be claimed; pausing it');
-      this.repo.pause(schedule.id, now.toISOString());
+      await this.repo.pause(schedule.id, now.toISOString());
       return;
     }
     // The repository plans (calls back) whenever it inserts.
@@ -109,7 +109,8 @@ export class ScheduleFiring implements TimerSource {
    */
   dispatch(schedule: ScheduleRecord, run: RunRecord): void {
     if (this.inFlight.size >= MAX_WAITING) {
-      this.finish(schedule, run, this.end(run, 'failed', null, `more than ${MAX_WAITING} schedule runs were waiting; this one was not run`));
+      const end = this.end(run, 'failed', null, `more than ${MAX_WAITING} schedule runs were waiting; this one was not run`);
+      void this.finish(schedule, run, end).catch((err: unknown) => this.logger.error({ err, schedule: schedule.name, run: run.id }, 'schedule run failed to record'));
       return;
     }
     const work = (async () => {
@@ -117,7 +118,7 @@ export class ScheduleFiring implements TimerSource {
       try {
         if (this.closed) return;
         const outcome = await invokeTarget(schedule, run, this.ports);
-        this.finish(schedule, run, { ...this.end(run, outcome.ok ? 'succeeded' : 'failed', outcome.result, outcome.error), orchestration_id: outcome.orchestration_id ?? null });
+        await this.finish(schedule, run, { ...this.end(run, outcome.ok ? 'succeeded' : 'failed', outcome.result, outcome.error), orchestration_id: outcome.orchestration_id ?? null });
       } finally {
         release();
       }
@@ -130,7 +131,7 @@ export class ScheduleFiring implements TimerSource {
   /** Runs a manual trigger's target now (not bounded: its client waits for it) and records its end. */
   async runNow(schedule: ScheduleRecord, run: RunRecord): Promise<void> {
     const outcome = await invokeTarget(schedule, run, this.ports);
-    this.finish(schedule, run, { ...this.end(run, outcome.ok ? 'succeeded' : 'failed', outcome.result, outcome.error), orchestration_id: outcome.orchestration_id ?? null });
+    await this.finish(schedule, run, { ...this.end(run, outcome.ok ? 'succeeded' : 'failed', outcome.result, outcome.error), orchestration_id: outcome.orchestration_id ?? null });
   }
 
   /**
@@ -142,16 +143,16 @@ export class ScheduleFiring implements TimerSource {
    */
   async recover(): Promise<{ interrupted: number; retried: number }> {
     const counts = { interrupted: 0, retried: 0 };
-    for (const run of this.repo.runningRuns()) {
+    for (const run of await this.repo.runningRuns()) {
       const schedule = await this.repo.byId(run.schedule_id);
       if (!schedule) continue;
       const kind = targetKind(schedule);
       if (!run.manual && run.attempt === 1 && (kind === 'object' || kind === 'orchestration')) {
-        this.repo.retryRun(run.id);
+        await this.repo.retryRun(run.id);
         this.dispatch(schedule, { ...run, attempt: 2 });
         counts.retried++;
       } else {
-        this.finish(schedule, run, this.end(run, 'interrupted', null, INTERRUPTED));
+        await this.finish(schedule, run, this.end(run, 'interrupted', null, INTERRUPTED));
         counts.interrupted++;
       }
     }
@@ -182,13 +183,13 @@ export class ScheduleFiring implements TimerSource {
   }
 
   /** Records a run's end (and a one-shot's status with it), counts it, and publishes a failure. */
-  private finish(schedule: ScheduleRecord, run: RunRecord, end: RunEnd): void {
+  private async finish(schedule: ScheduleRecord, run: RunRecord, end: RunEnd): Promise<void> {
     const decide = (current: ScheduleStatus): ScheduleStatus | undefined => {
       if (schedule.cron !== null) return undefined;
       const trigger = oneShotTrigger(end.status);
       return trigger ? nextStatus(current, trigger) : undefined;
     };
-    if (!this.repo.finishRun(run, end, decide)) return;
+    if (!(await this.repo.finishRun(run, end, decide))) return;
     this.metrics.scheduleRuns.inc({ status: end.status });
     if (end.status === 'failed' || end.status === 'interrupted') {
       this.audit.resourceEvent(

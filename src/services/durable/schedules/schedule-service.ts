@@ -110,7 +110,7 @@ export class ScheduleService {
     const fields = { method: input.method, args: input.args ?? {}, ...targetsOf(input) };
     checkTarget(fields, this.ports);
     if (await this.repo.byName(input.name)) throw conflict(`schedule '${input.name}' exists already`);
-    if (this.repo.count() >= MAX_SCHEDULES) throw new ServiceError('LIMIT_REACHED', `at most ${MAX_SCHEDULES} schedules; delete some first`);
+    if ((await this.repo.count()) >= MAX_SCHEDULES) throw new ServiceError('LIMIT_REACHED', `at most ${MAX_SCHEDULES} schedules; delete some first`);
     await checkReferences(fields, this.ports);
     const status = input.status ?? 'active';
     const stamp = now.toISOString();
@@ -204,7 +204,7 @@ export class ScheduleService {
   /** DELETE /schedules/{id}: a run in flight finishes; the runs go with the schedule. */
   async remove(idOrName: string): Promise<string> {
     const record = await this.require(idOrName);
-    this.repo.delete(record.id);
+    await this.repo.delete(record.id);
     return `schedule '${record.name}' deleted`;
   }
 
@@ -216,7 +216,7 @@ export class ScheduleService {
     const record = await this.require(idOrName);
     const now = this.clock();
     const run = newRun({ schedule_id: record.id, scheduled_for: now, now, status: 'running', missed_count: 0, manual: true });
-    this.repo.insertRun(run);
+    await this.repo.insertRun(run);
     await this.firing.runNow(record, run);
     return this.runView((await this.repo.runById(run.id)) ?? run);
   }

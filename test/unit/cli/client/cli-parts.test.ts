@@ -27,10 +27,10 @@ describe('global flags of the client commands', () => {
     }
   });
 
-  it('are taken by every command of the program but serve, mcp and completion, under each of its names', async () => {
+  it('are taken by every command of the program but serve, mcp, completion and those on the data directory, under each of its names', async () => {
     const { cliProgram } = await import('../../../../src/cli/program.js');
     const { CLIENT_COMMANDS } = await import('../../../../src/cli/client/global-flags.js');
-    const servers = ['serve', 'mcp', 'completion'];
+    const servers = ['serve', 'mcp', 'completion', 'migrate', 'backup', 'restore'];
     const names = cliProgram({} as never).commands.filter((command) => !servers.includes(command.name())).flatMap((command) => [command.name(), ...command.aliases()]);
     expect([...CLIENT_COMMANDS].sort()).toEqual(names.sort());
     for (const name of names) expect(extractGlobalFlags([name, '--json', 'x']), name).toMatchObject({ flags: { json: true }, client: true });

@@ -8,6 +8,10 @@ import { openStore, type Store } from '../../../../src/state/store.js';
 import { silentLogger } from '../../../../src/telemetry/logger.js';
 import { fakeHarness } from '../../../helpers/fake-app.js';
 import { manualClock } from '../../../helpers/manual-clock.js';
+import type { SqliteSql } from '../../../../src/state/sql.js';
+
+/** A statement of this SQLite store, run synchronously: the test source reads and writes its own table. */
+const prepared = (store: Store, text: string) => (store.sql as SqliteSql).statement(text);
 
 /**
  * A timer source over a real table of the SQLite store: its due times live only in the table,
@@ -21,30 +25,29 @@ class TableSource implements TimerSource {
     private readonly store: Store,
     private readonly timers?: DurableTimers,
   ) {
-    store.statements.get('CREATE TABLE IF NOT EXISTS test_due (id TEXT PRIMARY KEY, source TEXT NOT NULL, due_at INTEGER NOT NULL, fired_at INTEGER)').run();
+    prepared(store, 'CREATE TABLE IF NOT EXISTS test_due (id TEXT PRIMARY KEY, source TEXT NOT NULL, due_at INTEGER NOT NULL, fired_at INTEGER)').run();
   }
 
   /** Adds work due at `due` and pokes the driver, as a source does after every write. */
   add(id: string, due: Date): Promise<void> {
-    this.store.statements.get('INSERT INTO test_due (id, source, due_at) VALUES (?, ?, ?)').run(id, this.name, due.getTime());
+    prepared(this.store, 'INSERT INTO test_due (id, source, due_at) VALUES (?, ?, ?)').run(id, this.name, due.getTime());
     return this.timers?.poke() ?? Promise.resolve();
   }
 
   nextDue(): Date | null {
-    const row = this.store.statements.get('SELECT MIN(due_at) AS due FROM test_due WHERE source = ? AND fired_at IS NULL').get(this.name) as { due: number | null };
+    const row = prepared(this.store, 'SELECT MIN(due_at) AS due FROM test_due WHERE source = ? AND fired_at IS NULL').get(this.name) as { due: number | null };
     return row.due === null ? null : new Date(row.due);
   }
 
   async tick(now: Date): Promise<void> {
     this.ticks++;
-    this.store.statements
-      .get('UPDATE test_due SET fired_at = ? WHERE source = ? AND fired_at IS NULL AND due_at <= ?')
+    prepared(this.store, 'UPDATE test_due SET fired_at = ? WHERE source = ? AND fired_at IS NULL AND due_at <= ?')
       .run(now.getTime(), this.name, now.getTime());
   }
 
   /** Ids of the fired rows, in due order. */
   fired(): string[] {
-    const rows = this.store.statements.get('SELECT id FROM test_due WHERE source = ? AND fired_at IS NOT NULL ORDER BY due_at').all(this.name) as { id: string }[];
+    const rows = prepared(this.store, 'SELECT id FROM test_due WHERE source = ? AND fired_at IS NOT NULL ORDER BY due_at').all(this.name) as { id: string }[];
     return rows.map((r) => r.id);
   }
 }

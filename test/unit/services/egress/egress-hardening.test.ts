@@ -59,9 +59,9 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-beforeEach(() => {
+beforeEach(async () => {
   setRules({});
-  for (const hook of h.services.egress.hooks.list()) h.services.egress.hooks.remove(hook.name);
+  for (const hook of await h.services.egress.hooks.list()) await h.services.egress.hooks.remove(hook.name);
 });
 
 describe('private and cloud-internal destinations (item 10)', () => {

@@ -90,7 +90,7 @@ afterAll(async () => {
 beforeEach(async () => {
   setRules({});
   hookAnswer = () => ({ action: 'allow' });
-  for (const hook of h.services.egress.hooks.list()) h.services.egress.hooks.remove(hook.name);
+  for (const hook of await h.services.egress.hooks.list()) await h.services.egress.hooks.remove(hook.name);
 });
 
 describe('egress proxy: who may use it', () => {
@@ -296,8 +296,8 @@ describe('egress proxy: hooks', () => {
     await post({ name: 'kept', event: 'on_request', match: { host: 'other.test' }, target: { type: 'block' } });
     const { ProxyHooks } = await import('../../../../src/services/egress/proxy-hooks.js');
     const { ProxyRepository } = await import('../../../../src/state/proxy-repository.js');
-    const again = new ProxyHooks({ repo: new ProxyRepository(h.store.statements), audit: h.services.audit, clock: () => new Date(), logger: h.services.egress['input'].logger, audited: () => undefined });
-    expect(again.list().map((x) => x.name)).toEqual(['kept']);
+    const again = new ProxyHooks({ repo: new ProxyRepository(h.store.sql), audit: h.services.audit, clock: () => new Date(), logger: h.services.egress['input'].logger, audited: () => undefined });
+    expect((await again.list()).map((x) => x.name)).toEqual(['kept']);
     const facts = { timestamp: '', sandbox: 'px', sandbox_uuid: uuid, labels: {}, method: 'GET', url: '', host: 'other.test', port: 80, path: '/', headers: {} };
     expect(await again.onRequest(facts)).toMatchObject({ decision: 'deny', status: 403, hook: 'kept' });
   });
@@ -349,7 +349,7 @@ describe('sandbox secrets', () => {
     for (const res of bodies) expect(res.body).not.toContain(SECRET);
     expect(JSON.stringify(events)).not.toContain(SECRET);
     expect(logLines.join('\n')).not.toContain(SECRET);
-    const stored = h.store.statements.get('select * from sandbox_secrets').all();
+    const stored = await h.store.sql.all('select * from sandbox_secrets');
     expect(JSON.stringify(stored)).not.toContain(SECRET);
   });
 
@@ -373,8 +373,8 @@ describe('sandbox secrets', () => {
   it('forgets the secrets with the sandbox', async () => {
     await h.app.inject({ method: 'POST', url: '/sandboxes', payload: { name: 'gone', secrets: { B: { value: 'bye', host: 'x.test' } } } });
     const gone = await h.services.sandboxes.require('gone');
-    expect(h.store.statements.get('select count(*) as n from sandbox_secrets where sandbox_uuid = ?').get(gone.uuid)).toEqual({ n: 1 });
+    expect(await h.store.sql.first('select count(*) as n from sandbox_secrets where sandbox_uuid = ?', [gone.uuid])).toEqual({ n: 1 });
     await h.app.inject({ method: 'DELETE', url: '/sandboxes/gone' });
-    expect(h.store.statements.get('select count(*) as n from sandbox_secrets where sandbox_uuid = ?').get(gone.uuid)).toEqual({ n: 0 });
+    expect(await h.store.sql.first('select count(*) as n from sandbox_secrets where sandbox_uuid = ?', [gone.uuid])).toEqual({ n: 0 });
   });
 });

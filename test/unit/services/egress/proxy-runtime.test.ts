@@ -33,10 +33,10 @@ describe('the proxy port in the runtime', () => {
   it('keeps proxy hooks across a restart and applies them at once', async () => {
     const dataDir = tempDir();
     const first = await startRuntime(configFor(dataDir, { proxy: true, proxyPort: 0 }), silentLogger(), { listen: false });
-    first.services.egress.hooks.create({ name: 'kept', event: 'on_request', match: { host: 'blocked.test' }, target: { type: 'block', status: 403 } });
+    await first.services.egress.hooks.create({ name: 'kept', event: 'on_request', match: { host: 'blocked.test' }, target: { type: 'block', status: 403 } });
     await first.close();
     const again = await startRuntime(configFor(dataDir, { proxy: true, proxyPort: 0 }), silentLogger(), { listen: false });
-    expect(again.services.egress.hooks.list().map((h) => h.name)).toEqual(['kept']);
+    expect((await again.services.egress.hooks.list()).map((h) => h.name)).toEqual(['kept']);
     const facts = { timestamp: '', sandbox: 's', sandbox_uuid: 'u', labels: {}, method: 'GET', url: 'http://blocked.test/', host: 'blocked.test', port: 80, path: '/', headers: {} };
     expect(await again.services.egress.hooks.onRequest(facts)).toMatchObject({ decision: 'deny', hook: 'kept' });
     await again.close();

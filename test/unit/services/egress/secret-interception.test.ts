@@ -204,15 +204,15 @@ describe('secrets over HTTPS: interception toward the secret host only', () => {
 
   it('keeps one CA, its key sealed in the state store and in no API answer, to a non-admin or an admin', async () => {
     const ca = await h.services.egress.ca.certificatePem();
-    const row = h.store.statements.get('select cert, key from egress_ca').get() as { cert: string; key: string };
+    const row = (await h.store.sql.first<{ cert: string; key: string }>('select cert, key from egress_ca'))!;
     expect(row.cert).toBe(ca);
     expect(row.key).toMatch(/^v1\./);
     expect(row.key).not.toContain('PRIVATE KEY');
     // Made once: another instance over the same store (a restart) uses the same CA.
-    const again = new EgressCa({ repo: new ProxyRepository(h.store.statements), box: h.services.secrets, clock: () => new Date() });
+    const again = new EgressCa({ repo: new ProxyRepository(h.store.sql), box: h.services.secrets, clock: () => new Date() });
     expect(await again.certificatePem()).toBe(ca);
-    expect(h.store.statements.get('select count(*) as n from egress_ca').get()).toEqual({ n: 1 });
-    const stored = JSON.stringify(h.store.statements.get('select * from sandbox_secrets').all());
+    expect(await h.store.sql.first('select count(*) as n from egress_ca')).toEqual({ n: 1 });
+    const stored = JSON.stringify(await h.store.sql.all('select * from sandbox_secrets'));
     expect(stored).not.toContain(TLS_SECRET);
     // No API answer carries the key or the values: to a non-admin key, nor to an admin one.
     const keyBody = h.services.secrets.open(row.key, 'egress-ca:key').split('\n')[1]!;

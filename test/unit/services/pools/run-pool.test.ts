@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { conflict } from '../../../../src/errors.js';
 import { MAX_RUNS_PER_INSTANCE } from '../../../../src/services/pools/index.js';
+import { IDLE_INSTANCE_MB } from '../../../../src/services/pools/keyed-pool.js';
 import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 import { manualClock } from '../../../helpers/manual-clock.js';
 
@@ -55,6 +56,38 @@ describe('fast runs on a backend that can reset an instance', () => {
     expect(runners(h).length).toBeGreaterThanOrEqual(2);
   });
 
+  it('wait for an instance whose reset is under way rather than make one, and have one made when that reset fails', async () => {
+    for (const outcome of ['reset', 'failed'] as const) {
+      // One instance, and no room in the memory budget for a spare.
+      h = await reusing({ poolSize: 1, poolMemoryMb: IDLE_INSTANCE_MB });
+      const reset = h.backend.reset.bind(h.backend);
+      let finish: () => void = () => undefined;
+      h.backend.reset = async (id) => {
+        await new Promise<void>((resolve) => (finish = resolve));
+        if (outcome === 'failed') throw conflict('the sandbox could not be reset: left behind: /tmp/x');
+        return reset(id);
+      };
+      const first = await fastRun(h);
+      // The one instance is being reset: the next run waits for it, and the pool makes none for it.
+      const creates = () => h.backend.calls.filter((c) => c.op === 'create').length;
+      const before = creates();
+      let second: string | undefined;
+      const running = fastRun(h).then((name) => (second = name));
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(second, outcome).toBeUndefined();
+        expect(creates(), outcome).toBe(before);
+      } finally {
+        h.backend.reset = reset;
+        finish();
+      }
+      await running;
+      if (outcome === 'reset') expect(second).toBe(first);
+      else expect(second).not.toBe(first);
+      await h.close();
+    }
+  });
+
   it('grow with the runs in use at once, within the memory budget, and shrink once idle', async () => {
     const clock = manualClock();
     h = await reusing({}, clock.clock);
@@ -70,7 +103,7 @@ describe('fast runs on a backend that can reset an instance', () => {
   });
 
   it('grow no further than the memory budget', async () => {
-    h = await reusing({ poolMemoryMb: 4 * 512 });
+    h = await reusing({ poolMemoryMb: 4 * IDLE_INSTANCE_MB });
     await Promise.all(Array.from({ length: 6 }, () => fastRun(h)));
     await h.services.runPool.settled();
     expect(runners(h)).toHaveLength(4);

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../../src/config/load-config.js';
 import { ServiceError, UnsupportedError } from '../../../../src/errors.js';
 import { MAX_ON_DEMAND_KEYS } from '../../../../src/services/pools/index.js';
+import { IDLE_INSTANCE_MB } from '../../../../src/services/pools/keyed-pool.js';
 import { fakeHarness, type FakeHarness } from '../../../helpers/fake-app.js';
 import { manualClock } from '../../../helpers/manual-clock.js';
 
@@ -46,12 +47,13 @@ describe('WarmPool', () => {
     expect(first && second && first.state.id !== second.state.id).toBe(true);
     expect(h.services.pool.takeReady({ image: BASE, profile: 'moderate' })).toBeUndefined();
     await h.services.pool.settled();
-    expect(h.services.pool.size).toBe(2);
-    expect(pooled(h)).toHaveLength(4);
+    // Three takes at once are a burst of three: three are made ready for the next.
+    expect(h.services.pool.size).toBe(3);
+    expect(pooled(h)).toHaveLength(5);
     h.services.pool.discard(first!);
     h.services.pool.discard(second!);
     await h.services.pool.settled();
-    expect(pooled(h)).toHaveLength(2);
+    expect(pooled(h)).toHaveLength(3);
   });
 
   it('makes an instance for its taker when none is ready (a cold start), and fills the new key meanwhile', async () => {
@@ -103,18 +105,48 @@ describe('WarmPool', () => {
     const clock = manualClock();
     h = await warmed({}, clock.clock);
     const key = { image: BASE, profile: 'moderate' } as const;
-    const burst = async (n: number) => {
-      for (let i = 0; i < n; i++) {
-        const taken = h.services.pool.takeReady(key);
-        if (taken) h.services.pool.discard(taken);
-        await h.services.pool.settled();
-      }
-    };
-    // 18 takes within the minute: 2 configured + 18 / 6 for the demand.
-    await burst(18);
+    // 18 takes within the minute, 3 s apart (no burst): 2 configured + 18 / 6 for the demand.
+    for (let i = 0; i < 18; i++) {
+      const taken = h.services.pool.takeReady(key);
+      if (taken) h.services.pool.discard(taken);
+      await h.services.pool.settled();
+      clock.advance(i < 17 ? 3 : 0);
+    }
     expect(h.services.pool.target(key)).toBe(5);
     expect(pooled(h)).toHaveLength(5);
-    // The takes age out of the window: the extra instances go back, the configured ones stay.
+    // The takes age out of the window: the rate's extra instances go back; the largest burst
+    // (four takes within 10 s) is kept for ten minutes, then the configured size alone.
+    clock.advance(61);
+    h.services.pool.evictIdle();
+    await h.services.pool.settled();
+    expect(h.services.pool.target(key)).toBe(4);
+    expect(pooled(h)).toHaveLength(4);
+    clock.advance(10 * 60);
+    h.services.pool.evictIdle();
+    await h.services.pool.settled();
+    expect(h.services.pool.target(key)).toBe(2);
+    expect(pooled(h)).toHaveLength(2);
+  });
+
+  it('learns a burst: after 50 takes at once it keeps 50 ready for the next, and gives them back ten minutes on', async () => {
+    const clock = manualClock();
+    h = await warmed({}, clock.clock);
+    const key = { image: BASE, profile: 'moderate' } as const;
+    const burst = async () => {
+      const taken = Array.from({ length: 50 }, () => h.services.pool.take(key));
+      for (const instance of await Promise.all(taken.map((t) => t.instance))) h.services.pool.discard(instance);
+      await h.services.pool.settled();
+      return taken.filter((t) => t.warm).length;
+    };
+    expect(await burst()).toBe(2);
+    expect(h.services.pool.target(key)).toBe(50);
+    expect(pooled(h)).toHaveLength(50);
+    clock.advance(20);
+    expect(await burst()).toBe(50);
+    // Another burst within the memory renews it; ten minutes without one give the instances back.
+    clock.advance(9 * 60);
+    h.services.pool.evictIdle();
+    expect(h.services.pool.target(key)).toBe(50);
     clock.advance(61);
     h.services.pool.evictIdle();
     await h.services.pool.settled();
@@ -122,8 +154,63 @@ describe('WarmPool', () => {
     expect(pooled(h)).toHaveLength(2);
   });
 
-  it('grows no further than the memory budget allows, but always keeps the configured size', async () => {
-    h = await warmed({ poolMemoryMb: 3 * 512 });
+  it("makes a taken instance's replacement only after the taker's first commands have had the engine (100 ms)", async () => {
+    h = await warmed({ poolSize: 1 });
+    const key = { image: PYTHON, profile: 'moderate' } as const;
+    h.services.pool.take(key);
+    await h.services.pool.settled();
+    const creates: number[] = [];
+    const create = h.backend.create.bind(h.backend);
+    h.backend.create = async (spec) => {
+      creates.push(performance.now());
+      return create(spec);
+    };
+    const taken = performance.now();
+    expect(h.services.pool.takeReady(key)).toBeDefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(creates).toEqual([]);
+    await h.services.pool.settled();
+    expect(creates).toHaveLength(1);
+    expect((creates[0] ?? 0) - taken).toBeGreaterThanOrEqual(99);
+  });
+
+  it.each(['a fast run', 'a sandbox create'])('makes nothing ahead of demand while a taker waits for an instance made for it (%s)', async (taker) => {
+    h = await warmed({ poolSize: 1 });
+    const key = { image: PYTHON, profile: 'moderate' } as const;
+    h.services.pool.take(key);
+    await h.services.pool.settled();
+    const create = h.backend.create.bind(h.backend);
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const creates: string[] = [];
+    h.backend.create = async (spec) => {
+      creates.push(spec.name);
+      await gate;
+      return create(spec);
+    };
+    const take = (name: string) => (taker === 'a fast run' ? h.services.pool.take(key).instance : h.services.sandboxes.create({ name, image: PYTHON }));
+    // The ready instance goes, and its replacement is due 100 ms later (after the taker's first
+    // commands); the second taker finds none ready and waits for one made for it, while the pool
+    // makes none, also once the replacement is due.
+    const first = take('first');
+    const second = take('second');
+    try {
+      await vi.waitFor(() => expect(creates).toHaveLength(1));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(creates).toHaveLength(1);
+    } finally {
+      // Also when a check failed: close would wait for the held creates.
+      release();
+    }
+    await Promise.all([first, second]);
+    await h.services.pool.settled();
+    // Two taken at once: two are kept ready for the next.
+    expect(h.services.pool.target(key)).toBe(2);
+    expect(creates).toHaveLength(3);
+  });
+
+  it('counts an idle instance at its idle cost against the memory budget, and grows no further than that allows, but always keeps the configured size', async () => {
+    h = await warmed({ poolMemoryMb: 3 * IDLE_INSTANCE_MB });
     const key = { image: BASE, profile: 'moderate' } as const;
     for (let i = 0; i < 60; i++) {
       const taken = h.services.pool.takeReady(key);

@@ -105,7 +105,7 @@ describe('sandbox status transitions', () => {
   it('make remove go through the table: a sandbox being archived is not removed', async () => {
     h = await fakeHarness();
     const created = await h.services.sandboxes.create({ name: 'busy' });
-    const repo = new SandboxRepository(h.store.db, h.store.statements);
+    const repo = new SandboxRepository(h.store.db, h.store.sql);
     // An archive in flight, as a failed rollback or a crash before recovery leaves it.
     await repo.update(created.uuid, { status: 'archiving' as TransitionedStatus });
     await expect(h.services.sandboxes.remove('busy')).rejects.toMatchObject({ code: 'CONFLICT', message: "sandbox 'busy' is archiving: try again when that has finished" });

@@ -36,7 +36,7 @@ async function finished(id: string) {
 describe('call activities', () => {
   it("output the method's return value; the call carries orch:<instance>:<step path> and runs once per key", async () => {
     const orchestrations = h.services.orchestrations;
-    orchestrations.definitions.save({
+    await orchestrations.definitions.save({
       name: 'bump',
       defaults: { timeout_ms: 3_600_000 },
       steps: [{ id: 'bump', type: 'activity', call: { class: 'counter', object_id: 'builds', method: 'increment', args: { by: '${input.by}' } } }],
@@ -53,7 +53,7 @@ describe('call activities', () => {
 
   it('fails the step with the error of a method that throws', async () => {
     const orchestrations = h.services.orchestrations;
-    orchestrations.definitions.save({
+    await orchestrations.definitions.save({
       name: 'boom',
       steps: [{ id: 'try', type: 'activity', call: { class: 'counter', object_id: 'x', method: 'boom' }, retry_policy: { max_attempts: 1 } }],
     });

@@ -33,8 +33,8 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
 describe('the activity pool', () => {
   it('runs a short activity beside 8 long ones, and queues what exceeds the limit', async () => {
     const orchestrations = h.services.orchestrations;
-    orchestrations.definitions.save({ name: 'long', steps: [{ id: 'wait', type: 'activity', run: { command: ['sleep', '30'] } }] });
-    orchestrations.definitions.save({ name: 'short', steps: [{ id: 'go', type: 'activity', run: { command: ['echo', 'quick'] } }] });
+    await orchestrations.definitions.save({ name: 'long', steps: [{ id: 'wait', type: 'activity', run: { command: ['sleep', '30'] } }] });
+    await orchestrations.definitions.save({ name: 'short', steps: [{ id: 'go', type: 'activity', run: { command: ['echo', 'quick'] } }] });
     const long = [];
     for (let index = 0; index < 8; index++) long.push((await orchestrations.create({ name: 'long' })).instance.id);
     await until(() => orchestrations.inflight === 8, '8 long activities running');
@@ -89,9 +89,9 @@ describe('the activity pool', () => {
     const events: { type: string; sandbox: string; resource?: { kind: string; id: string; name: string }; metadata: Record<string, unknown> }[] = [];
     h.services.observability.bus.subscribe(({ event }) => void events.push(event as never));
     const orchestrations = h.services.orchestrations;
-    orchestrations.definitions.save({ name: 'ok', steps: [{ id: 'x', type: 'set', value: 1 }] });
-    orchestrations.definitions.save({ name: 'bad', steps: [{ id: 'x', type: 'activity', run: { command: ['false'] }, retry_policy: { max_attempts: 1 } }] });
-    orchestrations.definitions.save({ name: 'wait', steps: [{ id: 'w', type: 'wait_for_event', event: 'go' }] });
+    await orchestrations.definitions.save({ name: 'ok', steps: [{ id: 'x', type: 'set', value: 1 }] });
+    await orchestrations.definitions.save({ name: 'bad', steps: [{ id: 'x', type: 'activity', run: { command: ['false'] }, retry_policy: { max_attempts: 1 } }] });
+    await orchestrations.definitions.save({ name: 'wait', steps: [{ id: 'w', type: 'wait_for_event', event: 'go' }] });
     h.backend.onExec = () => ({ exit_code: 1 });
     const ok = (await orchestrations.create({ name: 'ok' })).instance.id;
     const bad = (await orchestrations.create({ name: 'bad' })).instance.id;

@@ -57,7 +57,7 @@ const opened: ScheduleService[] = [];
 function scheduleService(caller: ObjectCaller = objects, orchestrations: OrchestrationStarter = NO_ORCHESTRATIONS): { service: ScheduleService; timers: DurableTimers } {
   const driver = new DurableTimers({ clock: clock.clock, logger: silentLogger() });
   const service = new ScheduleService({
-    repos: { schedules: new ScheduleRepository(h.store.db, h.store.statements) },
+    repos: { schedules: new ScheduleRepository(h.store.db, h.store.sql) },
     clock: clock.clock,
     logger: silentLogger(),
     timers: driver,
@@ -247,18 +247,16 @@ describe('robustness', () => {
   it('pauses a schedule whose stored cron cannot be read, and the others still fire', async () => {
     await svc.create(counter({ name: 'broken' }));
     await svc.create(counter({ name: 'fine' }));
-    h.store.statements.get("UPDATE schedules SET cron = 'not a cron' WHERE name = 'broken'").run();
+    await h.store.sql.run("UPDATE schedules SET cron = 'not a cron' WHERE name = 'broken'");
     await at('2026-01-01T00:01:00.000Z');
     expect(await svc.get('broken')).toMatchObject({ status: 'paused', next_fire_at: null });
     expect(await runsOf('fine')).toMatchObject([{ status: 'succeeded' }]);
   });
 
   it('refuses a schedule past the limit with 429', async () => {
-    const insert = h.store.statements.get(
-      "INSERT INTO schedules (id, name, timezone, method, status, overlap, misfire, created_at, updated_at) VALUES (?, ?, 'UTC', 'run', 'paused', 'skip', 'fire_once', '', '')",
-    );
-    h.store.statements.transaction(() => {
-      for (let i = 0; i < 10_000; i++) insert.run(`id-${i}`, `s-${i}`);
+    const insert = "INSERT INTO schedules (id, name, timezone, method, status, overlap, misfire, created_at, updated_at) VALUES (?, ?, 'UTC', 'run', 'paused', 'skip', 'fire_once', '', '')";
+    await h.store.sql.transaction(async (tx) => {
+      for (let i = 0; i < 10_000; i++) await tx.run(insert, [`id-${i}`, `s-${i}`]);
     });
     const res = await h.app.inject({ method: 'POST', url: '/schedules', payload: { name: 'one-more', method: 'run', cron: '@daily', args: { command: ['true'] } } });
     expect(res.statusCode).toBe(429);
@@ -271,14 +269,14 @@ describe('at most once', () => {
     const other = scheduleService();
     await svc.create(counter());
     clock.advance(60);
-    const repo = new ScheduleRepository(h.store.db, h.store.statements);
-    const stale = repo.due(clock.clock().toISOString(), 10)[0]!;
+    const repo = new ScheduleRepository(h.store.db, h.store.sql);
+    const stale = (await repo.due(clock.clock().toISOString(), 10))[0]!;
     await Promise.all([timers.tick(), other.timers.tick(), timers.tick(), other.timers.tick()]);
     await Promise.all([svc.settled(), other.service.settled()]);
     expect(await runsOf('tick')).toHaveLength(1);
     expect(objects.calls).toHaveLength(1);
     // A claim made from a copy read before the winner's commit changes nothing: the conditional UPDATE.
-    expect(repo.claim(stale.id, stale.next_fire_at!, () => ({ update: { next_fire_at: null, status: 'active', fire_count_increment: 1, updated_at: '' }, runs: [] }))).toEqual([]);
+    expect(await repo.claim(stale.id, stale.next_fire_at!, () => ({ update: { next_fire_at: null, status: 'active', fire_count_increment: 1, updated_at: '' }, runs: [] }))).toEqual([]);
     expect((await svc.get('tick')).next_fire_at).toBe('2026-01-01T00:02:00.000Z');
   });
 
@@ -405,6 +403,6 @@ describe('targets and history', () => {
     expect(runs[0]!.scheduled_for > runs[99]!.scheduled_for).toBe(true);
     expect(await svc.runs('tick', { limit: 100, status: 'failed' })).toEqual([]);
     expect(await svc.remove('tick')).toBe("schedule 'tick' deleted");
-    expect(h.store.statements.get('SELECT COUNT(*) AS n FROM schedule_runs').get()).toEqual({ n: 0 });
+    expect(await h.store.sql.first('SELECT COUNT(*) AS n FROM schedule_runs')).toEqual({ n: 0 });
   });
 });

@@ -272,7 +272,7 @@ describe('store service: credentials', () => {
     expect(JSON.stringify(events)).not.toContain(PASSWORD);
     expect(logLines.length).toBeGreaterThan(0);
     expect(logLines.join('')).not.toContain(PASSWORD);
-    const row = h.store.statements.get('SELECT secret FROM stores').all();
+    const row = await h.store.sql.all('SELECT secret FROM stores');
     expect(JSON.stringify(row)).not.toContain(PASSWORD);
   });
 
@@ -280,7 +280,7 @@ describe('store service: credentials', () => {
     const created = await stores().create({ name: 'pg', kind: 'postgres', config: { url: `postgres://app:${encodeURIComponent(PASSWORD)}@db.test:5432/x` } });
     expect(created.config).toEqual({ url: 'postgres://app:****@db.test:5432/x', port: 5432, password_set: true });
     expect(postgres.callsOf('prepare')[0]!.target).toMatchObject({ password: PASSWORD, config: { url: 'postgres://app@db.test:5432/x' } });
-    const stored = h.store.statements.get('SELECT config, secret FROM stores').get() as { config: string; secret: string };
+    const stored = (await h.store.sql.first<{ config: string; secret: string }>('SELECT config, secret FROM stores'))!;
     expect(JSON.parse(stored.config).url).toBe('postgres://app@db.test:5432/x');
     expect(stored.secret).toMatch(/^v1\./);
     await stores().update('pg', { config: { url: 'postgres://app:****@db.test:5432/y' } });
