@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { POSTGRES_LANE } from './test/lanes/postgres-lane-config.js';
 
 export default defineConfig({
   test: {
@@ -9,14 +10,16 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 180_000,
     reporters: ['default', './test/summary-reporter.ts'],
-    // Two lanes side by side, one file at a time in each: the unit files (the fake backend, no
-    // Docker) and the files that share the one Docker engine of a 2-core machine.
+    // Three lanes side by side, one file at a time in each: the unit files (the fake backend, no
+    // Docker), the files that share the one Docker engine of a 2-core machine, and the unit files
+    // again with every store on PostgreSQL.
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], fileParallelism: false } },
       {
         extends: true,
         test: { name: 'docker', include: ['test/**/*.test.ts'], exclude: ['test/unit/**'], fileParallelism: false },
       },
+      { extends: true, test: { ...POSTGRES_LANE, env: { ...POSTGRES_LANE.env, SANDBOXD_NETWORK_NAME: 'sandboxd' } } },
     ],
   },
 });

@@ -55,7 +55,7 @@ export async function startRuntime(
     egress?: Partial<EgressSettings>;
   },
 ): Promise<Runtime> {
-  const store = await openStore(config.dataDir, allMigrations());
+  const store = await openStore(config.dataDir, allMigrations(), { databaseUrl: config.databaseUrl });
   const secrets = secretBoxFor(config.dataDir, config.secretKeyFile, logger.child({ part: 'secrets' }));
   try {
     secrets.verify();

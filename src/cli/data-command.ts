@@ -7,6 +7,7 @@ function dataDirCommand(name: string): Command {
   return new Command(name)
     .option('--config <file>', 'TOML configuration file, as for serve')
     .option('--data-dir <dir>', 'state directory (SERVICE_DATA_DIR)')
+    .option('--database-url <url>', 'the PostgreSQL database of the state, as for serve (SERVICE_DATABASE_URL)')
     .option('--secret-key-file <file>', 'the key that encrypts secrets at rest, if not <data-dir>/secret.key');
 }
 
@@ -18,15 +19,16 @@ function dataDirCommand(name: string): Command {
 async function refusing(opts: Record<string, unknown>, work: (config: Config) => Promise<void>): Promise<void> {
   const config = configFromOptions(opts);
   if (!config) return;
-  const [{ DataDirLockedError }, { DatabaseNewerError }, { BackupError }] = await Promise.all([
+  const [{ DataDirLockedError }, { DatabaseNewerError }, { BackupError }, { DatabaseUnreachableError }] = await Promise.all([
     import('../state/data-dir-lock.js'),
     import('../state/migration-state.js'),
     import('../state/backup.js'),
+    import('../state/postgres.js'),
   ]);
   try {
     await work(config);
   } catch (err) {
-    if (err instanceof DataDirLockedError || err instanceof DatabaseNewerError || err instanceof BackupError) return fail(err.message);
+    if (err instanceof DataDirLockedError || err instanceof DatabaseNewerError || err instanceof BackupError || err instanceof DatabaseUnreachableError) return fail(err.message);
     throw err;
   }
 }
@@ -46,11 +48,11 @@ export function dataCommands(): Command[] {
           import('../state/store.js'),
           import('../state/migration-state.js'),
         ]);
-        if (dryRun) return void process.stdout.write(await migrationReport(config.dataDir, allMigrations()));
-        const store = await openStore(config.dataDir, allMigrations());
+        if (dryRun) return void process.stdout.write(await migrationReport(config.dataDir, allMigrations(), config.databaseUrl));
+        const store = await openStore(config.dataDir, allMigrations(), { databaseUrl: config.databaseUrl });
         await store.close();
         process.stdout.write(
-          store.migrated.length > 0 ? `applied ${store.migrated.length}: ${store.migrated.join(', ')}\n` : `${config.dataDir}: the database is up to date\n`,
+          store.migrated.length > 0 ? `applied ${store.migrated.length}: ${store.migrated.join(', ')}\n` : `${store.location}: the database is up to date\n`,
         );
       });
     });

@@ -10,6 +10,7 @@ export function serveCommand(): Command {
     .option('--host <address>', 'bind address (SERVICE_HOST)')
     .option('--port <port>', 'listen port (SERVICE_PORT)')
     .option('--data-dir <dir>', 'state directory (SERVICE_DATA_DIR)')
+    .option('--database-url <url>', "postgres://...: every table in that PostgreSQL database, which replicas share (default: SQLite in the data directory)")
     .option('--api-key <key>', 'an accepted API key; repeatable (SERVICE_API_KEY)', collect)
     .option('--api-key-file <file>', 'file of keys, one per line, # comments')
     .option('--tls', 'serve HTTPS; without --tls-cert/--tls-key a self-signed certificate is kept in the data directory')
@@ -65,11 +66,12 @@ export function serveCommand(): Command {
       const config = configFromOptions(opts);
       if (!config) return;
       // Loaded here, not at the top: the client commands start without the service's modules.
-      const [{ startRuntime }, { SecretKeyError }, { DataDirLockedError }, { DatabaseNewerError }, { createLogger }, { PolicyFileError }, { ProxyStartError }] = await Promise.all([
+      const [{ startRuntime }, { SecretKeyError }, { DataDirLockedError }, { DatabaseNewerError }, { DatabaseUnreachableError }, { createLogger }, { PolicyFileError }, { ProxyStartError }] = await Promise.all([
         import('../runtime.js'),
         import('../services/support/secret-box.js'),
         import('../state/data-dir-lock.js'),
         import('../state/migration-state.js'),
+        import('../state/postgres.js'),
         import('../telemetry/logger.js'),
         import('../services/governance/index.js'),
         import('../services/egress/index.js'),
@@ -79,7 +81,7 @@ export function serveCommand(): Command {
       try {
         runtime = await startRuntime(config, logger, { listen: true, guardProcess: true });
       } catch (err) {
-        if (err instanceof DataDirLockedError || err instanceof DatabaseNewerError || err instanceof SecretKeyError || err instanceof ProxyStartError || err instanceof PolicyFileError) return fail(err.message);
+        if (err instanceof DataDirLockedError || err instanceof DatabaseNewerError || err instanceof DatabaseUnreachableError || err instanceof SecretKeyError || err instanceof ProxyStartError || err instanceof PolicyFileError) return fail(err.message);
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return fail(`port ${config.port} on ${config.host} is in use: choose another with --port`);
         throw err;
       }

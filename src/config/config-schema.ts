@@ -14,6 +14,7 @@ export const OPTIONS = {
   host: { toml: 'server.host', env: 'SERVICE_HOST', flag: '--host' },
   port: { toml: 'server.port', env: 'SERVICE_PORT', flag: '--port' },
   dataDir: { toml: 'server.data_dir', env: 'SERVICE_DATA_DIR', flag: '--data-dir' },
+  databaseUrl: { toml: 'state.database_url', env: 'SERVICE_DATABASE_URL', flag: '--database-url' },
   tls: { toml: 'server.tls', env: 'SERVICE_TLS', flag: '--tls' },
   tlsCert: { toml: 'server.tls_cert', env: 'SERVICE_TLS_CERT', flag: '--tls-cert' },
   tlsKey: { toml: 'server.tls_key', env: 'SERVICE_TLS_KEY', flag: '--tls-key' },
@@ -92,6 +93,11 @@ export const configSchema = z.object({
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(18888),
   dataDir: z.string().min(1),
+  /**
+   * `postgres://user:password@host:port/database`: every table in that PostgreSQL database, and
+   * several servers (replicas) may share it. Unset: the embedded SQLite in the data directory.
+   */
+  databaseUrl: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL, e.g. postgres://sandboxd@127.0.0.1:5432/sandboxd' }).optional(),
   tls: z.boolean().default(false),
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),

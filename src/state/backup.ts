@@ -45,7 +45,19 @@ export interface BackupManifest {
 /** Where the secret key lives: the configured file, else `<data-dir>/secret.key`. */
 export interface KeyLocation {
   dataDir: string;
-  secretKeyFile?: string;
+  secretKeyFile?: string | undefined;
+  /** Set when the state is in PostgreSQL: these commands refuse, pg_dump and pg_restore serve. */
+  databaseUrl?: string | undefined;
+}
+
+/** Backups and restores here are of the embedded SQLite: a PostgreSQL database has its own tools. */
+function refusePostgres(where: KeyLocation): void {
+  if (where.databaseUrl) {
+    throw new BackupError(
+      'the state is in PostgreSQL (--database-url): back it up with pg_dump --format=custom and restore it with pg_restore, ' +
+        'with the secret key file beside it (docs/operations.md, "Backups")',
+    );
+  }
 }
 const keyFileOf = (where: KeyLocation) => where.secretKeyFile ?? join(where.dataDir, SECRET_KEY);
 
@@ -68,6 +80,7 @@ function copyDatabase(from: string, to: string): void {
  * is consistent on its own; the database and the stores are copied one after another.
  */
 export function backupDataDir(where: KeyLocation, dest: string): BackupManifest {
+  refusePostgres(where);
   const { dataDir } = where;
   if (!existsSync(databaseFile(dataDir))) throw new BackupError(`no sandboxd database in ${dataDir}: is --data-dir the server's?`);
   if (existsSync(dest) && (!lstatSync(dest).isDirectory() || readdirSync(dest).length > 0)) {
@@ -181,6 +194,7 @@ export interface RestoreResult {
  * restored database does not know are removed by the orphan sweep.
  */
 export async function restoreDataDir(where: KeyLocation, src: string, migrations: Record<string, Migration>): Promise<RestoreResult> {
+  refusePostgres(where);
   const manifest = await verifyBackup(src, migrations);
   const { dataDir } = where;
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -2,6 +2,7 @@ import Sqlite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect, sql, type Migration } from 'kysely';
 import { existsSync } from 'node:fs';
 import { databaseFile } from './data-dir-lock.js';
+import { connectedPool, postgresKysely, redactedUrl } from './postgres.js';
 
 /** The database was migrated by a newer sandboxd: this one does not know all its migrations. */
 export class DatabaseNewerError extends Error {
@@ -62,10 +63,29 @@ export async function readMigrationState(file: string, migrations: Record<string
   }
 }
 
-/** What `sandboxd migrate --dry-run` prints: the applied and pending migrations of a data directory's database. */
-export async function migrationReport(dataDir: string, migrations: Record<string, Migration>): Promise<string> {
+/**
+ * What `sandboxd migrate --dry-run` prints: the applied and pending migrations of a data
+ * directory's database, or of the PostgreSQL database of `databaseUrl`.
+ */
+export async function migrationReport(dataDir: string, migrations: Record<string, Migration>, databaseUrl?: string): Promise<string> {
+  if (databaseUrl) {
+    const location = redactedUrl(databaseUrl);
+    const db = postgresKysely(await connectedPool(databaseUrl, 1));
+    try {
+      const { applied, pending, unknown } = await migrationState(db, migrations);
+      if (unknown.length > 0) throw new DatabaseNewerError(location, unknown);
+      return stateLine(location, applied, pending, migrations);
+    } finally {
+      await db.destroy();
+    }
+  }
   const file = databaseFile(dataDir);
-  if (!existsSync(file)) return `${file}: no database yet; the first serve or migrate applies all ${Object.keys(migrations).length} migrations\n`;
+  if (!existsSync(file)) return stateLine(file, [], [], migrations);
   const { applied, pending } = await readMigrationState(file, migrations);
-  return `${file}: ${applied.length} applied` + (pending.length > 0 ? `; pending: ${pending.join(', ')}\n` : '; up to date\n');
+  return stateLine(file, applied, pending, migrations);
+}
+
+function stateLine(location: string, applied: string[], pending: string[], migrations: Record<string, Migration>): string {
+  if (applied.length === 0) return `${location}: no database yet; the first serve or migrate applies all ${Object.keys(migrations).length} migrations\n`;
+  return `${location}: ${applied.length} applied` + (pending.length > 0 ? `; pending: ${pending.join(', ')}\n` : '; up to date\n');
 }

@@ -75,6 +75,26 @@ export function postgresPool(url: string, max = 10): pg.Pool {
   return pool;
 }
 
+/** The database cannot be reached: its server is down, the URL is wrong, or it refuses the login. */
+export class DatabaseUnreachableError extends Error {
+  constructor(location: string, reason: string) {
+    super(`cannot reach the database ${location}: ${reason}`);
+    this.name = 'DatabaseUnreachableError';
+  }
+}
+
+/** {@link postgresPool} once the database answers (DatabaseUnreachableError, naming the URL without its password, if not). */
+export async function connectedPool(url: string, max?: number): Promise<pg.Pool> {
+  const pool = postgresPool(url, max);
+  try {
+    await pool.query('SELECT 1');
+    return pool;
+  } catch (err) {
+    await pool.end();
+    throw new DatabaseUnreachableError(redactedUrl(url), (err as Error).message);
+  }
+}
+
 /** A Kysely instance on PostgreSQL with the schema translation of the migrations. */
 export function postgresKysely<T>(pool: pg.Pool): Kysely<T> {
   return new Kysely<T>({ dialect: new PostgresDialect({ pool }), plugins: [new PostgresSchemaPlugin()] });
@@ -169,5 +189,16 @@ export class PostgresSql implements Sql {
       this.prepared.set(text, statement);
     }
     return this.target.query({ ...statement, values: [...params] });
+  }
+}
+
+/** A database URL to print: its password replaced by `***` (the URL as given when it cannot be parsed). */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
   }
 }

@@ -6,6 +6,7 @@ import { DataDirLock, databaseFile } from './data-dir-lock.js';
 import { applyMigrations } from './migration-state.js';
 import { MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
+import { connectedPool, postgresKysely, PostgresSql, redactedUrl } from './postgres.js';
 import { gatedSqlite, type Sql } from './sql.js';
 
 /** The opened state store of one data directory. */
@@ -30,6 +31,8 @@ export interface Store {
    */
   networkName: string;
   dataDir: string;
+  /** Where the state is: the data directory's SQLite file, or the PostgreSQL URL without its password. */
+  location: string;
   /** The migrations this open applied, in order (none when the database was up to date). */
   migrated: string[];
   close(): Promise<void>;
@@ -50,20 +53,35 @@ function openDatabase(dataDir: string): { db: Kysely<Database>; sql: Sql } {
   return gatedSqlite<Database>(sqlite);
 }
 
+/** Opens a PostgreSQL database once it answers. */
+async function openPostgres(url: string): Promise<{ db: Kysely<Database>; sql: Sql }> {
+  const pool = await connectedPool(url);
+  return { db: postgresKysely<Database>(pool), sql: new PostgresSql(pool) };
+}
+
+/** Where the state of a data directory lives: its own SQLite file, or a PostgreSQL database. */
+export interface StoreOptions {
+  /** `postgres://...`: every table in that database (replicas of one deployment share it). */
+  databaseUrl?: string | undefined;
+}
+
 /**
- * Opens the data directory: takes its lock, opens SQLite in WAL mode and applies pending
- * migrations (the core ones by default; the server passes every domain's too, `allMigrations()`).
- * A second process on the same directory gets DataDirLockedError; a database a newer sandboxd
- * migrated, DatabaseNewerError (and is left as it is).
+ * Opens the data directory: takes its lock, opens the database (SQLite in WAL mode in the
+ * directory, or the PostgreSQL database of `databaseUrl`) and applies pending migrations (the
+ * core ones by default; the server passes every domain's too, `allMigrations()`). A second
+ * process on the same directory gets DataDirLockedError (on PostgreSQL the directory is one
+ * replica's own: its TLS files and agent sockets); a database a newer sandboxd migrated,
+ * DatabaseNewerError (and is left as it is).
  */
-export async function openStore(dataDir: string, migrations: Record<string, Migration> = MIGRATIONS): Promise<Store> {
+export async function openStore(dataDir: string, migrations: Record<string, Migration> = MIGRATIONS, options: StoreOptions = {}): Promise<Store> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = DataDirLock.acquire(dataDir);
-  let opened: ReturnType<typeof openDatabase> | undefined;
+  let opened: { db: Kysely<Database>; sql: Sql } | undefined;
   try {
-    opened = openDatabase(dataDir);
+    const location = options.databaseUrl ? redactedUrl(options.databaseUrl) : databaseFile(dataDir);
+    opened = options.databaseUrl ? await openPostgres(options.databaseUrl) : openDatabase(dataDir);
     const { db, sql } = opened;
-    const migrated = await applyMigrations(db, migrations, databaseFile(dataDir));
+    const migrated = await applyMigrations(db, migrations, location);
     const { deploymentId, networkName } = await ensureDeployment(db);
     return {
       db,
@@ -71,6 +89,7 @@ export async function openStore(dataDir: string, migrations: Record<string, Migr
       deploymentId,
       networkName,
       dataDir,
+      location,
       migrated,
       async close() {
         await db.destroy();
@@ -84,19 +103,17 @@ export async function openStore(dataDir: string, migrations: Record<string, Migr
   }
 }
 
-/** The deployment id and network name of the data directory, made at its first open. */
+/**
+ * The deployment id and network name of the database, made at its first open. Replicas that
+ * open a new database at once each offer their own; the first insert wins and all read it back.
+ */
 async function ensureDeployment(db: Kysely<Database>): Promise<{ deploymentId: string; networkName: string }> {
-  const read = async (key: string) => (await db.selectFrom('meta').select('value').where('key', '=', key).executeTakeFirst())?.value;
-  let deploymentId = await read('deployment_id');
-  if (deploymentId === undefined) {
-    deploymentId = randomUUID().replaceAll('-', '').slice(0, 12);
-    await db.insertInto('meta').values({ key: 'deployment_id', value: deploymentId }).execute();
-  }
-  let networkName = await read('network_name');
-  if (networkName === undefined) {
-    networkName = deploymentNetworkName(deploymentId);
-    await db.insertInto('meta').values({ key: 'network_name', value: networkName }).execute();
-  }
+  const kept = async (key: string, offered: string): Promise<string> => {
+    await db.insertInto('meta').values({ key, value: offered }).onConflict((conflict) => conflict.column('key').doNothing()).execute();
+    return (await db.selectFrom('meta').select('value').where('key', '=', key).executeTakeFirstOrThrow()).value;
+  };
+  const deploymentId = await kept('deployment_id', randomUUID().replaceAll('-', '').slice(0, 12));
+  const networkName = await kept('network_name', deploymentNetworkName(deploymentId));
   return { deploymentId, networkName };
 }
 

@@ -63,6 +63,8 @@ export class PolicyService {
   private readonly permissions: PermissionService;
   private readonly clock: Clock;
   private readonly audit: ServiceContext['audit'];
+  /** Audit rows being written: a decision is answered before its row is kept. */
+  private readonly writing = new Set<Promise<void>>();
   private readonly logger: ServiceContext['logger'];
   private readonly decisions: Counter<'decision'>;
   private readonly settings: ConfigSection<'policy'>;
@@ -234,8 +236,13 @@ export class PolicyService {
     return { permitted: result.allowed, via: result.via };
   }
 
-  /** GET /policy/audit: newest first; an empty principal means any. */
+  /**
+   * GET /policy/audit: newest first; an empty principal means any. The decisions this server has
+   * made are in it: their rows, written after the answer, are awaited first (on PostgreSQL a
+   * read may otherwise overtake them on another connection).
+   */
   async auditLog(filter: { limit: number; decision?: 'allow' | 'deny'; principal?: string }) {
+    await Promise.all(this.writing);
     return this.repo.audit(filter);
   }
 
@@ -250,7 +257,11 @@ export class PolicyService {
       reason: decision.reason,
       mode,
     };
-    this.repo.appendAudit(row).catch((err: unknown) => this.logger.error({ err, action: row.action }, 'a policy decision was not kept in the audit'));
+    const write: Promise<void> = this.repo
+      .appendAudit(row)
+      .catch((err: unknown) => this.logger.error({ err, action: row.action }, 'a policy decision was not kept in the audit'))
+      .finally(() => this.writing.delete(write));
+    this.writing.add(write);
   }
 
   /** Reads and compiles the rule file; PolicyFileError (naming the file) for anything unusable. */

@@ -282,6 +282,11 @@ export class ObjectService implements ObjectCaller {
     return this.pending.has(id);
   }
 
+  /** How many calls are waiting for or running on an object. */
+  queued(id: string): number {
+    return this.pending.get(id) ?? 0;
+  }
+
   private async callLocked(request: CallRequest, id: string): Promise<CallOutcome> {
     const object = await this.require(id);
     if (request.idempotency_key) {

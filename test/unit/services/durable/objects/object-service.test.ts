@@ -290,11 +290,15 @@ describe.each(['process', 'worker'] as const)('durable objects over the fake bac
 
   it('keeps a call queue per object and refuses past 64 waiting calls with 429 BUSY', async () => {
     const { define, call } = await setup();
-    await define({ timeout_ms: 1000 });
+    // The hanging call holds the object while the 63 others join its queue.
+    await define({ timeout_ms: 3000 });
     const first = call('hang');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The first call makes the object: its id once it exists.
+    const id = async () => (await h!.app.inject({ url: '/objects/counter/alice' })).json().data?.id as string | undefined;
+    await waitFor(async () => h!.services.objects.queued((await id()) ?? '') === 1);
     const queued = Array.from({ length: 63 }, () => call('increment'));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Each call reads its class and object before it joins the queue: all 63 have joined.
+    await waitFor(async () => h!.services.objects.queued((await id()) ?? '') === 64);
     const refused = await call('increment');
     expect(refused.statusCode).toBe(429);
     expect(refused.json()).toMatchObject({ code: 'BUSY' });

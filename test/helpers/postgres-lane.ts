@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+import pg from 'pg';
+
+/**
+ * The PostgreSQL lane: the suite a second time with every server's state in PostgreSQL. The
+ * lane's vitest projects set SANDBOXD_TEST_POSTGRES to the server's URL (no database in it); each
+ * data directory a test opens gets a database of its own, named from the directory's path, so
+ * that a server restarted on the same directory finds its state again and two servers on two
+ * directories are two deployments, as on SQLite.
+ */
+export const LANE_SERVER = process.env.SANDBOXD_TEST_POSTGRES;
+
+/** The prefix of the lane's databases: the lane's global setup drops them before and after. */
+export const LANE_PREFIX = 'sdlane_';
+
+const made = new Map<string, Promise<string>>();
+
+/** PostgreSQL's code for CREATE DATABASE of a name that exists. */
+const DUPLICATE_DATABASE = '42P04';
+
+/** The URL of the lane's database for `dataDir`, made on first use; undefined outside the lane. */
+export async function laneDatabaseUrl(dataDir: string): Promise<string | undefined> {
+  if (!LANE_SERVER) return undefined;
+  const name = LANE_PREFIX + createHash('sha1').update(resolve(dataDir)).digest('hex').slice(0, 20);
+  let url = made.get(name);
+  if (!url) {
+    url = createDatabase(name).then(() => `${LANE_SERVER}/${name}`);
+    made.set(name, url);
+  }
+  return url;
+}
+
+async function createDatabase(name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: `${LANE_SERVER}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== DUPLICATE_DATABASE) throw err;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Drops every database of the lane (before a run: an interrupted one's; after it: this one's). */
+export async function dropLaneDatabases(server: string): Promise<number> {
+  const admin = new pg.Client({ connectionString: `${server}/postgres` });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, $1)', [LANE_PREFIX]);
+    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    return rows.length;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** The environment a spawned `sandboxd` of the lane needs for `dataDir` (none outside it). */
+export async function laneEnv(dataDir: string | undefined): Promise<NodeJS.ProcessEnv> {
+  const url = dataDir === undefined ? undefined : await laneDatabaseUrl(dataDir);
+  return url ? { SERVICE_DATABASE_URL: url } : {};
+}
