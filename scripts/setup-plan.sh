@@ -23,7 +23,9 @@ SERVE_PACKAGES=(docker.io iptables runsc mmdebstrap git golang-go ca-certificate
 #                    sandbox's browser runs in the browser image, not on the host)
 #   zsh              the CLI's zsh completion script is tested in a real zsh
 #   systemd          its systemd-analyze verifies deploy/sandboxd.service (nothing is started)
-TEST_PACKAGES=(prometheus chromium zsh systemd)
+#   haproxy          runs deploy/haproxy.cfg in front of replicas (its own service is not started
+#                    where there is no systemd, and disabled where there is)
+TEST_PACKAGES=(prometheus chromium zsh systemd haproxy)
 
 # setup_packages MODE: the Debian packages of MODE (serve or full), on one line.
 setup_packages() {
@@ -35,7 +37,7 @@ setup_packages() {
 # Setup runs two tracks at once: apt and Docker's steps in the foreground, npm's and the other
 # builds in the background; the images start when both the packages and the build are there.
 EST_DOCKER=95        # Debian packages for serving, Docker and gVisor among them, from nothing
-EST_TEST_PACKAGES=40 # chromium, prometheus, zsh and systemd on top
+EST_TEST_PACKAGES=42 # chromium, prometheus, zsh, systemd and haproxy on top
 EST_PACKAGE=5        # any other missing package
 EST_NPM_CI=40        # root node_modules, without better-sqlite3's compile
 EST_ADDONS=100       # better-sqlite3's compile, beside the rest

@@ -8,7 +8,7 @@
 #
 # Usage: bash scripts/setup.sh [--serve] [--quiet] [--images "base python node"]
 #   --serve     only what serving needs (`npm start`): no test-only packages (chromium,
-#               prometheus, zsh; `npm test` runs plain setup, which adds them)
+#               prometheus, zsh, haproxy; `npm test` runs plain setup, which adds them)
 #   --quiet     print only what is being changed, not what is already in place
 #   --images    catalog images to build when absent or stale, at once (default: base python node,
 #               the images that /run picks from a command; browser is built on demand);

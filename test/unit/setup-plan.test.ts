@@ -10,7 +10,7 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
  */
 const PLAN = join(PACKAGE_ROOT, 'scripts', 'setup-plan.sh');
 const SETUP = join(PACKAGE_ROOT, 'scripts', 'setup.sh');
-const TEST_ONLY = ['chromium', 'prometheus', 'systemd', 'zsh'];
+const TEST_ONLY = ['chromium', 'haproxy', 'prometheus', 'systemd', 'zsh'];
 const SERVING = ['docker.io', 'iptables', 'runsc', 'mmdebstrap', 'git', 'golang-go'];
 
 function plan(script: string): string {
