@@ -15,6 +15,7 @@ import type { Clock } from './services/support/clock.js';
 import { secretBoxFor } from './services/support/secret-box.js';
 import { allMigrations } from './services/domains.js';
 import { Services } from './services/services.js';
+import { Replica } from './services/support/replica.js';
 import { openStore } from './state/store.js';
 import { installCrashGuard } from './telemetry/crash-guard.js';
 import type { Logger } from './telemetry/logger.js';
@@ -100,7 +101,24 @@ export async function startRuntime(
 
   // Kept permission grants in memory before any request is decided.
   await services.permissions.ready;
+  let replica: Replica;
+  try {
+    replica = await Replica.start(store, logger.child({ part: 'replica' }), {
+      onLostLead: () => {
+        if (!options.guardProcess) return;
+        logger.fatal('exiting: work this replica led may be under way while another takes the lead; start it again as a follower');
+        process.exit(70);
+      },
+    });
+  } catch (err) {
+    await services.close();
+    await backend.close();
+    await store.close();
+    unguard();
+    throw err;
+  }
   let recoveryTimer: NodeJS.Timeout | undefined;
+  // The work that must run once over all replicas: on the leader (every server on SQLite).
   const recover = async (): Promise<void> => {
     try {
       await services.recovery.reconcile();
@@ -118,11 +136,27 @@ export async function startRuntime(
       recoveryTimer = setTimeout(() => void recover().catch((e) => logger.error({ err: e }, 'recovery failed')), RECOVERY_RETRY_MS);
     }
   };
-  await recover();
-  // Schedule runs the last process had in flight: interrupted (or an object call retried), before any new firing.
-  await services.schedules.recover();
-  // Stores whose sandbox a stopped server was removing: recovery finished the removal without them.
-  await services.stores.recover();
+  const lead = async (): Promise<void> => {
+    await recover();
+    // Schedule runs the last process had in flight: interrupted (or an object call retried), before any new firing.
+    await services.schedules.recover();
+    // Stores whose sandbox a stopped server was removing: recovery finished the removal without them.
+    await services.stores.recover();
+  };
+  /** After the replica's own start: orchestration activities cut by a stop, then the timers. */
+  const leadOn = async (): Promise<void> => {
+    // Orchestration activities cut by the stop: a new attempt each (or a failure); scheduled ones run.
+    await services.orchestrations.recover();
+    // After recovery, like the loops: due work may act on sandboxes, which recovery settles first.
+    void services.timers.start();
+  };
+  if (replica.leading) {
+    await lead();
+  } else {
+    // A follower's own pool: the leader's recovery does not remove it (it holds no crash's leftovers of this replica).
+    services.pool.warm();
+    services.runPool.warm();
+  }
   try {
     // Before any command runs: commands of networked sandboxes are told the gateway's address.
     await services.egress.start();
@@ -130,25 +164,26 @@ export async function startRuntime(
     await services.sandboxes.networkRules.syncQuietly();
   } catch (err) {
     clearTimeout(recoveryTimer);
+    await replica.close();
     await services.close();
     await backend.close();
     await store.close();
     unguard();
     throw err;
   }
-  // Orchestration activities cut by the stop: a new attempt each (or a failure); scheduled ones run.
-  await services.orchestrations.recover();
-  // After recovery, like the loops: due work may act on sandboxes, which recovery settles first.
-  void services.timers.start();
+  if (replica.leading) await leadOn();
+  else replica.onLead(() => void lead().then(leadOn).catch((err: unknown) => logger.error({ err }, 'taking the lead failed')));
+  /** A loop's work, on the leader only. */
+  const leading = (work: () => Promise<unknown>) => async () => (replica.leading ? work() : undefined);
   const loops = [
-    repeatEvery(config.gcInterval, () => services.lifecycle.gc(), logger.child({ loop: 'gc' })),
+    repeatEvery(config.gcInterval, leading(() => services.lifecycle.gc()), logger.child({ loop: 'gc' })),
     repeatEvery(
       config.reconcileInterval,
-      async () => {
+      leading(async () => {
         await services.lifecycle.reconcile();
         // Address rules follow addresses: also those of containers that stopped behind sandboxd's back.
         await services.sandboxes.networkRules.sync();
-      },
+      }),
       logger.child({ loop: 'reconcile' }),
     ),
     repeatEvery(
@@ -156,7 +191,7 @@ export async function startRuntime(
       async () => {
         services.pool.evictIdle();
         services.runPool.evictIdle();
-        await services.recovery.sweep((uuid) => services.pool.holds(uuid) || services.runPool.holds(uuid));
+        if (replica.leading) await services.recovery.sweep((uuid) => services.pool.holds(uuid) || services.runPool.holds(uuid));
       },
       logger.child({ loop: 'pool' }),
     ),
@@ -181,6 +216,7 @@ export async function startRuntime(
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     url = `${https ? 'https' : 'http'}://${host}:${port}`;
     writeFileSync(serverFile, JSON.stringify({ url, pid: process.pid }) + '\n');
+    await replica.serving(url);
     logger.info({ url, backend: backend.name, dataDir: config.dataDir, auth: config.apiKeys.length + config.namedKeys.length > 0 }, 'sandboxd listening');
   }
 
@@ -194,6 +230,7 @@ export async function startRuntime(
       // First: a tick in flight finishes while everything it may use is still open.
       await services.timers.close();
       clearTimeout(recoveryTimer);
+      await replica.close();
       for (const stop of loops) await stop();
       await app.close();
       await services.close();

@@ -442,6 +442,16 @@ export interface OrchestrationTimerTable {
   fire_at: string;
 }
 
+/** A server sharing the database (a replica) and its heartbeat, in epoch milliseconds. */
+export interface ReplicaTable {
+  id: string;
+  host: string;
+  pid: number;
+  url: string | null;
+  started_at: number;
+  heartbeat_at: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -476,4 +486,5 @@ export interface Database {
   orchestration_tasks: OrchestrationTaskTable;
   orchestration_timers: OrchestrationTimerTable;
   meta: MetaTable;
+  replicas: ReplicaTable;
 }

@@ -33,6 +33,8 @@ export interface Store {
   dataDir: string;
   /** Where the state is: the data directory's SQLite file, or the PostgreSQL URL without its password. */
   location: string;
+  /** The PostgreSQL database's URL (for a connection of its own, as the leader's lock needs); none on SQLite. */
+  databaseUrl?: string;
   /** The migrations this open applied, in order (none when the database was up to date). */
   migrated: string[];
   close(): Promise<void>;
@@ -90,6 +92,7 @@ export async function openStore(dataDir: string, migrations: Record<string, Migr
       networkName,
       dataDir,
       location,
+      ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
       migrated,
       async close() {
         await db.destroy();

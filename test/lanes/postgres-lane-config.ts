@@ -18,6 +18,7 @@ export const POSTGRES_LANE = {
     'test/unit/services/durable/durable-timers.test.ts',
     // Already on both engines, in databases of their own.
     'test/unit/state/store-postgres.test.ts',
+    'test/unit/services/support/replica.test.ts',
     'test/unit/state/repositories-engines.test.ts',
     'test/unit/state/postgres-schema.test.ts',
     'test/unit/state/sql.test.ts',

@@ -1,12 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { startRuntime } from '../../src/runtime.js';
 import { allMigrations } from '../../src/services/domains.js';
 import { SecretKeyError } from '../../src/services/support/secret-box.js';
 import { openStore } from '../../src/state/store.js';
+import { HEARTBEAT_MS } from '../../src/services/support/replica.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
 const dirs: string[] = [];
@@ -71,5 +74,38 @@ describe('startRuntime', () => {
     const sealed = runtime.services.secrets.seal('hunter2', 'test');
     expect(runtime.services.secrets.open(sealed, 'test')).toBe('hunter2');
     await runtime.close();
+  });
+});
+
+describe('startRuntime of replicas on one PostgreSQL database', () => {
+  const SERVER = 'postgres://postgres@127.0.0.1:5432';
+  const database = `sandboxd_runtime_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Pool({ connectionString: `${SERVER}/postgres`, max: 1 });
+  afterAll(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('runs the timers on the leader only; the other starts them when it takes the lead', async () => {
+    await admin.query(`CREATE DATABASE ${database}`);
+    const keyFile = join(tempDir(), 'shared.key');
+    writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
+    const replicaConfig = () => ({ ...configFor(tempDir(), keyFile), databaseUrl: `${SERVER}/${database}` });
+    const leader = await startRuntime(replicaConfig(), silentLogger(), { listen: false });
+    const follower = await startRuntime(replicaConfig(), silentLogger(), { listen: false });
+    try {
+      expect(leader.deploymentId).toBe(follower.deploymentId);
+      expect(leader.services.timers.nextWake).toBeDefined();
+      expect(follower.services.timers.nextWake).toBeUndefined();
+      // What one replica writes, the other reads.
+      await leader.services.schedules.create({ name: 'shared', method: 'run', cron: '@yearly', args: { command: ['true'] } });
+      expect((await follower.services.schedules.list({ limit: 10 })).map((schedule) => schedule.name)).toEqual(['shared']);
+      await leader.close();
+      for (const deadline = Date.now() + 2 * HEARTBEAT_MS; follower.services.timers.nextWake === undefined; await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > deadline) throw new Error('the follower did not take the lead within two heartbeats');
+      }
+    } finally {
+      await follower.close();
+    }
   });
 });

@@ -20,6 +20,7 @@ import { migration as m0018 } from './0018-schedule-triggers.js';
 import { migration as m0019 } from './0019-egress-ca.js';
 import { migration as m0022 } from './0022-deployment-id.js';
 import { migration as m0023 } from './0023-sandbox-internal.js';
+import { migration as m0026 } from './0026-replicas.js';
 
 /**
  * The core schema migrations, one file each (`NNNN-what.ts`), applied in name order at start
@@ -48,4 +49,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0019_egress_ca': m0019,
   '0022_deployment_id': m0022,
   '0023_sandbox_internal': m0023,
+  '0026_replicas': m0026,
 };
