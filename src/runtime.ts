@@ -153,7 +153,7 @@ export async function startRuntime(
   if (replica.leading) {
     await lead();
   } else {
-    // A follower's own pool: the leader's recovery does not remove it (it holds no crash's leftovers of this replica).
+    // A follower warms its own pool at once: recovery is the leader's (which still removes other replicas' pool instances: docs/operations.md).
     services.pool.warm();
     services.runPool.warm();
   }

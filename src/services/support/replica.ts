@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import type { Logger } from '../../telemetry/logger.js';
+import type { ReplicaTable } from '../../state/schema.js';
 import type { Store } from '../../state/store.js';
 
 /** How often a replica writes its heartbeat and, when it does not lead, asks for the leader's lock. */
@@ -26,14 +27,7 @@ export interface ReplicaOptions {
 }
 
 /** A replica as the `replicas` table holds it. */
-export interface ReplicaInfo {
-  id: string;
-  host: string;
-  pid: number;
-  url: string | null;
-  started_at: number;
-  heartbeat_at: number;
-}
+export type ReplicaInfo = ReplicaTable;
 
 /**
  * This server as one of the replicas that share the database: its row and heartbeat, and whether
