@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from 'uuid';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backend } from './backends/backend.js';
@@ -70,6 +71,8 @@ export async function startRuntime(
     config,
   );
   const tracing = config.otelEndpoint ? new Tracing({ endpoint: config.otelEndpoint, version: VERSION }) : undefined;
+  // Made first: the services label this replica's pool instances with it.
+  const replicaId = uuidv7();
   let services: Services;
   try {
     services = new Services({
@@ -87,6 +90,7 @@ export async function startRuntime(
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.egress ? { egress: options.egress } : {}),
       secrets,
+      replicaId,
     });
   } catch (err) {
     // A rule file that cannot be used (PolicyFileError): nothing may stay open behind the message.
@@ -104,6 +108,7 @@ export async function startRuntime(
   let replica: Replica;
   try {
     replica = await Replica.start(store, logger.child({ part: 'replica' }), {
+      id: replicaId,
       onLostLead: () => {
         if (!options.guardProcess) return;
         logger.fatal('exiting: work this replica led may be under way while another takes the lead; start it again as a follower');

@@ -29,6 +29,8 @@ export interface SandboxSpec {
   /** A git repository cloned into /workspace before the sandbox is handed out. */
   source?: { url: string; ref?: string };
   role?: InstanceRole;
+  /** The replica that made a pool instance (role `pool`): only it hands the instance out. */
+  replica?: string;
   /**
    * What the instance's network reaches (absent: the profile's default egress); only for a
    * backend that declares `egress`, and only with one of its `modes`.
@@ -88,6 +90,8 @@ export interface InstanceState {
   name: string;
   uuid: string;
   role: InstanceRole;
+  /** The replica that made it, for a pool instance (SandboxSpec.replica). */
+  replica?: string;
   status: 'running' | 'stopped';
   /** Bridge address, only while running and networked. */
   ip?: string;

@@ -29,6 +29,12 @@ import type { Clock } from './support/clock.js';
 import type { Departures } from './support/departures.js';
 import type { SecretBox } from './support/secret-box.js';
 
+/** This server as a replica: its id, and the other replicas alive now (their pool instances are theirs). */
+export interface ReplicaView {
+  id: string;
+  othersAlive(): Promise<Set<string>>;
+}
+
 /** The state store's repositories, one per table family. */
 export interface Repositories {
   sandboxes: SandboxRepository;
@@ -74,6 +80,8 @@ export interface ServiceBase {
   timers: DurableTimers;
   /** Removed sandboxes whose container the engine still removes in the background. */
   departures: Departures;
+  /** This server among the replicas of its database: its id labels its pool instances. */
+  replica: ReplicaView;
   /** What a server is given beyond its config (tests: host limits, test doubles). */
   inputs: ServiceInputs;
 }

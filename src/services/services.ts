@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from 'uuid';
 import type { Backend } from '../backends/backend.js';
 import type { Config } from '../config/config-schema.js';
 import { VERSION } from '../paths.js';
@@ -21,6 +22,7 @@ import { DOMAINS } from './domains.js';
 import { DurableTimers } from './durable/durable-timers.js';
 import { EVENTS_OFF, Observability, type EventSettings } from './events/observability.js';
 import { declaredCapabilities, Departures, HostStats, secretBoxFor, systemClock, type Clock, type SecretBox } from './support/index.js';
+import { liveReplicaIds } from './support/replica.js';
 
 export interface ServicesInput extends ServiceInputs {
   /** The parsed config, whole: every default is the schema's. */
@@ -37,6 +39,8 @@ export interface ServicesInput extends ServiceInputs {
   secrets?: SecretBox;
   /** The server's environment (LLM keys given as `env`); default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** This server's id among the replicas of its database (Replica); default a new one. */
+  replicaId?: string;
 }
 
 /** Reads of a part that no domain before the reader built fail at once, naming the part. */
@@ -74,7 +78,7 @@ export class Services implements ServiceCore {
   private readonly startedAt = Date.now();
   private readonly config: Config;
 
-  constructor({ config, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, env = process.env, ...inputs }: ServicesInput) {
+  constructor({ config, store, backend: engine, logger, clock = systemClock, events = EVENTS_OFF, tracing, secrets, env = process.env, replicaId = uuidv7(), ...inputs }: ServicesInput) {
     const repos: Repositories = {
       sandboxes: new SandboxRepository(store.db, store.sql),
       snapshots: new SnapshotRepository(store.db),
@@ -116,6 +120,14 @@ export class Services implements ServiceCore {
       secrets: this.secrets,
       timers: this.timers,
       departures: this.departures,
+      replica: {
+        id: replicaId,
+        othersAlive: async () => {
+          const alive = await liveReplicaIds(store.db, clock().getTime());
+          alive.delete(replicaId);
+          return alive;
+        },
+      },
       store,
       env,
       inputs,

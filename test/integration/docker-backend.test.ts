@@ -104,9 +104,10 @@ describe('lifecycle', () => {
   });
 
   it('creates a labelled, named, running container', async () => {
-    const spec = specOf({ role: 'pool' });
+    const spec = specOf({ role: 'pool', replica: 'replica-1' });
     const state = await backend.create(spec);
-    expect(state).toMatchObject({ name: spec.name, uuid: spec.uuid, role: 'pool', status: 'running', runtime: 'runc' });
+    expect(state).toMatchObject({ name: spec.name, uuid: spec.uuid, role: 'pool', replica: 'replica-1', status: 'running', runtime: 'runc' });
+    expect((await backend.list()).find((listed) => listed.id === state.id)).toMatchObject({ role: 'pool', replica: 'replica-1' });
     expect(state.ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     const info = await inspectJson(state.id);
     expect(info.Name).toBe(`/sandboxd-${spec.name}-${spec.uuid.slice(-8)}`);
@@ -116,6 +117,7 @@ describe('lifecycle', () => {
       'sandboxd.name': spec.name,
       'sandboxd.uuid': spec.uuid,
       'sandboxd.role': 'pool',
+      'sandboxd.replica': 'replica-1',
     });
     // The agent is PID 1 and reaps; it runs as root to run commands as the default user.
     expect(info.HostConfig.Init).toBeFalsy();

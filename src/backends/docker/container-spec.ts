@@ -12,6 +12,8 @@ export const LABEL = {
   name: 'sandboxd.name',
   uuid: 'sandboxd.uuid',
   role: 'sandboxd.role',
+  /** The replica a pool instance is held by (absent on a sandbox). */
+  replica: 'sandboxd.replica',
   profile: 'sandboxd.profile',
   /** Kept as a label so that `list()` needs no inspect per container. */
   runtime: 'sandboxd.runtime',
@@ -256,6 +258,7 @@ export function createOptions(spec: SandboxSpec, ctx: ContainerContext): Docker.
       [LABEL.name]: spec.name,
       [LABEL.uuid]: spec.uuid,
       [LABEL.role]: spec.role ?? 'sandbox',
+      ...(spec.replica !== undefined ? { [LABEL.replica]: spec.replica } : {}),
       [LABEL.profile]: spec.profile,
       [LABEL.runtime]: ctx.runtime,
       [LABEL.user]: ctx.defaultUser,
@@ -380,6 +383,7 @@ function instanceOf(
     name: labels[LABEL.name] ?? '',
     uuid: labels[LABEL.uuid] ?? '',
     role: roleOf(labels),
+    ...(labels[LABEL.replica] ? { replica: labels[LABEL.replica] } : {}),
     status: running ? 'running' : 'stopped',
     ip: running ? networkAddress(networks) : undefined,
     runtime,

@@ -197,6 +197,7 @@ export class FakeBackend
       name: spec.name,
       uuid: spec.uuid,
       role: spec.role ?? 'sandbox',
+      ...(spec.replica !== undefined ? { replica: spec.replica } : {}),
       status: 'running',
       ...(networked ? { ip: `10.0.0.${this.nextId}` } : {}),
       runtime: 'fake',

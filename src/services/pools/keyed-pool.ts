@@ -11,7 +11,7 @@ import { PoolKeys } from './pool-keys.js';
 import { poolKeyId, type PoolKey, type PooledInstance, type PoolSize } from './pool-types.js';
 
 /** What a pool is built from: the engine, its sizes (`[pool]`) and the default image it warms. */
-export type PoolContext = Pick<ServiceContext, 'backend' | 'clock' | 'logger' | 'poolBudget'> & { config: ConfigSection<'pool'> & Pick<Config, 'defaultImage'> };
+export type PoolContext = Pick<ServiceContext, 'backend' | 'clock' | 'logger' | 'poolBudget' | 'replica'> & { config: ConfigSection<'pool'> & Pick<Config, 'defaultImage'> };
 
 /** A key no one took from for this long gives its instances back (keys warmed at start excepted). */
 export const POOL_IDLE_MS = 10 * 60_000;
@@ -94,7 +94,7 @@ export abstract class KeyedPool<I extends PooledInstance, E extends KeyEntry<I>>
     this.configured = { size: ctx.config.poolSize, sizes: ctx.config.poolSizes, defaultImage: ctx.config.defaultImage };
     this.budget.track(() => this.heldCount() * IDLE_INSTANCE_MB);
     this.admission = new PoolKeys(this.entries, this.backend, this.logger);
-    this.containers = new PoolContainers(this.backend, this.logger, kind.instance);
+    this.containers = new PoolContainers(this.backend, this.logger, kind.instance, ctx.replica.id);
   }
 
   /** A new key's entry with the pool's own demand fields. */

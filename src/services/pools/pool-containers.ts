@@ -14,11 +14,15 @@ export class PoolContainers {
   private readonly held = new Set<string>();
   private readonly pending = new Set<Promise<unknown>>();
 
-  /** `what` names the pool's instances in log lines ('pool instance', 'run instance'). */
+  /**
+   * `what` names the pool's instances in log lines ('pool instance', 'run instance'); `replica`
+   * labels them as this server's, whose pool they are among the replicas of one engine.
+   */
   constructor(
     private readonly backend: Backend,
     private readonly logger: Logger,
     private readonly what: string,
+    private readonly replica: string,
   ) {}
 
   /**
@@ -38,6 +42,7 @@ export class PoolContainers {
         ...defaultDisk(this.backend),
         env: {},
         role: 'pool',
+        replica: this.replica,
         ...(reusable ? { reusable: true } : {}),
       });
       return { name, uuid, key, state, ...fields };

@@ -7,6 +7,10 @@ import { isoNow, type Clock } from '../support/clock.js';
 import { archiveTag, lostReason, transition } from './lifecycle.js';
 import type { ServiceContext } from '../context.js';
 
+/** A pool instance of another replica that is alive: its pool's, not an orphan. */
+const heldByAnother = (instance: InstanceState, others: Set<string>): boolean =>
+  instance.role === 'pool' && instance.replica !== undefined && others.has(instance.replica);
+
 /** The sweep leaves younger containers alone: they may be a create under way. */
 export const SWEEP_MIN_AGE_MS = 5 * 60_000;
 
@@ -45,7 +49,10 @@ export class RecoveryService {
   private readonly clock: Clock;
   private readonly logger: Logger;
 
-  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger'>) {
+  private readonly replica: ServiceContext['replica'];
+
+  constructor(ctx: Pick<ServiceContext, 'repos' | 'backend' | 'audit' | 'clock' | 'logger' | 'replica'>) {
+    this.replica = ctx.replica;
     this.repo = ctx.repos.sandboxes;
     this.snapshots = ctx.repos.snapshots;
     this.backend = ctx.backend;
@@ -95,8 +102,10 @@ export class RecoveryService {
       }
     }
 
+    const others = await this.replica.othersAlive();
     for (const instance of instances) {
       if (known.has(instance.uuid) && instance.role !== 'helper') continue;
+      if (heldByAnother(instance, others)) continue;
       await this.backend.remove(instance.id);
       report.orphansRemoved++;
     }
@@ -113,10 +122,10 @@ export class RecoveryService {
   async sweep(holds: (uuid: string) => boolean): Promise<number> {
     const instances = await this.backend.list();
     const cutoff = Date.now() - SWEEP_MIN_AGE_MS;
-    const candidates = instances.filter(
-      (i) => i.role !== 'helper' && !holds(i.uuid) && i.created_at !== undefined && Date.parse(i.created_at) < cutoff,
-    );
-    if (candidates.length === 0) return 0;
+    const old = instances.filter((i) => i.role !== 'helper' && !holds(i.uuid) && i.created_at !== undefined && Date.parse(i.created_at) < cutoff);
+    if (old.length === 0) return 0;
+    const others = await this.replica.othersAlive();
+    const candidates = old.filter((i) => !heldByAnother(i, others));
     // Read after `holds` was asked: a pool instance handed over meanwhile is in the store by now.
     const known = new Set((await this.repo.all()).map((record) => record.uuid));
     let removed = 0;

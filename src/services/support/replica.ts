@@ -16,7 +16,15 @@ export const STALE_MS = 20_000;
  */
 const LEADER_LOCK = 0x73616e64626f7864n;
 
+/** The ids of the replicas of the database whose heartbeat is fresh at `now`. */
+export async function liveReplicaIds(db: Store['db'], now: number): Promise<Set<string>> {
+  const rows = await db.selectFrom('replicas').select('id').where('heartbeat_at', '>=', now - STALE_MS).execute();
+  return new Set(rows.map((row) => row.id));
+}
+
 export interface ReplicaOptions {
+  /** The replica's id (default: a new UUIDv7); the server makes it before its services, which label pool instances with it. */
+  id?: string;
   /** The time in epoch milliseconds (tests). */
   now?: () => number;
   /**
@@ -37,7 +45,7 @@ export type ReplicaInfo = ReplicaTable;
  * takes over within a heartbeat of the leader's end.
  */
 export class Replica {
-  readonly id = uuidv7();
+  readonly id: string;
   private leader = false;
   private session?: pg.Client;
   private timer?: NodeJS.Timeout;
@@ -49,7 +57,9 @@ export class Replica {
     private readonly store: Store,
     private readonly logger: Logger,
     private readonly options: ReplicaOptions,
-  ) {}
+  ) {
+    this.id = options.id ?? uuidv7();
+  }
 
   /** Writes this replica's row, takes the lead if it can, and starts the heartbeat. */
   static async start(store: Store, logger: Logger, options: ReplicaOptions = {}): Promise<Replica> {

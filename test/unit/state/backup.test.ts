@@ -234,7 +234,7 @@ describe('sandboxd migrate', () => {
 
     const run = await cli('migrate', '--data-dir', dir);
     expect([run.code, run.stdout]).toEqual([0, `applied ${pending.length}: ${pending.join(', ')}\n`]);
-    expect((await cli('migrate', '--data-dir', dir)).stdout).toBe(`${dir}: the database is up to date\n`);
+    expect((await cli('migrate', '--data-dir', dir)).stdout).toBe(`${join(dir, 'sandboxd.db')}: the database is up to date\n`);
     expect((await cli('migrate', '--dry-run', '--data-dir', dir)).stdout).toBe(`${join(dir, 'sandboxd.db')}: ${applied + pending.length} applied; up to date\n`);
   });
 

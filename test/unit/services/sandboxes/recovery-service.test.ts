@@ -46,4 +46,33 @@ describe('RecoveryService', () => {
     const again = await h.services.recovery.reconcile();
     expect(again).toEqual({ corrected: [], rolledBack: [], lost: [], orphansRemoved: 0, imagesRemoved: 0 });
   });
+
+  it("leaves the pool instances of another live replica alone, at start and in the sweep, and removes a gone replica's", async () => {
+    h = await fakeHarness({ poolSize: 0 });
+    const now = Date.now();
+    await h.store.db
+      .insertInto('replicas')
+      .values([
+        { id: 'alive', host: 'h', pid: 1, url: null, started_at: now, heartbeat_at: now },
+        { id: 'gone', host: 'h', pid: 2, url: null, started_at: now - 60_000, heartbeat_at: now - 60_000 },
+      ])
+      .execute();
+    const pooled = (uuid: string, replica?: string) =>
+      h.backend.create({ name: `pool-${uuid}`, uuid, image: 'sandboxd/base:bookworm', vcpus: 1, memory_mb: 64, profile: 'moderate', env: {}, role: 'pool', ...(replica ? { replica } : {}) });
+    await pooled('of-alive', 'alive');
+    await pooled('of-gone', 'gone');
+    await pooled('unlabelled');
+    const left = () => [...h.backend.instances.values()].map((i) => i.spec.uuid).sort();
+    expect((await h.services.recovery.reconcile()).orphansRemoved).toBe(2);
+    expect(left()).toEqual(['of-alive']);
+    // Old enough for the sweep, which also leaves it alone while its replica lives.
+    await pooled('of-gone-later', 'gone');
+    for (const instance of h.backend.instances.values()) instance.state.created_at = new Date(now - 3_600_000).toISOString();
+    expect(await h.services.recovery.sweep(() => false)).toBe(1);
+    expect(left()).toEqual(['of-alive']);
+    // The replica is gone now: its instance is an orphan like any other.
+    await h.store.db.updateTable('replicas').set({ heartbeat_at: now - 60_000 }).where('id', '=', 'alive').execute();
+    expect(await h.services.recovery.sweep(() => false)).toBe(1);
+    expect(left()).toEqual([]);
+  });
 });
