@@ -62,7 +62,7 @@ describe('setup_estimate', () => {
   it('counts the test-only packages where they are missing too', () => {
     const serve = plan('setup_estimate "$(setup_packages serve)" 1 1 1 1 3');
     const full = plan('setup_estimate "$(setup_packages full)" 1 1 1 1 3');
-    expect(full).toContain('(14 Debian packages)');
+    expect(full).toContain('(15 Debian packages)');
     expect(full).not.toBe(serve);
   });
 
