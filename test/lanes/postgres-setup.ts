@@ -1,5 +1,5 @@
-import { vi } from 'vitest';
-import { laneDatabaseUrl } from '../helpers/postgres-lane.js';
+import { afterAll, vi } from 'vitest';
+import { dropFileDatabases, laneDatabaseUrl } from '../helpers/postgres-lane.js';
 
 /**
  * The PostgreSQL lane's setup file: every store a test opens without a database URL opens the
@@ -12,4 +12,8 @@ vi.mock('../../src/state/store.js', async (importOriginal) => {
     openStore: async (...[dataDir, migrations, options = {}]: Parameters<typeof real.openStore>) =>
       real.openStore(dataDir, migrations, { ...options, databaseUrl: options.databaseUrl ?? (await laneDatabaseUrl(dataDir)) }),
   };
+});
+
+afterAll(async () => {
+  await dropFileDatabases();
 });
