@@ -161,12 +161,14 @@ describe('MCP tools over the in-process API (fake backend)', () => {
     abort.abort();
     for (const pending of calls) await expect(pending).rejects.toThrow(/abort/i);
     // Closing waits for the calls in flight, which end only when their routes have finished:
-    // both commands were killed (exit 137 is audited) and the run's sandbox is gone.
+    // both commands were killed and the run's sandbox is gone.
     await mcp.close();
     await harness.services.pool.settled();
     expect(harness.backend.instances.size).toBe(1);
-    const audit = await harness.services.logs('unit-d');
-    expect(audit.filter((e) => e.event === 'command_executed')).toEqual([expect.objectContaining({ exit_code: 137 })]);
+    // The killed exec's audit row (exit 137) is written after the route saw its client leave:
+    // at once on SQLite, a few statements later on PostgreSQL.
+    const executed = async () => (await harness.services.logs('unit-d')).filter((e) => e.event === 'command_executed');
+    await expect.poll(executed).toEqual([expect.objectContaining({ exit_code: 137 })]);
   });
 });
 
