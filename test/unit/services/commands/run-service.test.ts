@@ -28,7 +28,9 @@ describe('RunService', () => {
     for (const fast of [true, false]) {
       h.backend.failNext('exec', new ServiceError('INTERNAL', 'engine exploded'));
       await expect(h.services.runs.run({ command: ['true'], fast })).rejects.toThrow('engine exploded');
+      // A fast run's instance is discarded by the pool; a sandbox's container goes in the background (departures).
       await h.services.pool.settled();
+      await h.services.departures.settled();
       expect(h.backend.instances.size).toBe(0);
     }
   });
