@@ -94,6 +94,8 @@ describe('SandboxService', () => {
     h = await fakeHarness();
     await h.services.sandboxes.create({ name: 'a' });
     expect(await h.services.sandboxes.remove('a')).toBe("sandbox 'a' removed");
+    // The record went at once; the container goes in the background.
+    await h.services.departures.settled();
     expect(h.backend.instances.size).toBe(0);
     expect(await codeOf(h.services.sandboxes.get('a'))).toBe('NOT_FOUND');
     expect(await codeOf(h.services.sandboxes.remove('a'))).toBe('NOT_FOUND');
@@ -104,6 +106,7 @@ describe('SandboxService', () => {
     await h.services.sandboxes.create({ name: 'a' });
     const results = await Promise.allSettled([h.services.sandboxes.stop('a'), h.services.sandboxes.remove('a'), h.services.sandboxes.start('a')]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    await h.services.departures.settled();
     expect(h.backend.instances.size).toBe(0);
   });
 
