@@ -10,9 +10,9 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 180_000,
     reporters: ['default', './test/summary-reporter.ts'],
-    // Three lanes side by side, one file at a time in each: the unit files (the fake backend, no
-    // Docker), the files that share the one Docker engine of a 2-core machine, and the unit files
-    // again with every store on PostgreSQL.
+    // Three lanes, one file at a time in each (with one worker on a 2-core machine, one file at a
+    // time over all three): the unit files (the fake backend, no Docker), the files that share the
+    // one Docker engine, and the unit files again with every store on PostgreSQL.
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], fileParallelism: false } },
       {
