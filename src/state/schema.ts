@@ -446,6 +446,8 @@ export interface OrchestrationTimerTable {
 export interface ReplicaTable {
   id: string;
   host: string;
+  /** The replica's own data directory: a replica that starts on it is the next life of the one before. */
+  data_dir: string;
   pid: number;
   url: string | null;
   started_at: number;

@@ -22,12 +22,13 @@ function asBeforeDeploymentIds(dataDir: string, id: string): void {
   const db = new Sqlite(join(dataDir, 'sandboxd.db'));
   db.prepare("DELETE FROM meta WHERE key IN ('deployment_id', 'network_name', 'adopt_built_images')").run();
   db.prepare("INSERT INTO meta (key, value) VALUES ('instance_id', ?)").run(id);
-  // Migrations from 0022 on were not applied yet (0023 added a column, 0024 a table, 0025 a column and its index).
+  // Migrations from 0022 on were not applied yet (0023 added a column, 0024 a table, 0025 a column and its index, 0026 a table).
   db.prepare("DELETE FROM kysely_migration WHERE name >= '0022'").run();
   db.prepare('ALTER TABLE sandboxes DROP COLUMN internal').run();
   db.prepare('DROP TABLE proxy_decisions').run();
   db.prepare('DROP INDEX objects_uid_number').run();
   db.prepare('ALTER TABLE objects DROP COLUMN uid_number').run();
+  db.prepare('DROP TABLE replicas').run();
   db.close();
 }
 

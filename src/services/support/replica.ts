@@ -66,7 +66,9 @@ export class Replica {
     const replica = new Replica(store, logger, options);
     const now = replica.now;
     const at = now();
-    await store.db.insertInto('replicas').values({ id: replica.id, host: hostname(), pid: process.pid, url: null, started_at: at, heartbeat_at: at }).execute();
+    // The data directory's lock is this process's: a replica that ran on it before is dead, whatever its heartbeat says.
+    await store.db.deleteFrom('replicas').where('host', '=', hostname()).where('data_dir', '=', store.dataDir).execute();
+    await store.db.insertInto('replicas').values({ id: replica.id, host: hostname(), data_dir: store.dataDir, pid: process.pid, url: null, started_at: at, heartbeat_at: at }).execute();
     await replica.beat();
     replica.schedule();
     return replica;

@@ -12,6 +12,7 @@ export const migration: Migration = {
       .createTable('replicas')
       .addColumn('id', 'text', (c) => c.primaryKey())
       .addColumn('host', 'text', (c) => c.notNull())
+      .addColumn('data_dir', 'text', (c) => c.notNull())
       .addColumn('pid', 'integer', (c) => c.notNull())
       .addColumn('url', 'text')
       .addColumn('started_at', 'integer', (c) => c.notNull())

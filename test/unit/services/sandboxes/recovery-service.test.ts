@@ -53,8 +53,8 @@ describe('RecoveryService', () => {
     await h.store.db
       .insertInto('replicas')
       .values([
-        { id: 'alive', host: 'h', pid: 1, url: null, started_at: now, heartbeat_at: now },
-        { id: 'gone', host: 'h', pid: 2, url: null, started_at: now - 60_000, heartbeat_at: now - 60_000 },
+        { id: 'alive', host: 'h', data_dir: '/a', pid: 1, url: null, started_at: now, heartbeat_at: now },
+        { id: 'gone', host: 'h', data_dir: '/b', pid: 2, url: null, started_at: now - 60_000, heartbeat_at: now - 60_000 },
       ])
       .execute();
     const pooled = (uuid: string, replica?: string) =>

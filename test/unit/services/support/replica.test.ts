@@ -63,11 +63,19 @@ describe('a replica', () => {
     expect(await s.db.selectFrom('replicas').selectAll().execute()).toEqual([]);
   });
 
+  it('that starts on the data directory of one before takes its place: the one before is dead, however fresh its heartbeat', async () => {
+    const s = await store();
+    const before = await replica(s);
+    const after = await replica(s);
+    expect((await after.live()).map((row) => row.id)).toEqual([after.id]);
+    expect(before.id).not.toBe(after.id);
+  });
+
   it('lists only replicas whose heartbeat is fresh', async () => {
     const s = await store();
     let now = Date.now();
     const r = await replica(s, { now: () => now });
-    await s.db.insertInto('replicas').values({ id: 'gone', host: 'h', pid: 1, url: null, started_at: now - STALE_MS * 2, heartbeat_at: now - STALE_MS - 1 }).execute();
+    await s.db.insertInto('replicas').values({ id: 'gone', host: 'h', data_dir: '/elsewhere', pid: 1, url: null, started_at: now - STALE_MS * 2, heartbeat_at: now - STALE_MS - 1 }).execute();
     expect((await r.live()).map((row) => row.id)).toEqual([r.id]);
     now += STALE_MS + 1;
     expect(await r.live()).toEqual([]);
