@@ -9,6 +9,7 @@ import { badRequest, forbidden, ServiceError } from '../../errors.js';
 import type { PolicyAuditRow, PolicyRepository } from '../../state/policy-repository.js';
 import type { ServiceContext } from '../context.js';
 import { isoNow, type Clock } from '../support/clock.js';
+import { WritesInFlight } from '../support/writes-in-flight.js';
 import { isAdminByDefault, isAdminOnly, LOCKOUT_GUARDED } from './actions.js';
 import { actionOf, type PermissionService } from './permission-service.js';
 import type { PermissionKind } from '../../domain/principals.js';
@@ -64,7 +65,7 @@ export class PolicyService {
   private readonly clock: Clock;
   private readonly audit: ServiceContext['audit'];
   /** Audit rows being written: a decision is answered before its row is kept. */
-  private readonly writing = new Set<Promise<void>>();
+  private readonly writing = new WritesInFlight();
   private readonly logger: ServiceContext['logger'];
   private readonly decisions: Counter<'decision'>;
   private readonly settings: ConfigSection<'policy'>;
@@ -242,7 +243,7 @@ export class PolicyService {
    * read may otherwise overtake them on another connection).
    */
   async auditLog(filter: { limit: number; decision?: 'allow' | 'deny'; principal?: string }) {
-    await Promise.all(this.writing);
+    await this.writing.settled();
     return this.repo.audit(filter);
   }
 
@@ -257,11 +258,9 @@ export class PolicyService {
       reason: decision.reason,
       mode,
     };
-    const write: Promise<void> = this.repo
-      .appendAudit(row)
-      .catch((err: unknown) => this.logger.error({ err, action: row.action }, 'a policy decision was not kept in the audit'))
-      .finally(() => this.writing.delete(write));
-    this.writing.add(write);
+    this.writing
+      .track(this.repo.appendAudit(row))
+      .catch((err: unknown) => this.logger.error({ err, action: row.action }, 'a policy decision was not kept in the audit'));
   }
 
   /** Reads and compiles the rule file; PolicyFileError (naming the file) for anything unusable. */

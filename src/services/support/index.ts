@@ -10,5 +10,6 @@ export { addDuration, parseDuration } from './durations.js';
 export { HostStats, type HostUsage } from './host-stats.js';
 export { Departures } from './departures.js';
 export { KeyedMutex } from './keyed-mutex.js';
+export { WritesInFlight } from './writes-in-flight.js';
 export { declaredCapabilities, requireCapability } from './capabilities.js';
 export { SecretBox, secretBoxFor, SecretKeyError, SecretOpenError, type OpenFailure, type SecretBoxInput } from './secret-box.js';
