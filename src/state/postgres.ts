@@ -166,6 +166,10 @@ export class PostgresSql implements Sql {
     if (!(this.target instanceof pg.Pool)) return work(this);
     const client = await this.target.connect();
     let broken: unknown;
+    // A connection the server ends while the transaction holds it (a restart, an administrator):
+    // its error fails the next statement; unheard, it would be an uncaught exception.
+    const onError = (err: Error) => (broken = err);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       try {
@@ -177,7 +181,8 @@ export class PostgresSql implements Sql {
         throw err;
       }
     } finally {
-      // A connection whose rollback failed is in an unknown state: the pool closes it.
+      client.off('error', onError);
+      // A connection whose rollback failed, or that broke, is in an unknown state: the pool closes it.
       client.release(broken instanceof Error ? broken : undefined);
     }
   }

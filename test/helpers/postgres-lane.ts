@@ -60,14 +60,31 @@ export async function dropFileDatabases(): Promise<void> {
   }
 }
 
-/** Drops every database of the lane (before a run: an interrupted one's; after it: what a file left). */
+/** PostgreSQL's code for DROP DATABASE of one a session is connected to. */
+const DATABASE_IN_USE = '55006';
+
+/**
+ * Drops the lane's databases no one is connected to: before a run an interrupted run's, after it
+ * what a file left. A database in use is another run's (a second lane on the same server): left.
+ */
 export async function dropLaneDatabases(server: string): Promise<number> {
   const admin = new pg.Client({ connectionString: `${server}/postgres` });
   await admin.connect();
   try {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, $1)', [LANE_PREFIX]);
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
-    return rows.length;
+    const { rows } = await admin.query<{ datname: string }>(
+      'SELECT datname FROM pg_database d WHERE starts_with(datname, $1) AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)',
+      [LANE_PREFIX],
+    );
+    let dropped = 0;
+    for (const { datname } of rows) {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS ${datname}`);
+        dropped++;
+      } catch (err) {
+        if ((err as { code?: string }).code !== DATABASE_IN_USE) throw err;
+      }
+    }
+    return dropped;
   } finally {
     await admin.end();
   }

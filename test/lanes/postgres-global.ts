@@ -1,7 +1,7 @@
 import { dropLaneDatabases } from '../helpers/postgres-lane.js';
 import { POSTGRES_SERVER } from './postgres-lane-config.js';
 
-/** The PostgreSQL lane's global setup: no database of an earlier run before it, none of this one after it. */
+/** The PostgreSQL lane's global setup: no database an earlier run left before it, none this one left after it (another run's in use stay). */
 export default async function setup(): Promise<() => Promise<void>> {
   const server = POSTGRES_SERVER;
   await dropLaneDatabases(server);
