@@ -67,7 +67,7 @@ const DATABASE_IN_USE = '55006';
  * Drops the lane's databases no one is connected to: before a run an interrupted run's, after it
  * what a file left. A database in use is another run's (a second lane on the same server): left.
  */
-export async function dropLaneDatabases(server: string): Promise<number> {
+export async function dropLaneDatabases(server: string): Promise<void> {
   const admin = new pg.Client({ connectionString: `${server}/postgres` });
   await admin.connect();
   try {
@@ -75,23 +75,14 @@ export async function dropLaneDatabases(server: string): Promise<number> {
       'SELECT datname FROM pg_database d WHERE starts_with(datname, $1) AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)',
       [LANE_PREFIX],
     );
-    let dropped = 0;
     for (const { datname } of rows) {
       try {
         await admin.query(`DROP DATABASE IF EXISTS ${datname}`);
-        dropped++;
       } catch (err) {
         if ((err as { code?: string }).code !== DATABASE_IN_USE) throw err;
       }
     }
-    return dropped;
   } finally {
     await admin.end();
   }
-}
-
-/** The environment a spawned `sandboxd` of the lane needs for `dataDir` (none outside it). */
-export async function laneEnv(dataDir: string | undefined): Promise<NodeJS.ProcessEnv> {
-  const url = dataDir === undefined ? undefined : await laneDatabaseUrl(dataDir);
-  return url ? { SERVICE_DATABASE_URL: url } : {};
 }

@@ -5,5 +5,5 @@ import { POSTGRES_SERVER } from './postgres-lane-config.js';
 export default async function setup(): Promise<() => Promise<void>> {
   const server = POSTGRES_SERVER;
   await dropLaneDatabases(server);
-  return async () => void (await dropLaneDatabases(server));
+  return () => dropLaneDatabases(server);
 }

@@ -16,9 +16,12 @@ export const STALE_MS = 20_000;
  */
 const LEADER_LOCK = 0x73616e64626f7864n;
 
+/** The replicas of the database whose heartbeat is fresh at `now`. */
+const liveReplicas = (db: Store['db'], now: number) => db.selectFrom('replicas').where('heartbeat_at', '>=', now - STALE_MS);
+
 /** The ids of the replicas of the database whose heartbeat is fresh at `now`. */
 export async function liveReplicaIds(db: Store['db'], now: number): Promise<Set<string>> {
-  const rows = await db.selectFrom('replicas').select('id').where('heartbeat_at', '>=', now - STALE_MS).execute();
+  const rows = await liveReplicas(db, now).select('id').execute();
   return new Set(rows.map((row) => row.id));
 }
 
@@ -33,9 +36,6 @@ export interface ReplicaOptions {
    */
   onLostLead?: () => void;
 }
-
-/** A replica as the `replicas` table holds it. */
-export type ReplicaInfo = ReplicaTable;
 
 /**
  * This server as one of the replicas that share the database: its row and heartbeat, and whether
@@ -93,13 +93,8 @@ export class Replica {
   }
 
   /** The replicas whose heartbeat is fresh, this one included, oldest first. */
-  async live(): Promise<ReplicaInfo[]> {
-    return this.store.db
-      .selectFrom('replicas')
-      .selectAll()
-      .where('heartbeat_at', '>=', this.now() - STALE_MS)
-      .orderBy('started_at')
-      .execute();
+  async live(): Promise<ReplicaTable[]> {
+    return liveReplicas(this.store.db, this.now()).selectAll().orderBy('started_at').execute();
   }
 
   /** Stops the heartbeat, lets the lead go and removes this replica's row. */
